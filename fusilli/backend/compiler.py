@@ -1,0 +1,191 @@
+"""In-process IREE compilation through ``iree.compiler.api`` (never a subprocess).
+
+One long-lived ``Session`` per (flag set, thread): sessions are not thread-safe,
+and thrown-away sessions leak their context. Modules are handed to the session
+as MLIR bytecode built in fusilli's own context, never imported across contexts
+(which crashes the process).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import io
+import json
+import os
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from fusilli import ir
+from fusilli.errors import ErrorCode, fail
+from fusilli.log import logger, timed
+
+PHASES = (
+    "input",
+    "abi",
+    "preprocessing",
+    "global-optimization",
+    "dispatch-creation",
+    "flow",
+    "stream",
+    "executable-sources",
+    "executable-configurations",
+    "executable-targets",
+    "hal",
+    "vm",
+)
+
+_local = threading.local()
+_DIAG_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_void_p)
+_SEVERITY = {0: "note", 1: "warning", 2: "error", 3: "remark"}
+
+
+@dataclass
+class CompileStats:
+    """What the compiled graph costs to run, from IREE's scheduling statistics."""
+
+    dispatch_count: int
+    transient_memory_bytes: int
+    executable_count: int = 0
+    compile_seconds: float = 0.0
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def __getitem__(self, key: str) -> Any:
+        return getattr(self, key)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "dispatch_count": self.dispatch_count,
+            "transient_memory_bytes": self.transient_memory_bytes,
+            "executable_count": self.executable_count,
+            "compile_seconds": self.compile_seconds,
+        }
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> "CompileStats":
+        return CompileStats(
+            d["dispatch_count"], d["transient_memory_bytes"], d.get("executable_count", 0), d.get("compile_seconds", 0)
+        )
+
+
+def _api():
+    from iree.compiler import api
+    from iree.compiler.api import ctypes_dl
+
+    lib = ctypes_dl._dylib
+    if not getattr(lib, "_fusilli_sigs", False):
+        lib.ireeCompilerInvocationSetCompileToPhase.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+        lib.ireeCompilerInvocationSetCompileToPhase.restype = None
+        lib.ireeCompilerInvocationEnableCallbackDiagnostics.argtypes = [
+            ctypes.c_void_p,
+            ctypes.c_int,
+            _DIAG_CALLBACK,
+            ctypes.c_void_p,
+        ]
+        lib.ireeCompilerInvocationEnableCallbackDiagnostics.restype = None
+        lib._fusilli_sigs = True
+    return api, lib
+
+
+class CompilerSession:
+    """A compiler Session with a fixed flag set, owned by one thread."""
+
+    def __init__(self, flags: tuple[str, ...]):
+        api, _ = _api()
+        self.flags = flags
+        self._stats_dir = tempfile.mkdtemp(prefix="fusilli-stats-")
+        self.stats_path = os.path.join(self._stats_dir, "statistics.json")
+        self.session = api.Session()
+        all_flags = list(flags) + [
+            "--iree-scheduling-dump-statistics-format=json",
+            f"--iree-scheduling-dump-statistics-file={self.stats_path}",
+        ]
+        for flag in all_flags:
+            try:
+                self.session.set_flags(flag)
+            except ValueError as e:
+                raise fail(
+                    ErrorCode.COMPILE_FAILURE,
+                    f"IREE does not accept compiler flag {flag!r} ({str(e).strip()}); check "
+                    "FUSILLI_EXTRA_COMPILER_FLAGS",
+                ) from None
+
+    @staticmethod
+    def get(flags: tuple[str, ...]) -> "CompilerSession":
+        sessions = getattr(_local, "sessions", None)
+        if sessions is None:
+            sessions = _local.sessions = {}
+        s = sessions.get(flags)
+        if s is None:
+            s = sessions[flags] = CompilerSession(flags)
+        return s
+
+    def run(self, module: ir.Module, phase: str | None = None) -> tuple[Any, list[str]]:
+        """Compiles ``module`` (to ``phase`` if given); returns (invocation, diagnostics)."""
+        api, lib = _api()
+        buf = io.BytesIO()
+        module.operation.write_bytecode(buf)
+        data = buf.getvalue()
+        diagnostics: list[str] = []
+
+        def on_diag(severity: int, message: bytes, size: int, user: Any) -> None:
+            diagnostics.append(f"{_SEVERITY.get(severity, 'diag')}: {message[:size].decode(errors='replace')}")
+
+        callback = _DIAG_CALLBACK(on_diag)
+        inv = self.session.invocation()
+        inv._fusilli_callback = callback  # keep alive as long as the invocation
+        lib.ireeCompilerInvocationEnableCallbackDiagnostics(inv._inv_p, 0, callback, None)
+        if phase is not None:
+            lib.ireeCompilerInvocationSetCompileToPhase(inv._inv_p, phase.encode())
+        source = api.Source.wrap_buffer(self.session, data)
+        if not inv.parse_source(source):
+            raise fail(ErrorCode.COMPILE_FAILURE, "IREE could not parse the module:\n" + "\n".join(diagnostics))
+        if os.path.exists(self.stats_path):
+            os.remove(self.stats_path)
+        if not inv.execute():
+            raise fail(ErrorCode.COMPILE_FAILURE, "IREE compilation failed:\n" + "\n".join(diagnostics))
+        return inv, diagnostics
+
+    def read_stats(self) -> dict[str, Any]:
+        try:
+            with open(self.stats_path, encoding="utf-8") as f:
+                return json.load(f)
+        except (OSError, ValueError) as e:
+            raise fail(ErrorCode.COMPILE_FAILURE, f"IREE wrote no compile statistics: {e}") from None
+
+
+def compile_module(module: ir.Module, flags: tuple[str, ...]) -> tuple[bytes, CompileStats]:
+    """Compiles to a VM flatbuffer; returns it with its statistics."""
+    import time
+
+    api, _ = _api()
+    session = CompilerSession.get(flags)
+    logger.info("compiling with flags: %s", " ".join(flags))
+    start = time.perf_counter()
+    with timed("IREE compile"):
+        inv, _ = session.run(module)
+        out = api.Output.open_membuffer()
+        inv.output_vm_bytecode(out)
+        vmfb = bytes(out.map_memory())
+    raw = session.read_stats()
+    execution = raw.get("stream-aggregate", {}).get("execution", {})
+    stats = CompileStats(
+        dispatch_count=int(execution.get("dispatch-count", 0)),
+        transient_memory_bytes=int(execution.get("transient-memory-size", 0)),
+        executable_count=int(raw.get("stream-aggregate", {}).get("executable", {}).get("executable-count", 0)),
+        compile_seconds=time.perf_counter() - start,
+        raw=raw,
+    )
+    return vmfb, stats
+
+
+def compile_module_to_phase(module: ir.Module, flags: tuple[str, ...], phase: str) -> str:
+    """The module's IR after IREE's ``phase`` (input, global-optimization, ...)."""
+    if phase not in PHASES:
+        raise fail(ErrorCode.INVALID_ARGUMENT, f"unknown IREE phase {phase!r}; expected one of {PHASES}")
+    api, _ = _api()
+    inv, _ = CompilerSession.get(flags).run(module, phase)
+    out = api.Output.open_membuffer()
+    inv.output_ir(out)
+    return bytes(out.map_memory()).decode()

@@ -1,0 +1,188 @@
+"""Compile targets: the Backend enum, compiler flags per target, AMD GPU arch detection."""
+
+from __future__ import annotations
+
+import enum
+import functools
+import json
+import os
+import platform
+import re
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass
+from typing import Any
+
+from fusilli.errors import ErrorCode, fail
+from fusilli.log import logger
+
+
+class Backend(enum.Enum):
+    CPU = "cpu"  # IREE llvm-cpu, run on the local-task driver
+    AMDGPU = "amdgpu"  # IREE rocm / HIP
+
+    @classmethod
+    def coerce(cls, value: Any) -> "Backend":
+        if isinstance(value, Backend):
+            return value
+        if isinstance(value, str):
+            for b in cls:
+                if value.lower() in (b.value, b.name.lower()):
+                    return b
+        raise fail(ErrorCode.INVALID_ARGUMENT, f"unknown backend {value!r}; expected 'cpu' or 'amdgpu'")
+
+
+CPU_FLAGS = (
+    "--iree-hal-target-device=local",
+    "--iree-hal-local-target-device-backends=llvm-cpu",
+    "--iree-llvmcpu-target-cpu=host",
+    "--iree-torch-externalize-transients",
+)
+
+AMDGPU_FLAGS = (
+    "--iree-hal-target-device=hip",
+    "--iree-opt-level=O3",
+    "--iree-preprocessing-pass-pipeline=builtin.module(iree-preprocessing-backward-data-conv-pipeline)",
+    "--iree-flow-enable-pad-handling",
+    "--iree-global-opt-propagate-transposes-through-conv",
+    "--iree-global-opt-enable-sink-transpose-through-pad",
+    "--iree-dispatch-creation-enable-aggressive-reshape-movement",
+    "--iree-dispatch-creation-enable-split-reduction",
+    "--iree-torch-externalize-transients",
+)
+
+# Flags seen to make IREE 3.13 CPU code that segfaults when run (a padded
+# NHWC conv + epilogue with fused padding): refused on the CPU backend.
+CPU_CRASHING_FLAGS = ("--iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops",)
+
+# Flag pairs seen to crash IREE 3.13 in process (segfault): refused up front.
+CRASHING_FLAG_PAIRS = (
+    (
+        "--iree-global-opt-enable-sink-transpose-through-pad",
+        "--iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops",
+    ),
+)
+
+# Marketing names (amd-smi) -> IREE target SKUs, as upstream Fusilli maps them.
+_SKU_BY_MARKET_NAME = (
+    ("MI355X", "mi355x"), ("MI350X", "mi350x"), ("MI325X", "mi325x"), ("MI308X", "mi308x"),
+    ("MI300X", "mi300x"), ("MI300A", "mi300a"), ("MI250X", "mi250x"), ("MI250", "mi250"),
+    ("MI210", "mi210"), ("MI100", "mi100"), ("W7900", "w7900"), ("W7800", "w7800"),
+    ("W7700", "w7700"), ("V710", "v710"), ("RX 7900 XTX", "rx7900xtx"), ("RX 7900 XT", "rx7900xt"),
+    ("RX 7800 XT", "rx7800xt"), ("RX 7700 XT", "rx7700xt"), ("RX 9070 XT", "rx9070xt"),
+    ("RX 9070", "rx9070"), ("RX 9060 XT", "rx9060xt"), ("R9700", "r9700"),
+)
+_KNOWN_SKUS = {sku for _, sku in _SKU_BY_MARKET_NAME}
+_GFX_RE = re.compile(r"^gfx(9(0[0-9a-f]|4[0-9a-f]|5[0-9a-f])|1[012][0-9a-f]{2})$")
+
+
+def is_known_amdgpu_target(arch: str) -> bool:
+    return bool(_GFX_RE.match(arch)) or arch in _KNOWN_SKUS
+
+
+def detect_amdgpu_arch() -> str | None:
+    """The local GPU's IREE target from amd-smi or rocm_agent_enumerator, if present."""
+    amd_smi = os.environ.get("FUSILLI_EXTERNAL_AMD_SMI") or shutil.which("amd-smi")
+    if amd_smi:
+        try:
+            out = subprocess.run(
+                [amd_smi, "static", "--gpu", "0", "--json"], capture_output=True, text=True, timeout=20
+            ).stdout
+            text = json.dumps(json.loads(out)).upper()
+            for market, sku in _SKU_BY_MARKET_NAME:
+                if market in text:
+                    return sku
+        except (OSError, ValueError, subprocess.SubprocessError) as e:
+            logger.info("amd-smi probe failed: %s", e)
+    enumerator = os.environ.get("FUSILLI_EXTERNAL_ROCM_AGENT_ENUMERATOR") or shutil.which("rocm_agent_enumerator")
+    if enumerator:
+        try:
+            out = subprocess.run([enumerator], capture_output=True, text=True, timeout=20).stdout
+            for line in out.split():
+                if line.startswith("gfx") and line != "gfx000":
+                    return line
+        except (OSError, subprocess.SubprocessError) as e:
+            logger.info("rocm_agent_enumerator probe failed: %s", e)
+    return None
+
+
+def resolve_amdgpu_arch(arch: str | None) -> str:
+    arch = arch or os.environ.get("FUSILLI_AMDGPU_ARCH") or detect_amdgpu_arch()
+    if not arch:
+        raise fail(
+            ErrorCode.INVALID_ARGUMENT,
+            "no AMD GPU target known: pass arch= (e.g. 'gfx942'), set FUSILLI_AMDGPU_ARCH, or install "
+            "amd-smi / rocm_agent_enumerator",
+        )
+    if not is_known_amdgpu_target(arch):
+        raise fail(
+            ErrorCode.INVALID_ARGUMENT,
+            f"unknown AMD GPU target {arch!r}; expected a gfx arch such as 'gfx942' or a SKU such as 'mi300x'",
+        )
+    return arch
+
+
+@functools.lru_cache(maxsize=1)
+def host_cpu_id() -> str:
+    """What '--iree-llvmcpu-target-cpu=host' bakes in: part of the cache key."""
+    model, flags = platform.machine(), ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name") and "name=" not in model:
+                    model += " name=" + line.split(":", 1)[1].strip()
+                elif line.startswith(("flags", "Features")) and not flags:
+                    flags = line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import hashlib
+
+    return model + " flags=" + hashlib.sha256(flags.encode()).hexdigest()[:16]
+
+
+def extra_flags_from_environment() -> list[str]:
+    """FUSILLI_EXTRA_COMPILER_FLAGS, split like a shell would (quotes group)."""
+    text = os.environ.get("FUSILLI_EXTRA_COMPILER_FLAGS", "")
+    try:
+        return shlex.split(text)
+    except ValueError as e:
+        raise fail(ErrorCode.INVALID_ARGUMENT, f"FUSILLI_EXTRA_COMPILER_FLAGS does not parse: {e}") from None
+
+
+@dataclass(frozen=True)
+class Target:
+    backend: Backend
+    arch: str | None  # AMD GPU target; None on CPU
+    flags: tuple[str, ...]
+
+    @property
+    def device_id(self) -> str:
+        return f"amdgpu:{self.arch}" if self.backend == Backend.AMDGPU else f"cpu:{host_cpu_id()}"
+
+    @staticmethod
+    def resolve(backend: Any, arch: str | None = None, extra_flags: tuple[str, ...] = ()) -> "Target":
+        backend = Backend.coerce(backend)
+        if backend == Backend.CPU:
+            flags = list(CPU_FLAGS)
+            arch = None
+        else:
+            arch = resolve_amdgpu_arch(arch)
+            flags = list(AMDGPU_FLAGS) + [f"--iree-rocm-target={arch}"]
+        flags += list(extra_flags) + extra_flags_from_environment()
+        if backend == Backend.CPU:
+            for bad in CPU_CRASHING_FLAGS:
+                if any(f.startswith(bad) for f in flags):
+                    raise fail(
+                        ErrorCode.INVALID_ARGUMENT,
+                        f"compiler flag {bad} makes IREE 3.13 emit CPU code that crashes when run; remove it "
+                        "(check FUSILLI_EXTRA_COMPILER_FLAGS)",
+                    )
+        for a, b in CRASHING_FLAG_PAIRS:
+            if any(f.startswith(a) for f in flags) and any(f.startswith(b) for f in flags):
+                raise fail(
+                    ErrorCode.INVALID_ARGUMENT,
+                    f"compiler flags {a} and {b} together crash IREE 3.13; drop one of them "
+                    "(check FUSILLI_EXTRA_COMPILER_FLAGS)",
+                )
+        return Target(backend, arch, tuple(flags))

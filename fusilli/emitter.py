@@ -1,0 +1,58 @@
+"""Walks a validated graph and emits its torch-dialect module.
+
+``@main`` takes the graph's outputs first (``!torch.tensor``, written in place
+through ``torch.overwrite.tensor.contents``) then its non-scalar inputs
+(``!torch.vtensor``), each sorted by name and in physical dim order, as
+upstream Fusilli does. Each op is emitted by the emitter its module registered,
+under a ``Location.name`` of its node, so compiler diagnostics point at nodes.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from fusilli import ir
+from fusilli.errors import ErrorCode, fail
+from fusilli.ops import EMITTERS
+from fusilli.ops.emit import EmitContext, physical_type
+
+if TYPE_CHECKING:
+    from fusilli.graph import Graph
+
+
+def emit_module(graph: "Graph") -> ir.Module:
+    ctx = ir.fusilli_context()
+    outputs = sorted(graph.output_tensors(), key=lambda t: t.name)
+    inputs = sorted((t for t in graph.input_tensors() if not t.is_scalar), key=lambda t: t.name)
+    scalars = [t for t in graph.input_tensors() if t.is_scalar]
+    with ctx, ir.Location.unknown():
+        module = ir.Module.create()
+        module.operation.attributes["sym_name"] = ir.StringAttr.get("module")
+        arg_types = [physical_type(t, value_semantics=False).to_type() for t in outputs]
+        arg_types += [physical_type(t).to_type() for t in inputs]
+        with ir.InsertionPoint(module.body):
+            fn = ir.func.FuncOp("main", ir.FunctionType.get(arg_types, []))
+            fn.attributes["torch.assume_strict_symbolic_shapes"] = ir.UnitAttr.get()
+            block = fn.add_entry_block(arg_locs=[ir.Location.name(t.name) for t in outputs + inputs])
+        b = ir.TorchBuilder()
+        emit = EmitContext(b)
+        args = list(block.arguments)
+        for t, arg in zip(inputs, args[len(outputs) :]):
+            emit.physical[id(t)] = arg
+        with ir.InsertionPoint(block):
+            for t in scalars:
+                with ir.Location.name(t.name):
+                    emit.physical[id(t)] = b.scalar_literal(t.scalar_value, t.data_type.mlir_name)
+            for node in graph.nodes:
+                emitter = EMITTERS.get(node.kind)
+                if emitter is None:
+                    raise fail(ErrorCode.NOT_IMPLEMENTED, f"no emitter registered for op kind {node.kind!r}")
+                emit.node = node
+                with ir.Location.name(node.name):
+                    emitter(node, emit)
+            for t, arg in zip(outputs, args[: len(outputs)]):
+                with ir.Location.name(t.name):
+                    b.overwrite(emit.physical[id(t)], arg)
+            with ir.Location.unknown():
+                ir.func.ReturnOp([])
+    return module

@@ -1,0 +1,483 @@
+"""Graph: the user-facing builder, validation, compile, execute and (de)serialization."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable, Mapping, Sequence
+
+from fusilli.backend import Backend, Target
+from fusilli.errors import ErrorCode, fail
+from fusilli.log import logger, timed
+from fusilli.ops import NODE_TYPES, Node
+from fusilli.ops.conv import ConvAttrs, ConvFPropNode
+from fusilli.ops.matmul import MatmulAttrs, MatmulNode
+from fusilli.ops.pointwise import INPUT_SLOTS, PointwiseAttrs, PointwiseMode, PointwiseNode
+from fusilli.tensor import TensorAttr, as_numpy, contiguous_strides
+from fusilli.types import DataType
+
+JSON_FORMAT_VERSION = 1
+MLIR_STAGES = ("emitted", "optimized", "input", "global-optimization", "dispatch-creation", "flow")
+
+
+class Graph:
+    """A compute graph of fusilli ops over strided tensors.
+
+    Build it with ``tensor()`` and the op methods, then ``validate()``,
+    ``compile(handle)`` and ``execute(variant_pack)``.
+    """
+
+    def __init__(
+        self,
+        name: str = "graph",
+        io_data_type: Any = DataType.FLOAT,
+        intermediate_data_type: Any = DataType.FLOAT,
+        compute_data_type: Any = DataType.FLOAT,
+    ):
+        self.name = name
+        self.io_data_type = DataType.coerce(io_data_type)
+        self.intermediate_data_type = DataType.coerce(intermediate_data_type)
+        self.compute_data_type = DataType.coerce(compute_data_type)
+        self.nodes: list[Node] = []
+        self._inputs: list[TensorAttr] = []
+        self._inferred: list[tuple[TensorAttr, str]] = []
+        self._validated = False
+        self._compiled = None  # fusilli.backend.CompiledGraph once compiled or loaded
+
+    # ------------------------------------------------------------------ tensors
+    def tensor(
+        self,
+        name: str | None = None,
+        dim: Sequence[int] | None = None,
+        stride: Sequence[int] | None = None,
+        data_type: Any = None,
+        *,
+        dynamic_dims: Iterable[int] = (),
+    ) -> TensorAttr:
+        """Registers a graph input. ``stride`` defaults to contiguous."""
+        if isinstance(name, TensorAttr):  # cuDNN-style: g.tensor(TensorAttr(...))
+            t = name
+        else:
+            if stride is None and dim is not None:
+                stride = contiguous_strides(dim)
+            t = TensorAttr(name, dim, stride, data_type, dynamic_dims=dynamic_dims)
+        self._inputs.append(t)
+        self._invalidate()
+        return t
+
+    def tensor_like(self, array: Any, name: str | None = None) -> TensorAttr:
+        """A graph input whose dim, stride and data type are those of ``array``."""
+        arr = as_numpy(array)
+        itemsize = arr.dtype.itemsize
+        stride = [s // itemsize for s in arr.strides]
+        return self.tensor(name, list(arr.shape), stride, DataType.from_numpy(arr.dtype))
+
+    def scalar(self, value: float | int | bool, data_type: Any = None, name: str | None = None) -> TensorAttr:
+        """A compile-time constant operand (dim = stride = [1]), inlined in the IR."""
+        if data_type is None:
+            data_type = DataType.FLOAT if isinstance(value, float) else DataType.INT64
+        t = TensorAttr(name, [1], [1], data_type, scalar_value=value)
+        self._inputs.append(t)
+        self._invalidate()
+        return t
+
+    def input_tensors(self) -> list[TensorAttr]:
+        return list(self._inputs)
+
+    def output_tensors(self) -> list[TensorAttr]:
+        return [t for n in self.nodes for t in n.output_tensors() if not t.is_virtual]
+
+    def all_tensors(self) -> list[TensorAttr]:
+        return self._inputs + [t for n in self.nodes for t in n.output_tensors()]
+
+    # ------------------------------------------------------------------ op building
+    def _add_node(
+        self,
+        node_type: type[Node],
+        inputs: Mapping[str, TensorAttr | None],
+        attrs: Any,
+        name: str | None,
+    ) -> list[TensorAttr]:
+        name = name or f"{node_type.kind}_{len(self.nodes)}"
+        for slot, t in inputs.items():
+            if t is None:
+                continue
+            if not isinstance(t, TensorAttr):
+                raise fail(
+                    ErrorCode.INVALID_ARGUMENT,
+                    f"{node_type.kind} '{name}': input {slot} must be a TensorAttr, got {type(t).__name__}",
+                )
+            if not t.name:
+                t.set_name(f"{name}_{slot}")
+        outputs = {slot: TensorAttr(f"{name}_{slot}", is_virtual=True) for slot in node_type.output_slots}
+        node = node_type(name, dict(inputs), outputs, attrs)
+        for t in outputs.values():
+            t.producer = node
+        self.nodes.append(node)
+        self._invalidate()
+        return list(outputs.values())
+
+    def conv_fprop(
+        self,
+        x: TensorAttr,
+        w: TensorAttr,
+        *,
+        padding: Sequence[int] | None = None,
+        stride: Sequence[int] | None = None,
+        dilation: Sequence[int] | None = None,
+        name: str | None = None,
+    ) -> TensorAttr:
+        """Forward convolution ``y = conv(x, w)``; groups = ``x.C / w.C``."""
+        attrs = ConvAttrs(_int_list(padding), _int_list(stride), _int_list(dilation))
+        (y,) = self._add_node(ConvFPropNode, {"X": x, "W": w}, attrs, name)
+        return y
+
+    def matmul(self, a: TensorAttr, b: TensorAttr, *, name: str | None = None) -> TensorAttr:
+        """``c = a @ b`` with broadcast batch dims; transposes are given by strides."""
+        (c,) = self._add_node(MatmulNode, {"A": a, "B": b}, MatmulAttrs(), name)
+        return c
+
+    def pointwise(
+        self,
+        a: TensorAttr,
+        b: TensorAttr | None = None,
+        c: TensorAttr | None = None,
+        *,
+        mode: PointwiseMode | str,
+        name: str | None = None,
+        **params: float,
+    ) -> TensorAttr:
+        """An elementwise op of 1-3 inputs; ``mode`` is a ``PointwiseMode``."""
+        if isinstance(mode, str):
+            try:
+                mode = PointwiseMode[mode.upper()]
+            except KeyError:
+                raise fail(ErrorCode.INVALID_ARGUMENT, f"unknown pointwise mode {mode!r}") from None
+        attrs = PointwiseAttrs(mode=mode)
+        for key, value in params.items():
+            field = _POINTWISE_PARAMS.get((mode, key))
+            if field is None:
+                raise fail(ErrorCode.INVALID_ARGUMENT, f"pointwise mode {mode.name} takes no parameter {key!r}")
+            setattr(attrs, field, float(value))
+        inputs = dict(zip(INPUT_SLOTS, (a, b, c)))
+        (out,) = self._add_node(PointwiseNode, inputs, attrs, name)
+        return out
+
+    # ------------------------------------------------------------------ validation
+    def _invalidate(self) -> None:
+        self._validated = False
+        self._compiled = None
+
+    def validate(self) -> "Graph":
+        """Infers dims, strides and data types of op results and checks the graph."""
+        if not self.name:
+            raise fail(ErrorCode.ATTRIBUTE_NOT_SET, "graph name not set")
+        for t, field in self._inferred:  # re-infer from scratch on each validate
+            setattr(t, f"_{field}", None)
+        self._inferred = []
+        self._check_unique_names()
+        for t in self._inputs:
+            if t.data_type is None:
+                t.set_data_type(self.io_data_type)
+                self._inferred.append((t, "data_type"))
+            self._check_tensor(t, "graph input")
+        for node in self.nodes:
+            if node.compute_data_type is None:
+                node.compute_data_type = self.compute_data_type
+            node.pre_validate()
+            unset = [(t, f) for t in node.output_tensors() for f in ("dim", "stride") if getattr(t, f"_{f}") is None]
+            for t in node.output_tensors():
+                if t.data_type is None:
+                    t.set_data_type(self.intermediate_data_type if t.is_virtual else self.io_data_type)
+                    self._inferred.append((t, "data_type"))
+            node.infer()
+            self._inferred += unset
+            node.post_validate()
+            for slot, t in node.outputs.items():
+                if t is None:
+                    continue
+                self._check_tensor(t, f"{node.kind} '{node.name}' output {slot}")
+                if t.broadcast_dims:
+                    raise fail(
+                        ErrorCode.INVALID_ATTRIBUTE,
+                        f"{node.kind} '{node.name}': output {slot} '{t.name}' has broadcast strides (stride=0), "
+                        "which are not supported on operation outputs",
+                    )
+        if not self.output_tensors():
+            raise fail(ErrorCode.ATTRIBUTE_NOT_SET, f"graph '{self.name}' has no output (call set_output(True))")
+        self._validated = True
+        return self
+
+    def _check_unique_names(self) -> None:
+        seen: dict[str, str] = {}
+        for what, name in [("tensor", t.name) for t in self.all_tensors()] + [("node", n.name) for n in self.nodes]:
+            if not name:
+                raise fail(ErrorCode.ATTRIBUTE_NOT_SET, f"a {what} of graph '{self.name}' has no name")
+            if name in seen:
+                raise fail(ErrorCode.INVALID_ATTRIBUTE, f"symbol name '{name}' already in use (by a {seen[name]})")
+            seen[name] = what
+
+    def _check_tensor(self, t: TensorAttr, role: str) -> None:
+        from fusilli.tensor import is_valid_layout
+
+        if not t.has_dim:
+            raise fail(ErrorCode.ATTRIBUTE_NOT_SET, f"{role} tensor '{t.name}' dims not set")
+        if not t.has_stride:
+            raise fail(ErrorCode.ATTRIBUTE_NOT_SET, f"{role} tensor '{t.name}' strides not set")
+        if t.data_type is None:
+            raise fail(ErrorCode.ATTRIBUTE_NOT_SET, f"{role} tensor '{t.name}' data type not set")
+        if len(t.dim) != len(t.stride):
+            raise fail(
+                ErrorCode.INVALID_ATTRIBUTE,
+                f"{role} tensor '{t.name}' uses dim {t.dim} and stride {t.stride} of different dimensionality",
+            )
+        if any(d <= 0 for d in t.dim):
+            raise fail(ErrorCode.INVALID_ATTRIBUTE, f"{role} tensor '{t.name}' has non-positive dims {t.dim}")
+        if not is_valid_layout(t.dim, t.stride):
+            raise fail(
+                ErrorCode.INVALID_ATTRIBUTE,
+                f"{role} tensor '{t.name}' (dim {t.dim}, stride {t.stride}) has invalid physical "
+                "representation; it must be a valid permutation of the logical dimensions",
+            )
+        for d in t.dynamic_dims:
+            if not 0 <= d < t.rank:
+                raise fail(ErrorCode.INVALID_ATTRIBUTE, f"{role} tensor '{t.name}' dynamic dim {d} out of range")
+            if t.stride[d] == 0:
+                raise fail(ErrorCode.INVALID_ATTRIBUTE, f"{role} tensor '{t.name}' dynamic dim {d} is broadcast")
+            if t.dim[d] == 1:
+                raise fail(
+                    ErrorCode.INVALID_ATTRIBUTE,
+                    f"{role} tensor '{t.name}' dynamic dim {d} needs a representative extent other than 1",
+                )
+
+    def _require_validated(self, what: str) -> None:
+        if not self._validated:
+            raise fail(ErrorCode.NOT_VALIDATED, f"graph '{self.name}' must be validated before {what}")
+
+    # ------------------------------------------------------------------ IR
+    def emit_mlir(self) -> str:
+        """The torch-dialect module the graph emits, before fusilli's passes."""
+        if not self._validated:
+            self.validate()
+        from fusilli.emitter import emit_module
+
+        return str(emit_module(self))
+
+    def mlir(self, stage: str = "emitted", backend: Any = None, arch: str | None = None) -> str:
+        """IR at ``stage``: emitted, optimized, or an IREE phase (input ... flow)."""
+        from fusilli.backend import Target, compile_module_to_phase
+
+        if stage not in MLIR_STAGES:
+            raise fail(ErrorCode.INVALID_ARGUMENT, f"unknown IR stage {stage!r}; expected one of {MLIR_STAGES}")
+        if stage == "emitted":
+            return self.emit_mlir()
+        module = self._optimized_module()
+        if stage == "optimized":
+            return str(module)
+        target = Target.resolve(backend or Backend.CPU, arch)
+        return compile_module_to_phase(module, target.flags, stage)
+
+    def _optimized_module(self):
+        from fusilli.emitter import emit_module
+        from fusilli.passes import default_pipeline
+
+        if not self._validated:
+            self.validate()
+        with timed(f"graph '{self.name}': emit + fusilli passes"):
+            module = emit_module(self)
+            logger.info("graph '%s' emitted MLIR:\n%s", self.name, module)
+            default_pipeline().run(module)
+        return module
+
+    # ------------------------------------------------------------------ compile / run
+    def key(self, backend: Any = None, arch: str | None = None) -> str:
+        """The content key of this graph's compiled artifact for ``backend`` (default CPU)."""
+        if self._compiled is not None and backend is None:
+            return self._compiled.key
+        return self._cache_key(Target.resolve(backend or Backend.CPU, arch))
+
+    def _cache_key(self, target: "Target") -> str:
+        from fusilli.backend import compute_key
+        from fusilli.passes import DEFAULT_PIPELINE
+
+        if not self._validated:
+            self.validate()
+        return compute_key(self.canonical_json(), target, DEFAULT_PIPELINE)
+
+    def _build_artifact(self, backend: Any, arch: str | None):
+        """The compiled artifact: from the disk cache, or compiled in process and stored."""
+        from fusilli.backend import Artifact, compile_module, lookup, store
+
+        target = Target.resolve(backend, arch)
+        key = self._cache_key(target)
+        artifact = lookup(key)
+        if artifact is not None:
+            logger.info("graph '%s': cache hit %s", self.name, key[:16])
+            return artifact
+        logger.info("graph '%s': cache miss %s; compiling for %s", self.name, key[:16], target.device_id)
+        module = self._optimized_module()
+        vmfb, stats = compile_module(module, target.flags)
+        logger.info("graph '%s': %d dispatch(es), %d transient bytes", self.name, stats.dispatch_count,
+                    stats.transient_memory_bytes)
+        artifact = Artifact(key, target.backend, target.arch, vmfb, stats)
+        store(artifact)
+        return artifact
+
+    def compile(self, handle: Any) -> "Graph":
+        """Compiles in process (or loads from the disk cache) for ``handle``'s backend."""
+        from fusilli.backend import CompiledGraph
+
+        with timed(f"graph '{self.name}': compile"):
+            artifact = self._build_artifact(handle.backend, handle.arch)
+            self._compiled = CompiledGraph(handle, artifact, self)
+        return self
+
+    def compile_to_artifact(self, backend: Any, arch: str | None = None) -> bytes:
+        """Ahead-of-time compile: the serialized artifact (no device needed)."""
+        return self._build_artifact(backend, arch).to_bytes()
+
+    def load_artifact(self, handle: Any, data: bytes) -> "Graph":
+        """Loads an artifact made by ``compile_to_artifact`` for this same graph."""
+        from fusilli.backend import Artifact, CompiledGraph
+
+        self._require_validated("loading a compiled artifact")
+        artifact = Artifact.from_bytes(data)
+        expected = self.key(artifact.backend, artifact.arch)
+        if artifact.graph_key != expected:
+            raise fail(
+                ErrorCode.INVALID_ARGUMENT,
+                f"artifact was compiled for another graph or toolchain (key {artifact.graph_key[:12]}...) than "
+                f"graph '{self.name}' (key {expected[:12]}...)",
+            )
+        self._compiled = CompiledGraph(handle, artifact, self)
+        return self
+
+    def _require_compiled(self):
+        if self._compiled is None:
+            raise fail(
+                ErrorCode.NOT_COMPILED, f"graph '{self.name}': execute requires a successful compile() first"
+            )
+        return self._compiled
+
+    @property
+    def compile_stats(self):
+        return self._require_compiled().artifact.stats
+
+    @property
+    def workspace_size(self) -> int:
+        """Bytes of scratch memory the compiled graph needs per execute (may be 0)."""
+        return self._require_compiled().workspace_size
+
+    def execute(self, variant_pack: Mapping[Any, Any], workspace: Any = None) -> None:
+        """Runs the compiled graph; outputs are written into the caller's arrays."""
+        self._require_compiled().execute(variant_pack, workspace)
+
+    # ------------------------------------------------------------------ serialization
+    def to_dict(self) -> dict[str, Any]:
+        def tensor_json(t: TensorAttr) -> dict[str, Any]:
+            d: dict[str, Any] = {
+                "name": t.name,
+                "dim": t.dim if t.has_dim else None,
+                "stride": t.stride if t.has_stride else None,
+                "data_type": t.data_type.name if t.data_type else None,
+                "is_virtual": t.is_virtual,
+            }
+            if t.is_scalar:
+                d["scalar_value"] = t.scalar_value
+            if t.dynamic_dims:
+                d["dynamic_dims"] = t.dynamic_dims
+            return d
+
+        return {
+            "format": JSON_FORMAT_VERSION,
+            "name": self.name,
+            "io_data_type": self.io_data_type.name,
+            "intermediate_data_type": self.intermediate_data_type.name,
+            "compute_data_type": self.compute_data_type.name,
+            "inputs": [tensor_json(t) for t in self._inputs],
+            "nodes": [dict(n.to_json(), output_tensors=[tensor_json(t) for t in n.output_tensors()]) for n in self.nodes],
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """A lossless JSON serialization (``Graph.from_json`` reads it back)."""
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def canonical_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> "Graph":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise fail(ErrorCode.INVALID_ARGUMENT, f"graph JSON does not parse: {e}") from None
+        try:
+            return cls._from_dict(data)
+        except (KeyError, TypeError, ValueError) as e:
+            raise fail(ErrorCode.INVALID_ARGUMENT, f"graph JSON is malformed: {type(e).__name__}: {e}") from None
+
+    @classmethod
+    def _from_dict(cls, data: dict[str, Any]) -> "Graph":
+        g = cls(data["name"], data["io_data_type"], data["intermediate_data_type"], data["compute_data_type"])
+        by_name: dict[str, TensorAttr] = {}
+
+        def make(d: dict[str, Any]) -> TensorAttr:
+            t = TensorAttr(
+                d["name"],
+                d.get("dim"),
+                d.get("stride"),
+                d.get("data_type"),
+                is_virtual=d.get("is_virtual", False),
+                scalar_value=d.get("scalar_value"),
+                dynamic_dims=d.get("dynamic_dims", ()),
+            )
+            by_name[t.name] = t
+            return t
+
+        for d in data["inputs"]:
+            g._inputs.append(make(d))
+        for nd in data["nodes"]:
+            node_type = NODE_TYPES.get(nd["kind"])
+            if node_type is None:
+                raise fail(ErrorCode.INVALID_ARGUMENT, f"graph JSON names unknown op kind {nd['kind']!r}")
+            outs = {d["name"]: make(d) for d in nd["output_tensors"]}
+            inputs = {k: (by_name[v] if v is not None else None) for k, v in nd["inputs"].items()}
+            outputs = {k: (outs[v] if v is not None else None) for k, v in nd["outputs"].items()}
+            cdt = nd.get("compute_data_type")
+            node = node_type(
+                nd["name"], inputs, outputs, node_type.attrs_type.from_json(nd["attrs"]), DataType[cdt] if cdt else None
+            )
+            for t in node.output_tensors():
+                t.producer = node
+            g.nodes.append(node)
+        return g
+
+    def __repr__(self) -> str:
+        return f"Graph(name={self.name!r}, nodes={[n.name for n in self.nodes]})"
+
+
+# (mode, keyword) -> PointwiseAttrs field
+_POINTWISE_PARAMS = {
+    (PointwiseMode.ELU_FWD, "alpha"): "elu_alpha",
+    (PointwiseMode.SOFTPLUS_FWD, "beta"): "softplus_beta",
+    (PointwiseMode.SOFTPLUS_FWD, "threshold"): "softplus_threshold",
+    (PointwiseMode.SWISH_FWD, "beta"): "swish_beta",
+    (PointwiseMode.SWISH_BWD, "beta"): "swish_beta",
+}
+
+
+def _make_pointwise_method(mode: PointwiseMode):
+    def method(self: Graph, *inputs: TensorAttr, name: str | None = None, **params: float) -> TensorAttr:
+        return self.pointwise(*inputs, mode=mode, name=name, **params)
+
+    method.__name__ = mode.method_name
+    method.__qualname__ = f"Graph.{mode.method_name}"
+    method.__doc__ = f"Pointwise {mode.name}: same as ``pointwise(..., mode=PointwiseMode.{mode.name})``."
+    return method
+
+
+for _mode in PointwiseMode:
+    setattr(Graph, _mode.method_name, _make_pointwise_method(_mode))
+
+
+def _int_list(values: Sequence[int] | None) -> list[int] | None:
+    return None if values is None else [int(v) for v in values]

@@ -1,0 +1,54 @@
+"""The ``"fusilli"`` logger and Fusilli's environment switches for it.
+
+``FUSILLI_LOG_INFO=1`` together with ``FUSILLI_LOG_FILE=stdout|stderr|<path>``
+turns on INFO logging (upstream's variables); without them the standard
+``logging`` configuration of the application decides.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from contextlib import contextmanager
+from typing import Iterator
+
+logger = logging.getLogger("fusilli")
+
+_PREFIX = "[FUSILLI] %(levelname)s: %(message)s"
+_env_handler: logging.Handler | None = None
+
+
+def configure_from_environment() -> None:
+    """Installs a handler as FUSILLI_LOG_INFO / FUSILLI_LOG_FILE ask (idempotent)."""
+    global _env_handler
+    enabled = os.environ.get("FUSILLI_LOG_INFO", "")
+    target = os.environ.get("FUSILLI_LOG_FILE")
+    if _env_handler is not None:
+        logger.removeHandler(_env_handler)
+        _env_handler.close() if isinstance(_env_handler, logging.FileHandler) else None
+        _env_handler = None
+    if not enabled or enabled.startswith("0") or not target:
+        return
+    if target == "stdout":
+        handler: logging.Handler = logging.StreamHandler(sys.stdout)
+    elif target == "stderr":
+        handler = logging.StreamHandler(sys.stderr)
+    else:
+        handler = logging.FileHandler(target, encoding="utf-8")
+    handler.setFormatter(logging.Formatter(_PREFIX))
+    logger.addHandler(handler)
+    if logger.level == logging.NOTSET or logger.level > logging.INFO:
+        logger.setLevel(logging.INFO)
+    _env_handler = handler
+
+
+@contextmanager
+def timed(what: str) -> Iterator[None]:
+    """Logs how long the block took, at INFO."""
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        logger.info("%s took %.1f ms", what, (time.perf_counter() - start) * 1e3)

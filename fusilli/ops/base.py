@@ -1,0 +1,166 @@
+"""The node model shared by every op family, and the registries they fill.
+
+An op family module (conv.py, matmul.py, ...) defines a ``Node`` subclass with
+its attributes, shape/stride/dtype inference and checks, and registers it with
+``@register_node``; it registers its IR emitter with ``@register_emitter``. The
+graph, the emit driver, JSON (de)serialization and the reference interpreter
+look ops up in these registries by ``kind``; nothing dispatches on op kinds
+with if-chains.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Any, Callable, ClassVar, TYPE_CHECKING
+
+from fusilli.errors import ErrorCode, FusilliError, fail
+from fusilli.tensor import TensorAttr, contiguous_strides, is_valid_layout
+from fusilli.types import DataType
+
+if TYPE_CHECKING:
+    from fusilli.ops.emit import EmitContext
+
+NODE_TYPES: dict[str, type["Node"]] = {}
+EMITTERS: dict[str, Callable[["Node", "EmitContext"], None]] = {}
+
+
+def register_node(cls: type["Node"]) -> type["Node"]:
+    if cls.kind in NODE_TYPES:
+        raise RuntimeError(f"op kind {cls.kind!r} registered twice")
+    NODE_TYPES[cls.kind] = cls
+    return cls
+
+
+def register_emitter(kind: str) -> Callable[[Callable[["Node", "EmitContext"], None]], Callable]:
+    def wrap(fn: Callable[["Node", "EmitContext"], None]) -> Callable:
+        EMITTERS[kind] = fn
+        return fn
+
+    return wrap
+
+
+@dataclasses.dataclass
+class Attrs:
+    """Base of per-op attribute dataclasses; enum fields (de)serialize by name."""
+
+    def to_json(self) -> dict[str, Any]:
+        out = {}
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            out[f.name] = v.name if isinstance(v, enum.Enum) else v
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Attrs":
+        kwargs = {}
+        enum_types = getattr(cls, "ENUM_FIELDS", {})
+        for f in dataclasses.fields(cls):
+            if f.name not in data:
+                continue
+            v = data[f.name]
+            if f.name in enum_types and v is not None:
+                v = enum_types[f.name][v]
+            kwargs[f.name] = v
+        return cls(**kwargs)
+
+
+class Node:
+    """One op of a graph: named input/output tensor slots plus attributes."""
+
+    kind: ClassVar[str]
+    input_slots: ClassVar[tuple[str, ...]]
+    output_slots: ClassVar[tuple[str, ...]]
+    optional_inputs: ClassVar[frozenset[str]] = frozenset()
+    attrs_type: ClassVar[type[Attrs]]
+
+    def __init__(
+        self,
+        name: str,
+        inputs: dict[str, TensorAttr | None],
+        outputs: dict[str, TensorAttr | None],
+        attrs: Attrs,
+        compute_data_type: DataType | None = None,
+    ):
+        self.name = name
+        self.inputs = dict(inputs)
+        self.outputs = dict(outputs)
+        self.attrs = attrs
+        self.compute_data_type = compute_data_type
+
+    # ---- errors ------------------------------------------------------------------
+    def error(self, code: ErrorCode, message: str) -> FusilliError:
+        """A FusilliError whose message names this node."""
+        return fail(code, f"{self.kind} '{self.name}': {message}")
+
+    def check(self, condition: object, code: ErrorCode, message: str) -> None:
+        if not condition:
+            raise self.error(code, message)
+
+    # ---- tensors -----------------------------------------------------------------
+    def input_tensors(self) -> list[TensorAttr]:
+        return [t for t in self.inputs.values() if t is not None]
+
+    def output_tensors(self) -> list[TensorAttr]:
+        return [t for t in self.outputs.values() if t is not None]
+
+    def tensor(self, slot: str) -> TensorAttr:
+        t = self.inputs.get(slot) if slot in self.inputs else self.outputs.get(slot)
+        if t is None:
+            raise self.error(ErrorCode.ATTRIBUTE_NOT_SET, f"tensor {slot} not set")
+        return t
+
+    # ---- validation lifecycle (called by Graph.validate in this order) ---------
+    def pre_validate(self) -> None:
+        """Required attributes and tensors are present (ATTRIBUTE_NOT_SET)."""
+        for slot in self.input_slots:
+            if slot not in self.optional_inputs and self.inputs.get(slot) is None:
+                raise self.error(ErrorCode.ATTRIBUTE_NOT_SET, f"input tensor {slot} not set")
+        for slot, t in self.inputs.items():
+            if t is not None and not t.has_dim:
+                raise self.error(ErrorCode.ATTRIBUTE_NOT_SET, f"input {slot} '{t.name}' dims not set")
+
+    def infer(self) -> None:
+        """Fills in output dims, strides and data types the user left unset."""
+
+    def post_validate(self) -> None:
+        """Checks that the (inferred or user-set) shapes fit together."""
+
+    # ---- helpers for subclasses ----------------------------------------------------
+    def infer_output_stride(self, out: TensorAttr, like: TensorAttr | None = None) -> None:
+        """Unset output strides follow ``like``'s dim order, else contiguous."""
+        if out.has_stride:
+            return
+        if like is not None and like.rank == out.rank and like.has_stride:
+            from fusilli.tensor import strides_for_order
+
+            out.set_stride(strides_for_order(out.dim, like.physical_order))
+        else:
+            out.set_stride(contiguous_strides(out.dim))
+
+    def check_layout(self, slot: str, t: TensorAttr) -> None:
+        self.check(
+            is_valid_layout(t.dim, t.stride),
+            ErrorCode.INVALID_ATTRIBUTE,
+            f"tensor {slot} '{t.name}' has invalid physical representation (dim {t.dim}, stride "
+            f"{t.stride}); it must be a valid permutation of the logical dimensions",
+        )
+
+    def check_contiguous_or_channels_last(self, slot: str, t: TensorAttr) -> None:
+        self.check(
+            t.is_contiguous or t.is_channels_last,
+            ErrorCode.NOT_IMPLEMENTED,
+            f"tensor {slot} '{t.name}' is neither contiguous nor channels-last as defined by its "
+            f"stride {t.stride}",
+        )
+
+    # ---- serialization -------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "compute_data_type": self.compute_data_type.name if self.compute_data_type else None,
+            "inputs": {k: (t.name if t is not None else None) for k, t in self.inputs.items()},
+            "outputs": {k: (t.name if t is not None else None) for k, t in self.outputs.items()},
+            "attrs": self.attrs.to_json(),
+        }

@@ -1,0 +1,166 @@
+"""Convolution: forward (``conv_fprop``) — attributes, inference, checks, emitter.
+
+Logical layouts are channels-first (X ``[N, C, (D,) H, W]``, W ``[K, C/g, ...]``,
+Y ``[N, K, ...]``) whatever the memory layout; the group count is implied by
+``X.C / W.C`` as in upstream Fusilli. Emits ``torch.aten.convolution``; the
+layout pass later turns channels-last convs into layout-native linalg convs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from fusilli.errors import ErrorCode
+from fusilli.ops.base import Attrs, Node, register_emitter, register_node
+from fusilli.ops.emit import EmitContext
+from fusilli.tensor import TensorAttr, channels_last_order, contiguous_strides, strides_for_order
+
+
+@dataclass
+class ConvAttrs(Attrs):
+    padding: list[int] | None = None
+    stride: list[int] | None = None
+    dilation: list[int] | None = None
+
+
+def infer_conv_output_dims(
+    x_dim: Sequence[int], w_dim: Sequence[int], padding: Sequence[int], stride: Sequence[int], dilation: Sequence[int]
+) -> list[int]:
+    """``out = 1 + (in + 2*pad - dil*(k-1) - 1) // stride`` per spatial dim."""
+    spatial = [
+        1 + (x_dim[i + 2] + 2 * padding[i] - dilation[i] * (w_dim[i + 2] - 1) - 1) // stride[i]
+        for i in range(len(x_dim) - 2)
+    ]
+    return [x_dim[0], w_dim[0], *spatial]
+
+
+def layout_like(dim: Sequence[int], reference: TensorAttr) -> list[int]:
+    """Contiguous strides if ``reference`` is contiguous, else channels-last."""
+    if reference.is_contiguous:
+        return contiguous_strides(dim)
+    return strides_for_order(dim, channels_last_order(len(dim)))
+
+
+class ConvNodeBase(Node):
+    """Checks shared by the convolution family (padding/stride/dilation, ranks)."""
+
+    attrs_type = ConvAttrs
+    attrs: ConvAttrs
+
+    def pre_validate(self) -> None:
+        super().pre_validate()
+        for field in ("padding", "stride", "dilation"):
+            if getattr(self.attrs, field) is None:
+                raise self.error(ErrorCode.ATTRIBUTE_NOT_SET, f"conv {field} not set")
+        first = self.tensor(self.input_slots[0])
+        spatial = first.rank - 2
+        self.check(
+            first.rank >= 3,
+            ErrorCode.INVALID_ATTRIBUTE,
+            f"tensor {self.input_slots[0]} '{first.name}' must have rank >= 3 (got {first.rank})",
+        )
+        for field in ("padding", "stride", "dilation"):
+            values = getattr(self.attrs, field)
+            self.check(
+                len(values) == spatial,
+                ErrorCode.INVALID_ATTRIBUTE,
+                f"conv {field} {list(values)} has {len(values)} entries but the conv has {spatial} spatial dims",
+            )
+        self.check(
+            all(p >= 0 for p in self.attrs.padding),
+            ErrorCode.INVALID_ATTRIBUTE,
+            f"conv padding {self.attrs.padding} must be non-negative",
+        )
+        for field in ("stride", "dilation"):
+            self.check(
+                all(v >= 1 for v in getattr(self.attrs, field)),
+                ErrorCode.INVALID_ATTRIBUTE,
+                f"conv {field} {getattr(self.attrs, field)} must be positive",
+            )
+
+    def check_groups(self, x_slot: str, x: TensorAttr, w: TensorAttr, out_channels: int) -> int:
+        """Validates the implied group count and returns it."""
+        in_c, filt_c = x.dim[1], w.dim[1]
+        self.check(
+            filt_c > 0 and in_c % filt_c == 0,
+            ErrorCode.INVALID_ATTRIBUTE,
+            f"input channels of {x_slot} '{x.name}' ({in_c}) must be divisible by filter channels of "
+            f"W '{w.name}' ({filt_c})",
+        )
+        groups = in_c // filt_c
+        self.check(
+            out_channels % groups == 0,
+            ErrorCode.INVALID_ATTRIBUTE,
+            f"output channels of W '{w.name}' ({out_channels}) must be divisible by the group count ({groups})",
+        )
+        return groups
+
+    def check_same_rank(self, *slots: str) -> None:
+        ranks = {s: self.tensor(s).rank for s in slots}
+        self.check(
+            len(set(ranks.values())) == 1,
+            ErrorCode.INVALID_ATTRIBUTE,
+            "tensors must have the same rank: " + ", ".join(f"{s} rank {r}" for s, r in ranks.items()),
+        )
+
+
+@register_node
+class ConvFPropNode(ConvNodeBase):
+    kind = "conv_fprop"
+    input_slots = ("X", "W")
+    output_slots = ("Y",)
+
+    def infer(self) -> None:
+        x, w, y = self.tensor("X"), self.tensor("W"), self.tensor("Y")
+        self.check_same_rank("X", "W")
+        if not y.has_dim:
+            y.set_dim(infer_conv_output_dims(x.dim, w.dim, self.attrs.padding, self.attrs.stride, self.attrs.dilation))
+            y.set_dynamic_dims([d for d in x.dynamic_dims if d == 0])
+        if not y.has_stride:
+            y.set_stride(layout_like(y.dim, x))
+
+    def post_validate(self) -> None:
+        x, w, y = self.tensor("X"), self.tensor("W"), self.tensor("Y")
+        for slot, t in (("X", x), ("W", w), ("Y", y)):
+            self.check_layout(slot, t)
+            self.check_contiguous_or_channels_last(slot, t)
+        self.check_groups("X", x, w, w.dim[0])
+        expected = infer_conv_output_dims(x.dim, w.dim, self.attrs.padding, self.attrs.stride, self.attrs.dilation)
+        self.check(
+            all(d > 0 for d in expected[2:]),
+            ErrorCode.INVALID_ATTRIBUTE,
+            f"filter W '{w.name}' {w.dim[2:]} (dilation {self.attrs.dilation}) is larger than the padded "
+            f"input X '{x.name}' {x.dim[2:]}",
+        )
+        self.check(
+            y.dim == expected,
+            ErrorCode.INVALID_ATTRIBUTE,
+            f"output tensor Y '{y.name}' dims {y.dim} do not match the inferred conv output dims {expected}",
+        )
+
+    @property
+    def groups(self) -> int:
+        return self.tensor("X").dim[1] // self.tensor("W").dim[1]
+
+
+@register_emitter("conv_fprop")
+def emit_conv_fprop(node: ConvFPropNode, ctx: EmitContext) -> None:
+    b = ctx.b
+    x, w = ctx.input("X"), ctx.input("W")
+    y = b.op(
+        "torch.aten.convolution",
+        [
+            x,
+            w,
+            b.const_none(),
+            b.int_list(node.attrs.stride),
+            b.int_list(node.attrs.padding),
+            b.int_list(node.attrs.dilation),
+            b.const_bool(False),
+            b.int_list([]),
+            b.const_int(node.groups),
+        ],
+        ctx.result_type("Y", element=node.tensor("X").data_type),
+    )
+    ctx.define("Y", y)

@@ -1,0 +1,89 @@
+"""What an op emitter sees: its node's inputs as logical torch values, and a place
+to put its results.
+
+Emission is deliberately naive, like upstream Fusilli's: every tensor lives in
+its *physical* order between ops, each op permutes its inputs to logical order
+and its results back. The layout pass (fusilli/passes/layout.py) removes the
+permute pairs this leaves between ops.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from fusilli import ir
+from fusilli.errors import ErrorCode
+from fusilli.ops.base import Node
+from fusilli.tensor import TensorAttr, inverse_permutation, is_identity
+from fusilli.types import DataType
+
+
+def logical_type(t: TensorAttr, dims: Sequence[int] | None = None, element: DataType | None = None) -> ir.TensorType:
+    """The logical vtensor type of ``t`` (dynamic dims print as '?')."""
+    dims = list(t.dim if dims is None else dims)
+    for d in t.dynamic_dims:
+        dims[d] = -1
+    dt = element or t.data_type
+    return ir.TensorType(tuple(dims), dt.mlir_name)
+
+
+def physical_type(t: TensorAttr, *, value_semantics: bool = True) -> ir.TensorType:
+    order = t.physical_order
+    dims = t.physical_dim
+    dims = [-1 if order[i] in t.dynamic_dims else d for i, d in enumerate(dims)]
+    return ir.TensorType(tuple(dims), t.data_type.mlir_name, value_semantics)
+
+
+@dataclass
+class EmitContext:
+    """State of one module emission, handed to every op emitter."""
+
+    b: ir.TorchBuilder
+    physical: dict[int, ir.Value] = field(default_factory=dict)  # id(TensorAttr) -> value
+    node: Node | None = None
+
+    # ---- inputs ----------------------------------------------------------------
+    def value(self, t: TensorAttr) -> ir.Value:
+        try:
+            return self.physical[id(t)]
+        except KeyError:
+            raise self.node.error(ErrorCode.INTERNAL_ERROR, f"tensor '{t.name}' used before it is defined")
+
+    def logical(self, t: TensorAttr) -> ir.Value:
+        """``t`` in logical dim order (permuted from physical, broadcasts expanded)."""
+        v = self.value(t)
+        if t.is_scalar:
+            return v
+        perm = inverse_permutation(t.physical_order)
+        if not is_identity(perm):
+            v = self.b.permute(v, perm)
+        if t.broadcast_dims:
+            v = self.b.expand(v, logical_type(t).dims)
+        return v
+
+    def input(self, slot: str) -> ir.Value:
+        return self.logical(self.node.tensor(slot))
+
+    def optional_input(self, slot: str) -> ir.Value:
+        t = self.node.inputs.get(slot)
+        return self.b.const_none() if t is None else self.logical(t)
+
+    def cast(self, value: ir.Value, dt: DataType) -> ir.Value:
+        if ir.element_type(value) == dt.mlir_name:
+            return value
+        return self.b.to_dtype(value, dt.mlir_name, dt.torch_code)
+
+    # ---- outputs ---------------------------------------------------------------
+    def result_type(self, slot: str, element: DataType | None = None) -> ir.Type:
+        """The logical vtensor type of an output slot (optionally another element type)."""
+        return logical_type(self.node.tensor(slot), element=element).to_type()
+
+    def define(self, slot: str, logical_value: ir.Value) -> None:
+        """Stores an op result: cast to the tensor's data type, permuted to physical order."""
+        t = self.node.tensor(slot)
+        v = self.cast(logical_value, t.data_type)
+        perm = t.physical_order
+        if not is_identity(perm):
+            v = self.b.permute(v, perm)
+        self.physical[id(t)] = v

@@ -1,0 +1,106 @@
+"""fusilli's IR pass framework: ``Pass``, a registry by name, and ``Pipeline``.
+
+A pipeline string is a comma-separated list of elements; an element that names
+a registered fusilli pass runs that Python pass, anything else is handed to
+MLIR's ``PassManager`` as an upstream pass (``canonicalize``, ``cse``,
+``func.func(linalg-fuse-elementwise-ops)``, ...), so both mix freely.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, ClassVar
+
+from fusilli import ir
+from fusilli.errors import ErrorCode, fail
+from fusilli.log import logger
+
+PASSES: dict[str, type["Pass"]] = {}
+
+
+def register_pass(cls: type["Pass"]) -> type["Pass"]:
+    PASSES[cls.name] = cls
+    return cls
+
+
+class Pass:
+    """A transformation of a module in place. Subclasses set ``name`` and ``description``."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+
+    def run(self, module: ir.Module) -> None:
+        raise NotImplementedError
+
+
+def split_pipeline(text: str) -> list[str]:
+    """Splits at top-level commas (not inside parentheses or braces)."""
+    parts, depth, cur = [], 0, []
+    for ch in text:
+        if ch in "({":
+            depth += 1
+        elif ch in ")}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    if "".join(cur).strip():
+        parts.append("".join(cur).strip())
+    return [p for p in parts if p]
+
+
+class _UpstreamPass(Pass):
+    description = "an MLIR/IREE/torch-mlir pass run through PassManager"
+
+    def __init__(self, spec: str):
+        self.name = spec  # type: ignore[misc]
+        self.spec = spec
+
+    def run(self, module: ir.Module) -> None:
+        with module.context:
+            try:
+                pm = ir.PassManager.parse(f"builtin.module({self.spec})")
+            except ValueError as e:
+                raise fail(ErrorCode.INVALID_ARGUMENT, f"unknown pass or bad pipeline {self.spec!r}: {e}") from None
+            try:
+                pm.run(module.operation)
+            except Exception as e:
+                raise fail(ErrorCode.COMPILE_FAILURE, f"pass {self.spec!r} failed: {e}") from None
+
+
+class Pipeline:
+    def __init__(self, passes: list[Pass]):
+        self.passes = passes
+
+    @staticmethod
+    def parse(text: str) -> "Pipeline":
+        text = text.strip()
+        if text.startswith("builtin.module(") and text.endswith(")"):
+            text = text[len("builtin.module(") : -1]
+        passes: list[Pass] = []
+        for element in split_pipeline(text):
+            cls = PASSES.get(element)
+            passes.append(cls() if cls is not None else _UpstreamPass(element))
+        return Pipeline(passes)
+
+    def run(self, module: ir.Module, after_each: Callable[[Pass, ir.Module], None] | None = None) -> None:
+        for p in self.passes:
+            logger.debug("running pass %s", p.name)
+            p.run(module)
+            if after_each is not None:
+                after_each(p, module)
+
+
+from fusilli.passes import fusion, layout  # noqa: E402,F401  (registration)
+
+DEFAULT_PIPELINE = ",".join(
+    [layout.FoldPermutesPass.name, fusion.EpilogueFusionPass.name]
+)
+
+
+def default_pipeline() -> Pipeline:
+    return Pipeline.parse(DEFAULT_PIPELINE)
+
+
+__all__ = ["DEFAULT_PIPELINE", "PASSES", "Pass", "Pipeline", "default_pipeline", "register_pass"]
