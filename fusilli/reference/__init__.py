@@ -1,0 +1,81 @@
+"""A NumPy interpreter of fusilli graphs: the oracle of the numerics tests.
+
+``run(graph, inputs)`` evaluates every node in float64 (integers stay integers)
+on logical-order arrays and returns the graph outputs cast to their data types.
+Each op family registers its kernel in ``KERNELS`` by op kind, in the module of
+this package named after it (conv.py, matmul.py, pointwise.py, ...). It shares
+no code with the emitters, so the two check each other.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from fusilli.errors import ErrorCode, fail
+from fusilli.tensor import TensorAttr, as_numpy
+
+# kind -> kernel(node, {slot: array}) -> {slot: array}
+KERNELS: dict[str, Callable[[Any, dict[str, np.ndarray]], dict[str, np.ndarray]]] = {}
+
+
+def register_kernel(kind: str):
+    def wrap(fn):
+        KERNELS[kind] = fn
+        return fn
+
+    return wrap
+
+
+def compute_array(a: np.ndarray) -> np.ndarray:
+    """Floats (incl. f16/bf16/fp8) are computed in float64; ints and bools as they are."""
+    if a.dtype.kind in "iub":
+        return np.asarray(a)
+    return np.asarray(a, dtype=np.float64)
+
+
+def cast_to(t: TensorAttr, a: np.ndarray) -> np.ndarray:
+    dt = t.data_type.numpy_dtype
+    a = np.asarray(a)
+    if dt.kind in "iu" and a.dtype.kind == "f":
+        a = np.trunc(a)
+    return a.astype(dt)
+
+
+def run(graph: Any, inputs: Mapping[Any, Any]) -> dict[str, np.ndarray]:
+    """Evaluates ``graph`` on ``inputs`` (keyed by TensorAttr or name); returns outputs by name.
+
+    Intermediate tensors are rounded to their data types, as the compiled
+    graph stores them; arithmetic inside an op is float64.
+    """
+    if not graph._validated:
+        graph.validate()
+    by_name = {t.name: t for t in graph.all_tensors()}
+    env: dict[int, np.ndarray] = {}
+    for key, value in inputs.items():
+        t = key if isinstance(key, TensorAttr) else by_name.get(key)
+        if t is None:
+            raise fail(ErrorCode.VARIANT_PACK_ERROR, f"reference: unknown tensor {key!r}")
+        if t.producer is None:
+            env[id(t)] = compute_array(as_numpy(value))
+    for t in graph.input_tensors():
+        if t.is_scalar:
+            env[id(t)] = compute_array(np.full([1], t.scalar_value, dtype=t.data_type.numpy_dtype))
+        elif id(t) not in env:
+            raise fail(ErrorCode.VARIANT_PACK_ERROR, f"reference: input '{t.name}' not given")
+    for node in graph.nodes:
+        kernel = KERNELS.get(node.kind)
+        if kernel is None:
+            raise fail(ErrorCode.NOT_IMPLEMENTED, f"reference: no kernel for op kind {node.kind!r}")
+        args = {slot: env[id(t)] for slot, t in node.inputs.items() if t is not None}
+        results = kernel(node, args)
+        for slot, t in node.outputs.items():
+            if t is not None:
+                env[id(t)] = compute_array(cast_to(t, results[slot]))
+    return {t.name: cast_to(t, env[id(t)]) for t in graph.output_tensors()}
+
+
+from fusilli.reference import conv, matmul, pointwise  # noqa: E402,F401  (registration)
+
+__all__ = ["KERNELS", "compute_array", "register_kernel", "run"]

@@ -1,0 +1,54 @@
+"""Shared pytest fixtures: one compile cache per test session, a CPU handle, RNG."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+import numpy as np
+import pytest
+
+# One cache directory for the whole session, so graphs compiled by several tests
+# are compiled once; set before fusilli is imported anywhere.
+os.environ.setdefault("FUSILLI_CACHE_DIR", tempfile.mkdtemp(prefix="fusilli-test-cache-"))
+
+import fusilli as fs  # noqa: E402
+from fusilli import reference  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def cpu() -> fs.Handle:
+    return fs.Handle(fs.Backend.CPU)
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(1234)
+
+
+def random_array(t: fs.TensorAttr, rng: np.random.Generator, low: float = -1.0, high: float = 1.0) -> np.ndarray:
+    """An array laid out like ``t`` (its strides) filled with random values of its dtype."""
+    arr = fs.empty(t)
+    if t.data_type == fs.DataType.BOOLEAN:
+        arr[...] = rng.random(arr.shape) > 0.5
+    elif t.data_type.is_integer:
+        info = np.iinfo(np.int8) if t.data_type.bits <= 8 else None
+        lo, hi = (max(int(low * 8), info.min if info else -8), min(int(high * 8), info.max if info else 8))
+        arr[...] = rng.integers(lo, hi + 1, arr.shape)
+    else:
+        arr[...] = rng.uniform(low, high, arr.shape)
+    return arr
+
+
+def run_and_check(g: fs.Graph, handle: fs.Handle, inputs: dict, *, rtol: float = 1e-5, atol: float = 1e-5) -> dict:
+    """Compiles and executes ``g``, compares every output with the NumPy reference."""
+    g.compile(handle)
+    outputs = {t: fs.empty(t) for t in g.output_tensors()}
+    g.execute({**inputs, **outputs})
+    expected = reference.run(g, inputs)
+    for t, got in outputs.items():
+        want = expected[t.name]
+        np.testing.assert_allclose(
+            np.asarray(got, np.float64), np.asarray(want, np.float64), rtol=rtol, atol=atol, err_msg=t.name
+        )
+    return {t.name: a for t, a in outputs.items()}
