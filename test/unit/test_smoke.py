@@ -12,5 +12,6 @@ def test_conv_bias_relu_nhwc(cpu, rng):
     b = g.tensor(name="b", dim=[1, k, 1, 1], stride=fs.strides([1, k, 1, 1], "NHWC"))
     y = g.conv_fprop(x, wt, padding=[1, 1], stride=[1, 1], dilation=[1, 1], name="conv")
     y = g.relu(g.add(y, b, name="bias"), name="relu").set_output(True)
+    g.validate()
     inputs = {t: random_array(t, rng) for t in (x, wt, b)}
     run_and_check(g, cpu, inputs, rtol=1e-4, atol=1e-4)
