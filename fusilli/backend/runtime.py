@@ -103,7 +103,7 @@ class CompiledGraph:
         self._by_name = {t.name: t for t in graph.all_tensors()}
         self._own_workspace = None
         self._bound_key: tuple | None = None
-        self._bound_args = None
+        self._binding: _Binding | None = None
 
     # ------------------------------------------------------------------ checks
     def _resolve(self, variant_pack: Mapping[Any, Any]) -> dict[int, tuple[TensorAttr, Any]]:
@@ -174,46 +174,56 @@ class CompiledGraph:
         if not isinstance(variant_pack, Mapping):
             raise fail(ErrorCode.VARIANT_PACK_ERROR, f"variant pack must be a mapping, not {type(variant_pack)}")
         bound_key = (tuple((id(k), id(v), _address(v)) for k, v in variant_pack.items()), id(workspace))
-        if bound_key == self._bound_key:
-            self._invoke(self._bound_args)
-            return
-        resolved = self._resolve(variant_pack)
-        arrays = []
-        for t in self.outputs:
-            arrays.append((t, self._check_array(t, resolved[id(t)][1], True)))
-        for t in self.inputs:
-            arrays.append((t, self._check_array(t, resolved[id(t)][1], False)))
-        rt = _rt()
-        args = rt.VmVariantList(len(arrays) + 1)
-        keep_alive = []
-        for t, arr in arrays:
-            view = self._import(t, arr)
-            keep_alive.append(view)
-            args.push_ref(view.ref)
-        ws = self._workspace_buffer(workspace, [arr for _, arr in arrays])
-        if ws is not None:
-            args.push_ref(ws.ref)
-        elif self.artifact.backend is not None:
-            args.push_ref(self._null_workspace())
-        args_holder = (args, keep_alive, variant_pack.copy() if hasattr(variant_pack, "copy") else dict(variant_pack))
-        self._invoke(args_holder)
-        self._bound_key, self._bound_args = bound_key, args_holder
+        binding = self._binding if bound_key == self._bound_key else None
+        if binding is None:
+            binding = self._bind(variant_pack, workspace)
+            self._bound_key, self._binding = bound_key, binding
+        binding.run(self)
 
-    def _invoke(self, holder: tuple) -> None:
+    def _bind(self, variant_pack: Mapping[Any, Any], workspace: Any) -> "_Binding":
+        """Checks the whole variant pack, then builds the argument list (nothing runs yet)."""
+        resolved = self._resolve(variant_pack)
+        arrays = [(t, self._check_array(t, resolved[id(t)][1], True), True) for t in self.outputs]
+        arrays += [(t, self._check_array(t, resolved[id(t)][1], False), False) for t in self.inputs]
+        rt = _rt()
+        binding = _Binding(rt.VmVariantList(len(arrays) + 1), dict(variant_pack))
+        for t, arr, is_output in arrays:
+            phys = self._physical_view(t, arr)
+            if phys.ctypes.data % _ALIGNMENT:
+                # IREE's CPU kernels assume 64-byte aligned buffers (misaligned
+                # ones crash); such arrays go through an aligned staging copy.
+                staging = aligned_empty(phys.shape, phys.dtype)
+                (binding.copy_out if is_output else binding.copy_in).append(
+                    (staging, phys) if is_output else (phys, staging)
+                )
+                phys = staging
+            view = self._import(t, phys)
+            binding.keep_alive.append(view)
+            binding.args.push_ref(view.ref)
+        ws = self._workspace_buffer(workspace, [arr for _, arr, _ in arrays])
+        binding.args.push_ref(ws.ref if ws is not None else self._null_workspace())
+        binding.keep_alive.append(ws)
+        return binding
+
+    def _invoke(self, args) -> None:
         rt = _rt()
         try:
-            self._context.invoke(self._main, holder[0], rt.VmVariantList(0))
+            self._context.invoke(self._main, args, rt.VmVariantList(0))
         except Exception as e:
             raise fail(ErrorCode.RUNTIME_FAILURE, f"graph '{self.graph_name}': execution failed: {e}") from None
 
-    def _import(self, t: TensorAttr, arr: np.ndarray):
-        rt = _rt()
+    def _physical_view(self, t: TensorAttr, arr: np.ndarray) -> np.ndarray:
+        """``arr`` viewed in the tensor's memory order (C-contiguous, broadcasts collapsed)."""
         order = physical_order(arr.shape, [s // arr.itemsize for s in arr.strides]) if t.dynamic_dims else t.physical_order
         phys = arr.transpose(order)
         index = tuple(slice(0, 1) if s == 0 and d != 1 else slice(None) for s, d in zip(phys.strides, phys.shape))
         phys = phys[index]
         if not phys.flags.c_contiguous:
             raise fail(ErrorCode.INTERNAL_ERROR, f"tensor '{t.name}': physical view is not dense")
+        return phys
+
+    def _import(self, t: TensorAttr, phys: np.ndarray):
+        rt = _rt()
         flat = phys.reshape(-1).view(np.uint8)
         buf = self.handle.device.allocator.import_host_allocation(
             flat,
@@ -264,6 +274,36 @@ class CompiledGraph:
                 rt.MemoryType.DEVICE_LOCAL, rt.BufferUsage.DEFAULT, 1
             )
         return self._own_workspace.ref
+
+
+_ALIGNMENT = 64
+
+
+def aligned_empty(shape, dtype) -> np.ndarray:
+    """An uninitialized C-contiguous array whose data is 64-byte aligned."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.empty(nbytes + _ALIGNMENT, dtype=np.uint8)
+    offset = (-raw.ctypes.data) % _ALIGNMENT
+    return raw[offset : offset + nbytes].view(dtype).reshape(shape)
+
+
+class _Binding:
+    """A checked, bound call: argument list plus staging copies for misaligned arrays."""
+
+    def __init__(self, args, pack: dict):
+        self.args = args
+        self.pack = pack  # keeps the caller's arrays alive while bound
+        self.keep_alive: list[Any] = []
+        self.copy_in: list[tuple[np.ndarray, np.ndarray]] = []  # (caller's, staging)
+        self.copy_out: list[tuple[np.ndarray, np.ndarray]] = []  # (staging, caller's)
+
+    def run(self, compiled: "CompiledGraph") -> None:
+        for src, dst in self.copy_in:
+            np.copyto(dst, src)
+        compiled._invoke(self.args)
+        for src, dst in self.copy_out:
+            np.copyto(dst, src)
 
 
 def _address(v: Any) -> int:
