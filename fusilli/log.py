@@ -29,6 +29,7 @@ def configure_from_environment() -> None:
         logger.removeHandler(_env_handler)
         _env_handler.close() if isinstance(_env_handler, logging.FileHandler) else None
         _env_handler = None
+        logger.propagate = True
     if not enabled or enabled.startswith("0") or not target:
         return
     if target == "stdout":
@@ -39,6 +40,9 @@ def configure_from_environment() -> None:
         handler = logging.FileHandler(target, encoding="utf-8")
     handler.setFormatter(logging.Formatter(_PREFIX))
     logger.addHandler(handler)
+    # The environment asked for this destination: don't also echo through
+    # whatever handlers the root logger has.
+    logger.propagate = False
     if logger.level == logging.NOTSET or logger.level > logging.INFO:
         logger.setLevel(logging.INFO)
     _env_handler = handler
