@@ -200,7 +200,7 @@ class CompiledGraph:
             view = self._import(t, phys)
             binding.keep_alive.append(view)
             binding.args.push_ref(view.ref)
-        ws = self._workspace_buffer(workspace, [arr for _, arr, _ in arrays])
+        ws = self._workspace_buffer(workspace, binding.keep_alive)
         binding.args.push_ref(ws.ref if ws is not None else self._null_workspace())
         binding.keep_alive.append(ws)
         return binding
@@ -232,11 +232,11 @@ class CompiledGraph:
         )
         return rt.HalBufferView(buf, list(phys.shape), _hal_element_type(t))
 
-    def _workspace_buffer(self, workspace: Any, arrays: list[np.ndarray]):
+    def _workspace_buffer(self, workspace: Any, views: list[Any]):
         rt = _rt()
         size = self.workspace_size
         if self.dynamic_workspace:
-            size = self._query_dynamic_workspace(arrays)
+            size = self._query_dynamic_workspace(views)
         if workspace is not None:
             ws = as_numpy(workspace)
             if ws.nbytes < size:
@@ -259,11 +259,27 @@ class CompiledGraph:
             )
         return self._own_workspace
 
-    def _query_dynamic_workspace(self, arrays: list[np.ndarray]) -> int:
-        raise fail(
-            ErrorCode.NOT_IMPLEMENTED,
-            f"graph '{self.graph_name}' needs a workspace whose size depends on dynamic dims",
-        )
+    def _query_dynamic_workspace(self, views: list[Any]) -> int:
+        """Asks the module how much scratch these extents need (dynamic dims).
+
+        The size function takes main$async's arguments: the buffer views, a
+        workspace buffer and two fences, which it does not use.
+        """
+        rt = _rt()
+        args = rt.VmVariantList(len(views) + 3)
+        for v in views:
+            args.push_ref(v.ref)
+        args.push_ref(self._null_workspace())
+        args.push_ref(rt.HalFence(1).ref)
+        args.push_ref(rt.HalFence(1).ref)
+        out = rt.VmVariantList(1)
+        try:
+            self._context.invoke(self._size_fn, args, out)
+        except Exception as e:
+            raise fail(ErrorCode.RUNTIME_FAILURE, f"graph '{self.graph_name}': workspace size query failed: {e}") from None
+        size = int(out.get_variant(0))
+        self.workspace_size = max(self.workspace_size, size)
+        return size
 
     def _null_workspace(self):
         # The externalized-transients ABI always takes a buffer argument; a

@@ -127,11 +127,9 @@ class EpilogueFusionPass(Pass):
             ins = [b.to_builtin(leaf.value) for leaf in leaves]
             maps = [_leaf_map(leaf, rank, result_tt.dims) for leaf in leaves]
             out_map = ir.AffineMap.get_permutation(region.out_perm) if region.out_perm else ir.AffineMap.get_identity(rank)
-            empty = ir.tensor.EmptyOp(
-                [d if d != DYNAMIC else ir.RankedTensorType.get_dynamic_size() for d in out_dims],
-                builtin_element_type(final_tt.element),
-                dynamic_sizes=_dynamic_sizes(out_dims, region.out_perm, leaves, ins, result_tt.dims),
-            ) if any(d == DYNAMIC for d in out_dims) else ir.tensor.EmptyOp(out_dims, builtin_element_type(final_tt.element))
+            dynamic = iter(_dynamic_sizes(out_dims, region.out_perm, leaves, ins, result_tt.dims))
+            sizes = [next(dynamic) if d == DYNAMIC else d for d in out_dims]
+            empty = ir.tensor.EmptyOp(sizes, builtin_element_type(final_tt.element))
             generic = ir.linalg.GenericOp(
                 [empty.result.type],
                 ins,
