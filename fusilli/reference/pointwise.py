@@ -24,4 +24,5 @@ def pointwise(node, args):
     fn = MODE_KERNELS[mode]
     operands = [args[s] for s in INPUT_SLOTS if s in args]
     out = fn(node.attrs, *operands)
-    return {"OUT_0": np.broadcast_to(out, node.tensor("OUT_0").dim)}
+    # The broadcast of the actual operands (dynamic dims may differ from dim).
+    return {"OUT_0": np.broadcast_to(out, np.broadcast_shapes(*(np.shape(o) for o in operands)))}
