@@ -1,5 +1,10 @@
 # RUN: %python %s | filecheck %s
+# RUN: %python %s linalg | filecheck %s --check-prefix=LINALG
 # RUN: %python %s stats | filecheck %s --check-prefix=STATS
+
+# 2-D forward convolution with channels-last input, filter and output. The
+# emitter permutes X and W to logical (NCHW / KCRS) order and the result back;
+# the layout pass leaves one permute per graph input and output.
 
 import sys
 
@@ -7,12 +12,15 @@ import fusilli as fs
 from lit_helpers import print_stats, run
 
 
-def build(padding):
+def build(padding, epilogue=False):
     g = fs.Graph(name="conv_nhwc_krsc")
     n, c, h, w, k = 2, 8, 8, 8, 16
     x = g.tensor(name="x", dim=[n, c, h, w], stride=fs.strides([n, c, h, w], "NHWC"))
     wt = g.tensor(name="w", dim=[k, c, 3, 3], stride=fs.strides([k, c, 3, 3], "NHWC"))
     y = g.conv_fprop(x, wt, padding=padding, stride=[1, 1], dilation=[1, 1], name="conv")
+    if epilogue:
+        b = g.tensor(name="b", dim=[1, k, 1, 1], stride=fs.strides([1, k, 1, 1], "NHWC"))
+        y = g.relu(g.add(y, b, name="bias"), name="relu")
     y.set_output(True).set_name("y")
     return g
 
@@ -25,6 +33,17 @@ if len(sys.argv) > 1 and sys.argv[1] == "stats":
 
     # STATS-LABEL: TEST: stats_unpadded
     # STATS: dispatch-count: 1
+elif len(sys.argv) > 1 and sys.argv[1] == "linalg":
+
+    @run
+    def linalg_conv_nhwc_krsc():
+        print(build([0, 0]).mlir("input"))
+
+    # LINALG-LABEL: TEST: linalg_conv_nhwc_krsc
+    # LINALG: %[[XT:.*]] = linalg.transpose ins(%{{.*}} : tensor<2x8x8x8xf32>) {{.*}} permutation = [0, 3, 1, 2]
+    # LINALG: %[[WT:.*]] = linalg.transpose ins(%{{.*}} : tensor<16x3x3x8xf32>) outs(%{{.*}} : tensor<16x8x3x3xf32>) permutation = [0, 3, 1, 2]
+    # LINALG: %[[CONV:.*]] = linalg.conv_2d_nchw_fchw {{.*}} ins(%[[XT]], %[[WT]] : {{.*}}) {{.*}} -> tensor<2x16x6x6xf32>
+    # LINALG: linalg.transpose ins(%[[CONV]] : tensor<2x16x6x6xf32>) outs(%{{.*}} : tensor<2x6x6x16xf32>) permutation = [0, 2, 3, 1]
 else:
 
     @run
@@ -32,8 +51,31 @@ else:
         print(build([1, 1]).emit_mlir())
 
     # CHECK-LABEL: TEST: conv_nhwc_krsc
-    # CHECK: func.func @main(%{{.*}}: !torch.tensor<[2,8,8,16],f32>, %{{.*}}: !torch.vtensor<[16,3,3,8],f32>, %[[X:.*]]: !torch.vtensor<[2,8,8,8],f32>)
-    # CHECK: %[[XL:.*]] = torch.aten.permute %[[X]], %{{.*}} -> !torch.vtensor<[2,8,8,8],f32>
-    # CHECK: %[[Y:.*]] = torch.aten.convolution %[[XL]], %{{.*}} -> !torch.vtensor<[2,16,8,8],f32>
-    # CHECK: %[[YP:.*]] = torch.aten.permute %[[Y]], %{{.*}} -> !torch.vtensor<[2,8,8,16],f32>
+    # CHECK: func.func @main(%{{.*}}: !torch.tensor<[2,8,8,16],f32>, %[[W:[a-z0-9_]+]]: !torch.vtensor<[16,3,3,8],f32>, %[[X:[a-z0-9_]+]]: !torch.vtensor<[2,8,8,8],f32>)
+    # CHECK: %[[TO_NCHW:.*]] = torch.prim.ListConstruct %int0{{[_0-9]*}}, %int3{{[_0-9]*}}, %int1{{[_0-9]*}}, %int2{{[_0-9]*}} :
+    # CHECK: %[[XL:.*]] = torch.aten.permute %[[X]], %[[TO_NCHW]] : {{.*}} -> !torch.vtensor<[2,8,8,8],f32>
+    # CHECK: %[[WL:.*]] = torch.aten.permute %[[W]], %{{.*}} -> !torch.vtensor<[16,8,3,3],f32>
+    # CHECK: %[[Y:.*]] = torch.aten.convolution %[[XL]], %[[WL]], {{.*}} -> !torch.vtensor<[2,16,8,8],f32>
+    # CHECK: %[[TO_NHWC:.*]] = torch.prim.ListConstruct %int0{{[_0-9]*}}, %int2{{[_0-9]*}}, %int3{{[_0-9]*}}, %int1{{[_0-9]*}} :
+    # CHECK: %[[YP:.*]] = torch.aten.permute %[[Y]], %[[TO_NHWC]] : {{.*}} -> !torch.vtensor<[2,8,8,16],f32>
     # CHECK: torch.overwrite.tensor.contents %[[YP]] overwrites
+
+    @run
+    def conv_nhwc_krsc_bias_relu_optimized():
+        print(build([1, 1], epilogue=True).mlir("optimized"))
+
+    # The bias add and relu become one linalg.generic whose output map writes
+    # NHWC directly: the trailing permute is absorbed, the bias is broadcast.
+    # CHECK-LABEL: TEST: conv_nhwc_krsc_bias_relu_optimized
+    # CHECK-DAG: #[[ID:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+    # CHECK-DAG: #[[BIAS:.*]] = affine_map<(d0, d1, d2, d3) -> (0, d1, 0, 0)>
+    # CHECK-DAG: #[[NHWC:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3, d1)>
+    # CHECK: %[[Y:.*]] = torch.aten.convolution {{.*}} -> !torch.vtensor<[2,16,8,8],f32>
+    # CHECK: %[[YB:.*]] = torch_c.to_builtin_tensor %[[Y]]
+    # CHECK: %[[G:.*]] = linalg.generic {indexing_maps = [#[[ID]], #[[BIAS]], #[[NHWC]]]
+    # CHECK-SAME: ins(%[[YB]], %{{.*}} : tensor<2x16x8x8xf32>, tensor<1x16x1x1xf32>) outs(%{{.*}} : tensor<2x8x8x16xf32>)
+    # CHECK: arith.addf
+    # CHECK: arith.maximumf
+    # CHECK: %[[R:.*]] = torch_c.from_builtin_tensor %[[G]]
+    # CHECK-NOT: torch.aten.permute
+    # CHECK: torch.overwrite.tensor.contents %[[R]] overwrites

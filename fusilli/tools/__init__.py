@@ -1,0 +1,1 @@
+"""Command-line tools installed with the package (``fusilli-opt``, ``fusilli-benchmark``)."""

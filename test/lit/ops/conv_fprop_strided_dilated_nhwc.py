@@ -1,0 +1,45 @@
+# RUN: %python %s | filecheck %s
+# RUN: %python %s linalg | filecheck %s --check-prefix=LINALG
+
+# Strided, dilated and asymmetric-per-dim convolution, channels-last: the
+# stride, padding and dilation lists carry each spatial dim's own value.
+
+import sys
+
+import fusilli as fs
+from lit_helpers import run
+
+
+def build():
+    g = fs.Graph(name="conv_strided_dilated")
+    x = g.tensor(name="x", dim=[1, 4, 11, 10], stride=fs.strides([1, 4, 11, 10], "NHWC"))
+    w = g.tensor(name="w", dim=[8, 4, 3, 3], stride=fs.strides([8, 4, 3, 3], "NHWC"))
+    y = g.conv_fprop(x, w, padding=[1, 0], stride=[2, 3], dilation=[2, 1], name="conv")
+    y.set_output(True).set_name("y")
+    return g
+
+
+# H: (11 + 2*1 - 2*(3-1) - 1) // 2 + 1 = 5;  W: (10 + 0 - 1*(3-1) - 1) // 3 + 1 = 3
+if len(sys.argv) > 1 and sys.argv[1] == "linalg":
+
+    @run
+    def linalg_conv_strided_dilated():
+        print(build().mlir("input"))
+
+    # LINALG-LABEL: TEST: linalg_conv_strided_dilated
+    # LINALG: linalg.conv_2d_nchw_fchw {dilations = dense<[2, 1]> : vector<2xi64>, strides = dense<[2, 3]> : vector<2xi64>}
+    # LINALG-SAME: -> tensor<1x8x5x3xf32>
+else:
+
+    @run
+    def conv_strided_dilated_nhwc():
+        print(build().emit_mlir())
+
+    # CHECK-LABEL: TEST: conv_strided_dilated_nhwc
+    # CHECK: func.func @main(%[[Y:[a-z0-9_]+]]: !torch.tensor<[1,5,3,8],f32>, %{{.*}}: !torch.vtensor<[8,3,3,4],f32>, %{{.*}}: !torch.vtensor<[1,11,10,4],f32>)
+    # CHECK: %[[STRIDE:.*]] = torch.prim.ListConstruct %int2{{[_0-9]*}}, %int3{{[_0-9]*}} :
+    # CHECK: %[[PAD:.*]] = torch.prim.ListConstruct %int1{{[_0-9]*}}, %int0{{[_0-9]*}} :
+    # CHECK: %[[DIL:.*]] = torch.prim.ListConstruct %int2{{[_0-9]*}}, %int1{{[_0-9]*}} :
+    # CHECK: %[[CONV:.*]] = torch.aten.convolution %{{.*}}, %{{.*}}, %none, %[[STRIDE]], %[[PAD]], %[[DIL]], %false, {{.*}} -> !torch.vtensor<[1,8,5,3],f32>
+    # CHECK: %[[YP:.*]] = torch.aten.permute %[[CONV]], {{.*}} -> !torch.vtensor<[1,5,3,8],f32>
+    # CHECK: torch.overwrite.tensor.contents %[[YP]] overwrites %[[Y]]

@@ -1,0 +1,40 @@
+# RUN: %python %s | filecheck %s
+# RUN: %python %s linalg | filecheck %s --check-prefix=LINALG
+
+# Plain 2-D matmul, row-major A [M, K], B [K, N] and C [M, N]: no permutes.
+
+import sys
+
+import fusilli as fs
+from lit_helpers import run
+
+
+def build():
+    g = fs.Graph(name="matmul_2d")
+    a = g.tensor(name="a", dim=[4, 8])
+    b = g.tensor(name="b", dim=[8, 6])
+    c = g.matmul(a, b, name="mm")
+    c.set_output(True).set_name("c")
+    return g
+
+
+if len(sys.argv) > 1 and sys.argv[1] == "linalg":
+
+    @run
+    def linalg_matmul_2d():
+        print(build().mlir("input"))
+
+    # LINALG-LABEL: TEST: linalg_matmul_2d
+    # LINALG: %[[ZERO:.*]] = linalg.fill {{.*}} -> tensor<4x6xf32>
+    # LINALG: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<8x6xf32>) outs(%[[ZERO]] : tensor<4x6xf32>)
+else:
+
+    @run
+    def matmul_2d():
+        print(build().emit_mlir())
+
+    # CHECK-LABEL: TEST: matmul_2d
+    # CHECK: func.func @main(%[[C:[a-z0-9_]+]]: !torch.tensor<[4,6],f32>, %[[A:[a-z0-9_]+]]: !torch.vtensor<[4,8],f32>, %[[B:[a-z0-9_]+]]: !torch.vtensor<[8,6],f32>)
+    # CHECK-NOT: torch.aten.permute
+    # CHECK: %[[MM:.*]] = torch.aten.matmul %[[A]], %[[B]] : !torch.vtensor<[4,8],f32>, !torch.vtensor<[8,6],f32> -> !torch.vtensor<[4,6],f32>
+    # CHECK: torch.overwrite.tensor.contents %[[MM]] overwrites %[[C]]

@@ -1,0 +1,23 @@
+# RUN: %python %s | filecheck %s
+
+# Pointwise DIV: torch.aten.div.Tensor (true division), broadcasting a
+# [1, 3, 1] divisor over [2, 3, 4].
+
+import fusilli as fs
+from lit_helpers import run
+
+
+@run
+def div_broadcast():
+    g = fs.Graph(name="div")
+    a = g.tensor(name="a", dim=[2, 3, 4])
+    b = g.tensor(name="b", dim=[1, 3, 1])
+    c = g.div(a, b, name="div")
+    c.set_output(True).set_name("c")
+    print(g.emit_mlir())
+
+
+# CHECK-LABEL: TEST: div_broadcast
+# CHECK: func.func @main(%[[C:[a-z0-9_]+]]: !torch.tensor<[2,3,4],f32>, %[[A:[a-z0-9_]+]]: !torch.vtensor<[2,3,4],f32>, %[[B:[a-z0-9_]+]]: !torch.vtensor<[1,3,1],f32>)
+# CHECK: %[[DIV:.*]] = torch.aten.div.Tensor %[[A]], %[[B]] : !torch.vtensor<[2,3,4],f32>, !torch.vtensor<[1,3,1],f32> -> !torch.vtensor<[2,3,4],f32>
+# CHECK: torch.overwrite.tensor.contents %[[DIV]] overwrites %[[C]]

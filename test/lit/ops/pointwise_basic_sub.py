@@ -1,0 +1,23 @@
+# RUN: %python %s | filecheck %s
+
+# Pointwise SUB: torch.aten.sub.Tensor with alpha = 1.
+
+import fusilli as fs
+from lit_helpers import run
+
+
+@run
+def sub():
+    g = fs.Graph(name="sub")
+    a = g.tensor(name="a", dim=[2, 3, 4])
+    b = g.tensor(name="b", dim=[2, 3, 4])
+    c = g.sub(a, b, name="sub")
+    c.set_output(True).set_name("c")
+    print(g.emit_mlir())
+
+
+# CHECK-LABEL: TEST: sub
+# CHECK: func.func @main(%[[C:[a-z0-9_]+]]: !torch.tensor<[2,3,4],f32>, %[[A:[a-z0-9_]+]]: !torch.vtensor<[2,3,4],f32>, %[[B:[a-z0-9_]+]]: !torch.vtensor<[2,3,4],f32>)
+# CHECK: %[[ALPHA:.*]] = torch.constant.int 1
+# CHECK: %[[SUB:.*]] = torch.aten.sub.Tensor %[[A]], %[[B]], %[[ALPHA]] : {{.*}} -> !torch.vtensor<[2,3,4],f32>
+# CHECK: torch.overwrite.tensor.contents %[[SUB]] overwrites %[[C]]
