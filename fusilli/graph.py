@@ -39,7 +39,7 @@ class Graph:
         self.compute_data_type = DataType.coerce(compute_data_type)
         self.nodes: list[Node] = []
         self._inputs: list[TensorAttr] = []
-        self._inferred: list[tuple[TensorAttr, str]] = []
+        self._inferred: list[tuple[TensorAttr, str, Any]] = []  # (tensor, field, inferred value)
         self._validated = False
         self._compiled = None  # fusilli.backend.CompiledGraph once compiled or loaded
 
@@ -169,16 +169,20 @@ class Graph:
 
     def validate(self) -> "Graph":
         """Infers dims, strides and data types of op results and checks the graph."""
+        self._validated = False  # a failed re-validation must not leave the graph marked valid
         if not self.name:
             raise fail(ErrorCode.ATTRIBUTE_NOT_SET, "graph name not set")
-        for t, field in self._inferred:  # re-infer from scratch on each validate
-            setattr(t, f"_{field}", None)
+        # Re-infer on each validate what the last one filled in, unless the user has
+        # set it since (setters store new objects, hence the identity check).
+        for t, field, value in self._inferred:
+            if getattr(t, f"_{field}") is value:
+                setattr(t, f"_{field}", None)
         self._inferred = []
         self._check_unique_names()
         for t in self._inputs:
             if t.data_type is None:
                 t.set_data_type(self.io_data_type)
-                self._inferred.append((t, "data_type"))
+                self._inferred.append((t, "data_type", t.data_type))
             self._check_tensor(t, "graph input")
         for node in self.nodes:
             if node.compute_data_type is None:
@@ -188,9 +192,9 @@ class Graph:
             for t in node.output_tensors():
                 if t.data_type is None:
                     t.set_data_type(self.intermediate_data_type if t.is_virtual else self.io_data_type)
-                    self._inferred.append((t, "data_type"))
+                    self._inferred.append((t, "data_type", t.data_type))
             node.infer()
-            self._inferred += unset
+            self._inferred += [(t, f, getattr(t, f"_{f}")) for t, f in unset]
             node.post_validate()
             for slot, t in node.outputs.items():
                 if t is None:

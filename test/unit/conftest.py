@@ -52,3 +52,22 @@ def run_and_check(g: fs.Graph, handle: fs.Handle, inputs: dict, *, rtol: float =
             np.asarray(got, np.float64), np.asarray(want, np.float64), rtol=rtol, atol=atol, err_msg=t.name
         )
     return {t.name: a for t, a in outputs.items()}
+
+
+def run_python(code: str, env: dict | None = None, timeout: float = 120) -> "subprocess.CompletedProcess[str]":
+    """Runs ``code`` in a fresh ``sys.executable`` with os.environ updated by ``env``
+    (a value of None removes the variable); fails the test on a non-zero exit."""
+    import subprocess
+    import sys
+
+    full_env = dict(os.environ)
+    for key, value in (env or {}).items():
+        if value is None:
+            full_env.pop(key, None)
+        else:
+            full_env[key] = value
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=full_env, capture_output=True, text=True, timeout=timeout
+    )
+    assert proc.returncode == 0, f"child failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+    return proc
