@@ -172,12 +172,36 @@ def compile_module(module: ir.Module, flags: tuple[str, ...]) -> tuple[bytes, Co
     execution = raw.get("stream-aggregate", {}).get("execution", {})
     stats = CompileStats(
         dispatch_count=int(execution.get("dispatch-count", 0)),
-        transient_memory_bytes=int(execution.get("transient-memory-size", 0)),
+        # With --iree-torch-externalize-transients IREE's statistic counts 0:
+        # the scratch moves to the caller's workspace, whose size the module
+        # records in its reflection. Report what a run really needs.
+        transient_memory_bytes=max(int(execution.get("transient-memory-size", 0)), workspace_bytes(vmfb)),
         executable_count=int(raw.get("stream-aggregate", {}).get("executable", {}).get("executable-count", 0)),
         compile_seconds=time.perf_counter() - start,
         raw=raw,
     )
     return vmfb, stats
+
+
+def workspace_bytes(vmfb: bytes) -> int:
+    """The constant workspace size a compiled module declares (0 if none or dynamic)."""
+    import iree.runtime as rt
+
+    module = rt.VmModule.copy_buffer(_reflection_instance(), vmfb)
+    fn = module.lookup_function("main$async") or module.lookup_function("main")
+    return int(fn.reflection.get("iree.abi.transients.size.constant", 0)) if fn else 0
+
+
+_reflection_vm_instance = None
+
+
+def _reflection_instance():
+    global _reflection_vm_instance
+    if _reflection_vm_instance is None:
+        import iree.runtime as rt
+
+        _reflection_vm_instance = rt.VmInstance()
+    return _reflection_vm_instance
 
 
 def compile_module_to_phase(module: ir.Module, flags: tuple[str, ...], phase: str) -> str:
