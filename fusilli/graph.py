@@ -277,7 +277,7 @@ class Graph:
         module = self._optimized_module()
         if stage == "optimized":
             return str(module)
-        target = Target.resolve(backend or Backend.CPU, arch)
+        target = Target.resolve(backend or Backend.CPU, arch, op_kinds=self.op_kinds())
         return compile_module_to_phase(module, target.flags, stage)
 
     def _optimized_module(self):
@@ -297,7 +297,17 @@ class Graph:
         """The content key of this graph's compiled artifact for ``backend`` (default CPU)."""
         if self._compiled is not None and backend is None:
             return self._compiled.key
-        return self._cache_key(Target.resolve(backend or Backend.CPU, arch))
+        return self._cache_key(Target.resolve(backend or Backend.CPU, arch, op_kinds=self.op_kinds()))
+
+    def op_kinds(self) -> tuple[str, ...]:
+        """The node kinds in this graph (sorted): they select per-op-class CPU compiler flags."""
+        # f16/bf16 convs are tagged apart: im2col on them fails to compile in IREE 3.13
+        # ('arith.addf' op requires the same type), so they keep the base CPU flags.
+        def kind(n) -> str:
+            x = n.inputs.get("X") if n.kind == "conv_fprop" else None
+            return n.kind + "_lowp" if x is not None and x.data_type not in (None, DataType.FLOAT) else n.kind
+
+        return tuple(sorted({kind(n) for n in self.nodes}))
 
     def _cache_key(self, target: "Target") -> str:
         from fusilli.backend import compute_key
@@ -311,7 +321,7 @@ class Graph:
         """The compiled artifact: from the disk cache, or compiled in process and stored."""
         from fusilli.backend import Artifact, compile_module, lookup, store
 
-        target = Target.resolve(backend, arch)
+        target = Target.resolve(backend, arch, op_kinds=self.op_kinds())
         key = self._cache_key(target)
         artifact = lookup(key)
         if artifact is not None:

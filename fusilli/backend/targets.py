@@ -52,6 +52,34 @@ AMDGPU_FLAGS = (
     "--iree-torch-externalize-transients",
 )
 
+# CPU flags per op class, chosen from measurements on a 2-core Zen 3 against
+# PyTorch eager (BENCHMARKS.md, fusilli-benchmark --compare torch). A graph gets
+# the union of the flags of the op kinds it contains, in this table's order,
+# after CPU_FLAGS and before caller/FUSILLI_EXTRA_COMPILER_FLAGS flags (so users
+# override them). They feed Target.flags, hence the cache key.
+_CPU_MATMUL_FLAGS = (
+    "--iree-opt-level=O3",
+    "--iree-opt-data-tiling=true",
+    "--iree-llvmcpu-enable-ukernels=all",
+)
+CPU_FLAGS_BY_OP_KIND: dict[str, tuple[str, ...]] = {
+    "matmul": _CPU_MATMUL_FLAGS,
+    # Conv as im2col + data-tiled ukernel matmul: 3x3 NHWC conv ~4x faster than
+    # IREE's direct conv (which also goes through an FCHW filter transpose).
+    "conv_fprop": ("--iree-global-opt-use-im2col-for-convs",) + _CPU_MATMUL_FLAGS,
+}
+
+
+def cpu_flags_for_op_kinds(op_kinds: Any) -> list[str]:
+    """The per-op-class CPU flags for a graph containing ``op_kinds`` (deduplicated, stable order)."""
+    kinds = set(op_kinds or ())
+    out: list[str] = []
+    for kind, flags in CPU_FLAGS_BY_OP_KIND.items():
+        if kind in kinds:
+            out += [f for f in flags if f not in out]
+    return out
+
+
 # Flags seen to make IREE 3.13 CPU code that segfaults when run (a padded
 # NHWC conv + epilogue with fused padding): refused on the CPU backend.
 CPU_CRASHING_FLAGS = ("--iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops",)
@@ -161,10 +189,13 @@ class Target:
         return f"amdgpu:{self.arch}" if self.backend == Backend.AMDGPU else f"cpu:{host_cpu_id()}"
 
     @staticmethod
-    def resolve(backend: Any, arch: str | None = None, extra_flags: tuple[str, ...] = ()) -> "Target":
+    def resolve(
+        backend: Any, arch: str | None = None, extra_flags: tuple[str, ...] = (), op_kinds: Any = ()
+    ) -> "Target":
+        """Flags for ``backend``; on CPU, ``op_kinds`` (the graph's node kinds) add per-op-class flags."""
         backend = Backend.coerce(backend)
         if backend == Backend.CPU:
-            flags = list(CPU_FLAGS)
+            flags = list(CPU_FLAGS) + cpu_flags_for_op_kinds(op_kinds)
             arch = None
         else:
             arch = resolve_amdgpu_arch(arch)

@@ -1,0 +1,163 @@
+"""fusilli-benchmark: argument parsing, suite files, CSV/JSON output (no timing assertions)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+
+from fusilli.backend.targets import CPU_FLAGS, CPU_FLAGS_BY_OP_KIND, Target, cpu_flags_for_op_kinds
+from fusilli.tools import benchmark as bm
+
+CONV = "conv -F 1 -n 1 -c 4 -H 6 -W 6 -k 4 -y 3 -x 3 -p 1 -q 1 --in_layout NHWC --out_layout NHWC --fil_layout NHWC".split()
+MATMUL = "matmul -M 8 -N 8 -K 8".split()
+
+
+def test_parse_conv_upstream_flags():
+    ns = bm.parse_command(["--iter", "3", "--warmup", "0"] + CONV + ["--bias", "--fp16"])
+    assert ns.subcommand == "conv" and ns.iter == 3 and ns.warmup == 0
+    assert (ns.batchsize, ns.in_channels, ns.in_h, ns.in_w, ns.out_channels) == (1, 4, 6, 6, 4)
+    assert (ns.fil_h, ns.fil_w, ns.pad_h, ns.pad_w, ns.conv_stride_h, ns.dilation_w) == (3, 3, 1, 1, 1, 1)
+    assert ns.bias and ns.fp16 and not ns.bf16 and ns.in_layout == "NHWC"
+
+
+def test_parse_rejects_bad_commands():
+    with pytest.raises(bm.BenchmarkError):
+        bm.parse_command(["--iter", "0"] + MATMUL)
+    with pytest.raises(bm.BenchmarkError):
+        bm.parse_command(["--iter", "1"])  # no subcommand
+    with pytest.raises(bm.BenchmarkError):
+        bm.parse_command(CONV + ["--fp16", "--bf16"])  # mutually exclusive
+    with pytest.raises(bm.BenchmarkError):
+        bm.parse_command(["--output-format", "xml"] + MATMUL)
+
+
+def test_parse_layernorm_sdpa_pointwise():
+    ns = bm.parse_command("layernorm -X 4x8 -t bf16 --elementwise_affine".split())
+    assert ns.input == [4, 8] and ns.type == "bf16" and ns.elementwise_affine and ns.eps == 1e-5
+    ns = bm.parse_command("sdpa -B 1 --heads_q 2 --heads_kv 2 --seq_q 4 --seq_kv 4 -d 8 -t f32 --causal".split())
+    assert ns.causal and ns.head_dim == 8
+    ns = bm.parse_command("pointwise -N 64".split())
+    assert ns.elements == 64 and ns.type == "f32"
+
+
+def test_read_suite(tmp_path):
+    path = tmp_path / "suite.txt"
+    path.write_text(
+        "# a comment\n\n--iter 1 matmul -M 8 -N 8 -K 8  # trailing comment\n"
+        '[SKIP] conv -F 2 ...\n--label "my row" pointwise -N 16\n'
+    )
+    rows = bm.read_suite(str(path))
+    assert [argv for _, argv in rows] == [
+        ["--iter", "1", "matmul", "-M", "8", "-N", "8", "-K", "8"],
+        None,
+        ["--label", "my row", "pointwise", "-N", "16"],
+    ]
+
+
+def _run(capsys, argv):
+    rc = bm.main(argv)
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def test_matmul_csv(capsys):
+    rc, out, _ = _run(capsys, ["--iter", "1", "--warmup", "0", "--output-format", "csv"] + MATMUL)
+    assert rc == 0
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert len(rows) == 1 and list(rows[0]) == list(bm.COLUMNS)
+    r = rows[0]
+    assert r["status"] == "ok" and r["iter"] == "1" and int(r["dispatch_count"]) >= 1
+    assert float(r["fusilli_median_ms"]) > 0 and float(r["gflops"]) > 0
+
+
+def test_conv_bias_relu_json(capsys):
+    rc, out, _ = _run(capsys, ["--iter", "1", "--warmup", "0", "--output-format", "json"] + CONV + ["--bias", "--relu"])
+    assert rc == 0
+    data = json.loads(out)
+    (row,) = data["rows"]
+    assert row["status"] == "ok" and row["dispatch_count"] >= 1
+    assert row["fusilli_min_ms"] <= row["fusilli_median_ms"] <= row["fusilli_max_ms"]
+    assert data["peak_gflops"] == bm.PEAK_GFLOPS_DEFAULT
+
+
+def test_pointwise_text(capsys):
+    rc, out, _ = _run(capsys, ["--iter", "1", "--warmup", "0", "pointwise", "-N", "64"])
+    assert rc == 0
+    lines = out.strip().splitlines()
+    assert lines[0].startswith("| benchmark |") and len(lines) == 3
+
+
+def test_compare_torch(capsys):
+    pytest.importorskip("torch")
+    rc, out, _ = _run(capsys, ["--iter", "2", "--warmup", "0", "--compare", "torch", "--output-format", "json"] + MATMUL
+                      + ["--bias", "--activation", "relu"])
+    assert rc == 0
+    (row,) = json.loads(out)["rows"]
+    assert row["ratio"] > 0 and row["max_abs_err"] < 1e-4
+
+
+def test_compare_torch_missing(capsys, monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def fake_import(name, *args, **kwargs):
+        if name == "torch":
+            raise ImportError("no torch")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+    rc, out, _ = _run(capsys, ["--iter", "1", "--compare", "torch", "--output-format", "json"] + MATMUL)
+    assert rc == 1
+    (row,) = json.loads(out)["rows"]
+    assert row["status"] == "error" and "pip install '.[bench]'" in row["error"]
+
+
+def test_suite_csv_with_progress_and_errors(capsys, tmp_path):
+    path = tmp_path / "suite.txt"
+    path.write_text("matmul -M 8 -N 8 -K 8\n[SKIP] matmul -M 9 -N 9 -K 9\nconv -F 4 -n 1 -c 4 -H 6 -W 6 -k 4 -y 3 -x 3\n")
+    rc, out, err = _run(capsys, ["--iter", "1", "--warmup", "0", "--output-format", "csv", "--suite", str(path)])
+    assert rc == 1  # the wgrad row is an error
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert [r["status"] for r in rows] == ["ok", "skipped", "error"]
+    assert rows[0]["iter"] == "1"
+    assert "[1/3]" in err and "[3/3]" in err
+
+
+def test_missing_op_is_a_clear_error(capsys, monkeypatch):
+    import fusilli as fs
+
+    monkeypatch.delattr(fs.Graph, "sdpa", raising=False)
+    rc, out, _ = _run(capsys, ["--iter", "1", "--output-format", "json"]
+                      + "sdpa -B 1 --heads_q 1 --heads_kv 1 --seq_q 4 --seq_kv 4 -d 4 -t f32".split())
+    assert rc == 1
+    (row,) = json.loads(out)["rows"]
+    assert "Graph.sdpa()" in row["error"] and "not" in row["error"]
+
+
+def test_per_op_class_cpu_flags(monkeypatch):
+    monkeypatch.delenv("FUSILLI_EXTRA_COMPILER_FLAGS", raising=False)
+    base = Target.resolve("cpu")
+    assert base.flags == CPU_FLAGS
+    mm = Target.resolve("cpu", op_kinds=("matmul", "pointwise"))
+    assert mm.flags[: len(CPU_FLAGS)] == CPU_FLAGS
+    assert set(CPU_FLAGS_BY_OP_KIND["matmul"]) <= set(mm.flags)
+    assert cpu_flags_for_op_kinds(["matmul", "matmul"]) == list(CPU_FLAGS_BY_OP_KIND["matmul"])
+    # User flags come last, so they override the per-op-class defaults.
+    monkeypatch.setenv("FUSILLI_EXTRA_COMPILER_FLAGS", "--iree-opt-data-tiling=false")
+    assert Target.resolve("cpu", op_kinds=("matmul",)).flags[-1] == "--iree-opt-data-tiling=false"
+
+
+def test_graph_key_depends_on_op_class_flags():
+    import fusilli as fs
+
+    g = fs.Graph("k")
+    a = g.tensor("a", [4, 4])
+    b = g.tensor("b", [4, 4])
+    g.matmul(a, b, name="mm").set_output(True).set_name("c")
+    g.validate()
+    assert "matmul" in g.op_kinds()
+    assert g.key("cpu") != g._cache_key(Target.resolve("cpu"))
