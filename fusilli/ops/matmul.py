@@ -14,6 +14,7 @@ from fusilli.errors import ErrorCode
 from fusilli.ops.base import Attrs, Node, register_emitter, register_node
 from fusilli.ops.emit import EmitContext
 from fusilli.tensor import TensorAttr
+from fusilli.types import DataType
 
 
 @dataclass
@@ -82,6 +83,17 @@ class MatmulNode(Node):
         )
         for slot, t in (("A", a), ("B", b), ("C", c)):
             self.check_batch_outermost(slot, t)
+        for slot, t in (("A", a), ("B", b), ("C", c)):
+            self.check(
+                t.data_type != DataType.BOOLEAN,
+                ErrorCode.INVALID_ATTRIBUTE,
+                f"tensor {slot} '{t.name}' is boolean; matmul needs numeric tensors",
+            )
+        self.check(
+            c.data_type != DataType.INT4,
+            ErrorCode.NOT_IMPLEMENTED,
+            f"output tensor C '{c.name}' is int4; int4 is supported for matmul inputs only",
+        )
         expected = [*batch, a.dim[-2], b.dim[-1]]
         self.check(
             c.dim == expected,
@@ -100,8 +112,32 @@ class MatmulNode(Node):
         )
 
 
+def accumulator_type(a: DataType, b: DataType, c: DataType, compute: DataType | None) -> DataType:
+    """The element type the product is accumulated in.
+
+    Integers accumulate in C's integer type (int8 x int8 -> int32), or int32 /
+    int64 when C is not an integer; floats (and int x float, e.g. int4 x f16)
+    in the compute type, widened to the widest float input (f64 stays f64).
+    """
+    if a.is_integer and b.is_integer:
+        if c.is_integer and c.bits >= max(a.bits, b.bits):
+            return c
+        return DataType.INT64 if DataType.INT64 in (a, b) else DataType.INT32
+    acc = compute if compute is not None and compute.is_float else DataType.FLOAT
+    widest = max((t for t in (a, b) if t.is_float), key=lambda t: t.bits)
+    return widest if widest.bits > acc.bits else acc
+
+
 @register_emitter("matmul")
 def emit_matmul(node: MatmulNode, ctx: EmitContext) -> None:
-    a, b = ctx.input("A"), ctx.input("B")
-    c = ctx.b.op("torch.aten.matmul", [a, b], ctx.result_type("C", element=node.tensor("A").data_type))
+    a_t, b_t, c_t = node.tensor("A"), node.tensor("B"), node.tensor("C")
+    acc = accumulator_type(a_t.data_type, b_t.data_type, c_t.data_type, node.compute_data_type)
+    # Same-typed operands go in as they are with an accumulator-typed result:
+    # torch-mlir lowers that to a linalg.matmul extending its operands in the
+    # body (f16 x f16 -> f32, i8 x i8 -> i32), one dispatch. Mixed operands
+    # (int4 x f16) are first brought to the wider type, so they work at any rank.
+    a_dt, b_dt = a_t.data_type, b_t.data_type
+    operand = a_dt if a_dt == b_dt else acc if a_dt.is_float == b_dt.is_float else (a_dt if a_dt.is_float else b_dt)
+    a, b = ctx.cast(ctx.input("A"), operand), ctx.cast(ctx.input("B"), operand)
+    c = ctx.b.op("torch.aten.matmul", [a, b], ctx.result_type("C", element=acc))
     ctx.define("C", c)

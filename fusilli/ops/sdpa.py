@@ -1,0 +1,267 @@
+"""Scaled dot-product attention (forward): ``o = softmax(q @ k^T * scale + mask) @ v``.
+
+Semantics are ``torch.nn.functional.scaled_dot_product_attention``: Q/K/V are
+``[B, H, S, D]``; ``mask`` is additive (float) or boolean (True = attend),
+broadcastable to ``[B, Hq, Sq, Skv]``; ``is_causal`` masks with a top-left
+aligned lower triangle; ``scale`` defaults to ``1/sqrt(D)``; with
+``enable_gqa`` the query heads share K/V heads (``Hq`` a multiple of ``Hk`` and
+of ``Hv``, independently).
+
+Emission keeps ``torch.aten.scaled_dot_product_attention`` (IREE lowers it to
+``iree_linalg_ext.attention``) and shapes its operands so that IREE makes one
+attention dispatch where it can:
+
+* an explicit ``scale`` is passed to the op (IREE 3.13 lowers it correctly;
+  upstream's #404 XFAIL does not reproduce, and the numerics tests check it);
+* GQA: K and V are brought to one head count L (repeating the one with fewer
+  heads only when Hk != Hv), then each group of Hq/L query heads is folded
+  into q's sequence dim (a free reshape), so Hk == Hv needs no copy of K/V;
+* ``is_causal`` becomes a constant additive ``[1, 1, Sq, Skv]`` mask (top-left
+  aligned like torch's), boolean masks become additive float masks.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from fusilli import ir
+from fusilli.errors import ErrorCode
+from fusilli.ops.base import Attrs, Node, register_emitter, register_node
+from fusilli.ops.emit import EmitContext
+from fusilli.tensor import TensorAttr
+from fusilli.types import DataType
+
+
+@dataclass
+class SdpaAttrs(Attrs):
+    is_causal: bool = False
+    scale: float | None = None
+    dropout: float = 0.0
+    enable_gqa: bool = False
+
+
+def broadcastable_to(dims: list[int], target: list[int]) -> bool:
+    """Right-aligned PyTorch broadcast of ``dims`` to exactly ``target``."""
+    if len(dims) > len(target):
+        return False
+    return all(d == 1 or d == t for d, t in zip(reversed(dims), reversed(target)))
+
+
+@register_node
+class SdpaNode(Node):
+    kind = "sdpa"
+    input_slots = ("Q", "K", "V", "MASK")
+    output_slots = ("O",)
+    optional_inputs = frozenset({"MASK"})
+    attrs_type = SdpaAttrs
+    attrs: SdpaAttrs
+
+    def pre_validate(self) -> None:
+        super().pre_validate()
+        a = self.attrs
+        self.check(
+            0.0 <= a.dropout < 1.0,
+            ErrorCode.INVALID_ATTRIBUTE,
+            f"dropout probability {a.dropout} must be in [0, 1)",
+        )
+        self.check(
+            a.dropout == 0.0,
+            ErrorCode.NOT_IMPLEMENTED,
+            f"dropout {a.dropout} > 0 is not supported: torch-mlir/IREE do not lower SDPA dropout (fusilli#277)",
+        )
+        self.check(
+            not (a.is_causal and self.inputs.get("MASK") is not None),
+            ErrorCode.INVALID_ATTRIBUTE,
+            f"attention mask MASK '{getattr(self.inputs.get('MASK'), 'name', '')}' and is_causal are mutually "
+            "exclusive",
+        )
+        self.check(
+            a.scale is None or (math.isfinite(a.scale) and a.scale > 0),
+            ErrorCode.INVALID_ATTRIBUTE,
+            f"scale {a.scale} must be a positive finite number",
+        )
+        for slot in ("Q", "K", "V"):
+            t = self.tensor(slot)
+            self.check(
+                t.rank == 4,
+                ErrorCode.INVALID_ATTRIBUTE,
+                f"tensor {slot} '{t.name}' must have rank 4 [batch, heads, seq, head_dim] (got dims {t.dim})",
+            )
+            self.check(
+                t.data_type is None or t.data_type.is_float,
+                ErrorCode.INVALID_ATTRIBUTE,
+                f"tensor {slot} '{t.name}' must have a floating-point data type (got {t.data_type.name})",
+            )
+
+    def infer(self) -> None:
+        q, v, o = self.tensor("Q"), self.tensor("V"), self.tensor("O")
+        if not o.has_dim:
+            o.set_dim([q.dim[0], q.dim[1], q.dim[2], v.dim[3]])
+            o.set_dynamic_dims([d for d in q.dynamic_dims if d in (0, 2)])
+        self.infer_output_stride(o)
+
+    def post_validate(self) -> None:
+        q, k, v, o = (self.tensor(s) for s in ("Q", "K", "V", "O"))
+        for slot, t in (("Q", q), ("K", k), ("V", v), ("O", o)):
+            self.check_layout(slot, t)
+        self.check(
+            q.data_type == k.data_type == v.data_type,
+            ErrorCode.INVALID_ATTRIBUTE,
+            f"Q '{q.name}', K '{k.name}' and V '{v.name}' must have the same data type (got "
+            f"{q.data_type.name}, {k.data_type.name}, {v.data_type.name})",
+        )
+        self.check(
+            q.dim[0] == k.dim[0] == v.dim[0],
+            ErrorCode.INVALID_ATTRIBUTE,
+            f"batch sizes of Q '{q.name}' ({q.dim[0]}), K '{k.name}' ({k.dim[0]}) and V '{v.name}' ({v.dim[0]}) "
+            "must be equal",
+        )
+        self.check(
+            q.dim[3] == k.dim[3],
+            ErrorCode.INVALID_ATTRIBUTE,
+            f"head dim of Q '{q.name}' ({q.dim[3]}) must equal head dim of K '{k.name}' ({k.dim[3]})",
+        )
+        self.check(
+            k.dim[2] == v.dim[2],
+            ErrorCode.INVALID_ATTRIBUTE,
+            f"sequence length of K '{k.name}' ({k.dim[2]}) must equal sequence length of V '{v.name}' ({v.dim[2]})",
+        )
+        hq = q.dim[1]
+        for slot, t in (("K", k), ("V", v)):
+            if self.attrs.enable_gqa:
+                self.check(
+                    hq % t.dim[1] == 0,
+                    ErrorCode.INVALID_ATTRIBUTE,
+                    f"with enable_gqa, heads of Q '{q.name}' ({hq}) must be a multiple of heads of {slot} "
+                    f"'{t.name}' ({t.dim[1]})",
+                )
+            else:
+                self.check(
+                    t.dim[1] == hq,
+                    ErrorCode.INVALID_ATTRIBUTE,
+                    f"heads of {slot} '{t.name}' ({t.dim[1]}) must equal heads of Q '{q.name}' ({hq}) "
+                    "(set enable_gqa=True for grouped-query attention)",
+                )
+        mask = self.inputs.get("MASK")
+        if mask is not None:
+            self.check_layout("MASK", mask)
+            target = [q.dim[0], hq, q.dim[2], k.dim[2]]
+            self.check(
+                mask.rank == 4 and broadcastable_to(mask.dim, target),
+                ErrorCode.INVALID_ATTRIBUTE,
+                f"attention mask MASK '{mask.name}' dims {mask.dim} must have rank 4 with each dim 1 or equal to "
+                f"[B, Hq, Sq, Skv] = {target}",
+            )
+            self.check(
+                mask.data_type.is_float or mask.data_type == DataType.BOOLEAN,
+                ErrorCode.INVALID_ATTRIBUTE,
+                f"attention mask MASK '{mask.name}' must be boolean or floating point (got {mask.data_type.name})",
+            )
+        expected = [q.dim[0], hq, q.dim[2], v.dim[3]]
+        self.check(
+            o.dim == expected,
+            ErrorCode.INVALID_ATTRIBUTE,
+            f"output tensor O '{o.name}' dims {o.dim} do not match the inferred dims {expected}",
+        )
+
+        dynamic = any(t.dynamic_dims for t in (q, k, v))
+        self.check(
+            not (dynamic and (self.attrs.is_causal or k.dim[1] != hq or v.dim[1] != hq)),
+            ErrorCode.NOT_IMPLEMENTED,
+            f"dynamic dims of Q '{q.name}', K '{k.name}' or V '{v.name}' are not supported with is_causal or "
+            "grouped-query heads (the causal mask and the head regrouping need static extents)",
+        )
+
+
+def _repeat_heads(b: ir.TorchBuilder, x: ir.Value, heads: int) -> ir.Value:
+    """``[B, H, S, D] -> [B, heads, S, D]`` with head h reading head ``h // (heads // H)``
+    (torch's ``repeat_interleave`` on dim 1, as SDPA's enable_gqa does)."""
+    tt = ir.TensorType.of(x)
+    bsz, h, s, d = tt.dims
+    rep = heads // h
+    x = b.op("torch.aten.unsqueeze", [x, b.const_int(2)], tt.with_dims([bsz, h, 1, s, d]).to_type())
+    x = b.expand(x, [bsz, h, rep, s, d])
+    return b.op(
+        "torch.aten.reshape", [x, b.int_list([bsz, heads, s, d])], tt.with_dims([bsz, heads, s, d]).to_type()
+    )
+
+
+def _causal_mask(b: ir.TorchBuilder, sq: int, skv: int, groups: int, element: DataType) -> ir.Value:
+    """A constant ``[1, 1, groups*Sq, Skv]`` additive mask: 0 where ``j <= i`` (top-left aligned,
+    as torch's is_causal), -inf above the diagonal; rows repeat per grouped query head."""
+    rows = np.where(np.tril(np.ones((sq, skv), dtype=bool)), 0.0, -np.inf)
+    values = np.tile(rows, (groups, 1)).reshape(1, 1, groups * sq, skv).astype(element.numpy_dtype)
+    tt = ir.TensorType(values.shape, element.mlir_name)
+    attr = ir.DenseElementsAttr.get(np.ascontiguousarray(values), type=ir.builtin_tensor_type(tt))
+    return ir.Operation.create("torch.vtensor.literal", results=[tt.to_type()], attributes={"value": attr}).result
+
+
+def _reshape(b: ir.TorchBuilder, x: ir.Value, dims: list[int]) -> ir.Value:
+    return b.op("torch.aten.reshape", [x, b.int_list(dims)], ir.TensorType.of(x).with_dims(dims).to_type())
+
+
+def _float_mask(ctx: EmitContext, mask_t: TensorAttr, element: DataType) -> ir.Value:
+    """The user mask as an additive mask of ``element`` (boolean: True = attend -> 0, else -inf)."""
+    b = ctx.b
+    m = ctx.logical(mask_t)
+    if mask_t.data_type == DataType.BOOLEAN:
+        zero = b.scalar_literal(0.0, "f32")
+        ninf = b.scalar_literal(-math.inf, "f32")
+        m = b.op("torch.aten.where.self", [m, zero, ninf], ir.TensorType.of(m).with_element("f32").to_type())
+    return ctx.cast(m, element)
+
+
+@register_emitter("sdpa")
+def emit_sdpa(node: SdpaNode, ctx: EmitContext) -> None:
+    b = ctx.b
+    q_t, k_t, v_t = node.tensor("Q"), node.tensor("K"), node.tensor("V")
+    dt = q_t.data_type
+    q, k, v = ctx.input("Q"), ctx.input("K"), ctx.input("V")
+    bsz, hq, sq, _ = q_t.dim
+    hk, hv, skv, dv = k_t.dim[1], v_t.dim[1], k_t.dim[2], v_t.dim[3]
+    # GQA: bring K and V to one head count L (repeating the one with fewer heads,
+    # or both to Hq), then fold each group of Hq/L query heads into the sequence
+    # dim of q: [B, Hq, Sq, D] -> [B, L, (Hq/L)*Sq, D]. That reshape is free, so
+    # the common Hk == Hv case stays one attention dispatch with no copies of K/V.
+    groups = hq
+    if hk != hq or hv != hq:
+        lo, hi = sorted((hk, hv))
+        groups = hi if hi % lo == 0 else hq
+        if hk != groups:
+            k = _repeat_heads(b, k, groups)
+        if hv != groups:
+            v = _repeat_heads(b, v, groups)
+    rep = hq // groups
+    if rep > 1:
+        q = _reshape(b, q, [bsz, groups, rep * sq, q_t.dim[3]])
+    mask_t = node.inputs.get("MASK")
+    if node.attrs.is_causal:
+        mask = _causal_mask(b, sq, skv, rep, dt)
+    elif mask_t is None:
+        mask = b.const_none()
+    else:
+        mask = _float_mask(ctx, mask_t, dt)
+        if rep > 1:
+            mask = _reshape(b, b.expand(mask, [bsz, hq, sq, skv]), [bsz, groups, rep * sq, skv])
+    scale = node.attrs.scale
+    o_type = ir.TensorType.of(q).with_dims([bsz, groups, rep * sq, dv]).with_element(dt.mlir_name)
+    o = b.op(
+        "torch.aten.scaled_dot_product_attention",
+        [
+            q,
+            k,
+            v,
+            mask,
+            b.const_float(0.0),
+            b.const_bool(False),
+            b.const_none() if scale is None else b.const_float(scale),
+            b.const_bool(False),
+        ],
+        o_type.to_type(),
+    )
+    if rep > 1:
+        o = _reshape(b, o, [bsz, hq, sq, dv])
+    ctx.define("O", o)

@@ -1,0 +1,35 @@
+# RUN: %python %s | filecheck %s
+# RUN: %python %s stats | filecheck %s --check-prefix=STATS
+
+import sys
+
+import fusilli as fs
+from lit_helpers import print_stats, run
+
+
+def build():
+    g = fs.Graph(name="matmul_mixed_f16", io_data_type=fs.DataType.HALF)
+    a = g.tensor(name="a", dim=[2, 4, 16])
+    b = g.tensor(name="b", dim=[2, 16, 8])
+    g.matmul(a, b, name="mm").set_output(True).set_name("c")
+    return g
+
+
+if len(sys.argv) > 1 and sys.argv[1] == "stats":
+
+    @run
+    def stats_matmul_mixed_f16():
+        print_stats(build())
+
+    # STATS-LABEL: TEST: stats_matmul_mixed_f16
+    # STATS: dispatch-count: {{[0-9]+}}
+else:
+
+    @run
+    def matmul_mixed_f16():
+        print(build().emit_mlir())
+
+    # f16 operands, f32 product (accumulation), rounded once to f16.
+    # CHECK-LABEL: TEST: matmul_mixed_f16
+    # CHECK: %[[C:.*]] = torch.aten.matmul %{{.*}}, %{{.*}} : !torch.vtensor<[2,4,16],f16>, !torch.vtensor<[2,16,8],f16> -> !torch.vtensor<[2,4,8],f32>
+    # CHECK: torch.aten.to.dtype %[[C]], {{.*}} -> !torch.vtensor<[2,4,8],f16>

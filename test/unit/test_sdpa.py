@@ -1,0 +1,105 @@
+"""SDPA: numerics against the float64 reference for each variant, and validation errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fusilli as fs
+from conftest import random_array, run_and_check
+
+B, S, D = 1, 8, 4
+
+
+def build(variant: str):
+    g = fs.Graph(name=f"sdpa_{variant}")
+    hq = hk = hv = 2
+    skv = S
+    kw = {}
+    if variant == "gqa":
+        hq, hk, hv, kw["enable_gqa"] = 4, 2, 2, True
+    if variant == "gqa_hk_ne_hv":
+        hq, hk, hv, kw["enable_gqa"] = 4, 2, 1, True
+    if variant == "cross":
+        skv = 6
+    q = g.tensor(name="q", dim=[B, hq, S, D])
+    k = g.tensor(name="k", dim=[B, hk, skv, D])
+    # V stored with S and H swapped in memory: layouts come from strides.
+    v = g.tensor(name="v", dim=[B, hv, skv, D], stride=fs.strides([B, hv, skv, D], "NHWC"))
+    if variant == "causal":
+        kw["is_causal"] = True
+    if variant == "mask":
+        kw["mask"] = g.tensor(name="m", dim=[1, 1, S, skv])
+    if variant == "bool_mask":
+        kw["mask"] = g.tensor(name="m", dim=[B, 1, S, skv], data_type=fs.DataType.BOOLEAN)
+    if variant == "scale":
+        kw["scale"] = 0.3
+    o = g.sdpa(q, k, v, name="attn", **kw)
+    o.set_output(True).set_name("o")
+    return g.validate()
+
+
+@pytest.mark.parametrize("variant", ["basic", "causal", "mask", "bool_mask", "scale", "gqa", "gqa_hk_ne_hv", "cross"])
+def test_sdpa_numerics(variant, cpu, rng):
+    g = build(variant)
+    inputs = {t: random_array(t, rng, -2, 2) for t in g.input_tensors()}
+    for t, a in inputs.items():
+        if t.data_type == fs.DataType.BOOLEAN:
+            a[..., 0] = True  # no fully masked row (torch gives NaN there)
+    run_and_check(g, cpu, inputs, rtol=1e-4, atol=1e-4)
+
+
+def _graph(q_dim=(1, 2, 8, 4), k_dim=(1, 2, 8, 4), v_dim=(1, 2, 8, 4), **kw):
+    g = fs.Graph(name="sdpa_bad")
+    q = g.tensor(name="q", dim=list(q_dim))
+    k = g.tensor(name="k", dim=list(k_dim))
+    v = g.tensor(name="v", dim=list(v_dim))
+    mask_dim = kw.pop("mask_dim", None)
+    mask_dt = kw.pop("mask_dt", None)
+    if mask_dim is not None:
+        kw["mask"] = g.tensor(name="m", dim=list(mask_dim), data_type=mask_dt)
+    g.sdpa(q, k, v, name="attn", **kw).set_output(True)
+    return g
+
+
+@pytest.mark.parametrize(
+    "kw, code, words",
+    [
+        (dict(q_dim=(2, 8, 4)), "INVALID_ATTRIBUTE", ["Q 'q'", "rank 4"]),
+        (dict(k_dim=(1, 2, 8, 5)), "INVALID_ATTRIBUTE", ["head dim", "K 'k'"]),
+        (dict(v_dim=(1, 2, 6, 4)), "INVALID_ATTRIBUTE", ["sequence length", "V 'v'"]),
+        (dict(k_dim=(2, 2, 8, 4)), "INVALID_ATTRIBUTE", ["batch", "K 'k'"]),
+        (dict(q_dim=(1, 4, 8, 4)), "INVALID_ATTRIBUTE", ["heads of K 'k'", "enable_gqa"]),
+        (dict(q_dim=(1, 3, 8, 4), enable_gqa=True), "INVALID_ATTRIBUTE", ["multiple of heads of K 'k'"]),
+        (dict(mask_dim=(1, 1, 8, 8), is_causal=True), "INVALID_ATTRIBUTE", ["MASK 'm'", "mutually exclusive"]),
+        (dict(mask_dim=(1, 1, 8, 3)), "INVALID_ATTRIBUTE", ["MASK 'm'", "[B, Hq, Sq, Skv]"]),
+        (dict(mask_dim=(1, 1, 8, 8), mask_dt=fs.DataType.INT32), "INVALID_ATTRIBUTE", ["MASK 'm'", "boolean"]),
+        (dict(dropout=1.5), "INVALID_ATTRIBUTE", ["dropout", "[0, 1)"]),
+        (dict(dropout=0.1), "NOT_IMPLEMENTED", ["dropout"]),
+    ],
+)
+def test_sdpa_validation(kw, code, words):
+    with pytest.raises(fs.FusilliError) as e:
+        _graph(**kw).validate()
+    assert e.value.code == fs.ErrorCode[code]
+    msg = str(e.value)
+    assert msg.startswith(code) and "sdpa 'attn'" in msg
+    for w in words:
+        assert w in msg, msg
+
+
+def test_sdpa_missing_input():
+    g = fs.Graph(name="sdpa_missing")
+    q = g.tensor(name="q", dim=[1, 2, 8, 4])
+    g.sdpa(q, None, q, name="attn").set_output(True)
+    with pytest.raises(fs.FusilliError) as e:
+        g.validate()
+    assert e.value.code == fs.ErrorCode.ATTRIBUTE_NOT_SET and "K" in str(e.value)
+
+
+def test_sdpa_infers_output():
+    g = build("gqa_hk_ne_hv")
+    o = g.output_tensors()[0]
+    assert o.dim == [B, 4, S, D] and o.stride == fs.strides(o.dim)
+    text = g.emit_mlir()
+    assert "torch.aten.scaled_dot_product_attention" in text
