@@ -34,6 +34,7 @@ def emit_module(graph: "Graph") -> ir.Module:
             fn = ir.func.FuncOp("main", ir.FunctionType.get(arg_types, []))
             fn.attributes["torch.assume_strict_symbolic_shapes"] = ir.UnitAttr.get()
             block = fn.add_entry_block(arg_locs=[ir.Location.name(t.name) for t in outputs + inputs])
+        _add_module_functions(graph, fn)
         b = ir.TorchBuilder()
         emit = EmitContext(b)
         args = list(block.arguments)
@@ -56,3 +57,15 @@ def emit_module(graph: "Graph") -> ir.Module:
             with ir.Location.unknown():
                 ir.func.ReturnOp([])
     return module
+
+
+def _add_module_functions(graph: "Graph", main: ir.Operation) -> None:
+    """Clones the functions ops call (custom ops' templates) to module scope, before @main."""
+    for node in graph.nodes:
+        provide = getattr(node, "module_functions", None)
+        if provide is None:
+            continue
+        source = provide()  # an ir.Module parsed in this thread's fusilli context
+        with ir.InsertionPoint(main), ir.Location.name(node.name):
+            for op in source.body.operations:
+                op.operation.clone()

@@ -11,6 +11,8 @@ from fusilli.log import logger, timed
 from fusilli.ops import NODE_TYPES, Node
 from fusilli.ops.conv import ConvAttrs, ConvFPropNode
 from fusilli.ops.matmul import MatmulAttrs, MatmulNode
+from fusilli.ops.sdpa import SdpaAttrs, SdpaNode
+from fusilli.ops.custom import CustomOpAttrs, CustomOpNode, input_slot, output_slot
 from fusilli.ops.pointwise import INPUT_SLOTS, PointwiseAttrs, PointwiseMode, PointwiseNode
 from fusilli.tensor import TensorAttr, as_numpy, contiguous_strides
 from fusilli.types import DataType
@@ -96,6 +98,7 @@ class Graph:
         inputs: Mapping[str, TensorAttr | None],
         attrs: Any,
         name: str | None,
+        output_slots: Sequence[str] | None = None,
     ) -> list[TensorAttr]:
         name = name or f"{node_type.kind}_{len(self.nodes)}"
         for slot, t in inputs.items():
@@ -108,7 +111,8 @@ class Graph:
                 )
             if not t.name:
                 t.set_name(f"{name}_{slot}")
-        outputs = {slot: TensorAttr(f"{name}_{slot}", is_virtual=True) for slot in node_type.output_slots}
+        slots = node_type.output_slots if output_slots is None else output_slots
+        outputs = {slot: TensorAttr(f"{name}_{slot}", is_virtual=True) for slot in slots}
         node = node_type(name, dict(inputs), outputs, attrs)
         for t in outputs.values():
             t.producer = node
@@ -135,6 +139,49 @@ class Graph:
         """``c = a @ b`` with broadcast batch dims; transposes are given by strides."""
         (c,) = self._add_node(MatmulNode, {"A": a, "B": b}, MatmulAttrs(), name)
         return c
+
+    def sdpa(
+        self,
+        q: TensorAttr,
+        k: TensorAttr,
+        v: TensorAttr,
+        *,
+        mask: TensorAttr | None = None,
+        is_causal: bool = False,
+        scale: float | None = None,
+        dropout: float = 0.0,
+        enable_gqa: bool = False,
+        name: str | None = None,
+    ) -> TensorAttr:
+        """Scaled dot-product attention with ``torch.nn.functional.scaled_dot_product_attention`` semantics."""
+        attrs = SdpaAttrs(bool(is_causal), None if scale is None else float(scale), float(dropout), bool(enable_gqa))
+        (o,) = self._add_node(SdpaNode, {"Q": q, "K": k, "V": v, "MASK": mask}, attrs, name)
+        return o
+
+    def custom_op(
+        self,
+        inputs: Sequence[TensorAttr],
+        *,
+        mlir: str | None = None,
+        num_outputs: int = 1,
+        name: str | None = None,
+        reference: Any = None,
+    ) -> list[TensorAttr]:
+        """Calls a user torch-dialect function template (see fusilli/ops/custom.py).
+
+        The caller sets each output's dim (and stride/data type if not the
+        defaults). ``reference`` is an optional NumPy callable
+        ``fn(*input_arrays) -> array | sequence of arrays`` used by ``fusilli.reference``.
+        """
+        if isinstance(inputs, TensorAttr):
+            inputs = [inputs]
+        slots = {input_slot(i): t for i, t in enumerate(inputs or [])}
+        attrs = CustomOpAttrs(mlir, int(num_outputs))
+        outs = self._add_node(
+            CustomOpNode, slots, attrs, name, output_slots=[output_slot(i) for i in range(max(int(num_outputs), 0))]
+        )
+        self.nodes[-1].reference = reference
+        return outs
 
     def pointwise(
         self,

@@ -225,6 +225,8 @@ class CompiledGraph:
     def _import(self, t: TensorAttr, phys: np.ndarray):
         rt = _rt()
         flat = phys.reshape(-1).view(np.uint8)
+        if t.data_type.name == "INT4":
+            flat = _pack_int4(t, flat, any(o is t for o in self.outputs))
         buf = self.handle.device.allocator.import_host_allocation(
             flat,
             rt.MemoryType.DEVICE_LOCAL | rt.MemoryType.HOST_VISIBLE,
@@ -352,3 +354,17 @@ _HAL_TYPES = {
     "BOOLEAN": "BOOL_8",
     "FP8_E5M2": "FLOAT_8_E5M2",
 }
+
+
+def _pack_int4(t: TensorAttr, flat: np.ndarray, is_output: bool) -> np.ndarray:
+    """IREE's i4 buffers hold two elements per byte (low nibble first); ml_dtypes.int4
+    arrays hold one per byte. Inputs are packed into a copy; an int4 output could
+    not be written in place, so it is refused."""
+    if is_output:
+        raise fail(ErrorCode.NOT_IMPLEMENTED, f"tensor '{t.name}': int4 graph outputs are not supported")
+    nibbles = flat & 0xF
+    if nibbles.size % 2:
+        nibbles = np.append(nibbles, np.uint8(0))
+    packed = aligned_empty((nibbles.size // 2,), np.uint8)  # IREE's CPU kernels need 64-byte alignment
+    packed[...] = nibbles[0::2] | (nibbles[1::2] << 4)
+    return packed
