@@ -38,6 +38,8 @@ CPU_FLAGS = (
     "--iree-hal-local-target-device-backends=llvm-cpu",
     "--iree-llvmcpu-target-cpu=host",
     "--iree-torch-externalize-transients",
+    # IREE demotes f64 to f32 by default, which would read f64 buffers as f32.
+    "--iree-input-demote-f64-to-f32=false",
 )
 
 AMDGPU_FLAGS = (
@@ -50,6 +52,7 @@ AMDGPU_FLAGS = (
     "--iree-dispatch-creation-enable-aggressive-reshape-movement",
     "--iree-dispatch-creation-enable-split-reduction",
     "--iree-torch-externalize-transients",
+    "--iree-input-demote-f64-to-f32=false",
 )
 
 # CPU flags per op class, chosen from measurements on a 2-core Zen 3 against

@@ -15,8 +15,7 @@ TOL = {"f16": 2e-3, "bf16": 2e-2, "f8e5m2": 0.25}
     [
         "f16",
         "bf16",
-        pytest.param("f64", marks=pytest.mark.xfail(reason="the compile flags demote f64 to f32 "
-                                                      "(--iree-input-demote-f64-to-f32) while buffers stay f64")),
+        "f64",
         "i8",
         "i16",
         "i32",
