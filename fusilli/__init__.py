@@ -9,6 +9,7 @@ from fusilli.backend import Backend, CompileStats, Handle
 from fusilli.errors import ErrorCode, FusilliError
 from fusilli.graph import Graph
 from fusilli.log import configure_from_environment as _configure_logging
+from fusilli.ops.norm import NormPhase
 from fusilli.ops.pointwise import PointwiseMode
 from fusilli.tensor import TensorAttr, strides
 from fusilli.types import DataType
@@ -26,6 +27,7 @@ __all__ = [
     "FusilliError",
     "Graph",
     "Handle",
+    "NormPhase",
     "PointwiseMode",
     "TensorAttr",
     "__version__",

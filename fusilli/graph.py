@@ -9,8 +9,9 @@ from fusilli.backend import Backend, Target
 from fusilli.errors import ErrorCode, fail
 from fusilli.log import logger, timed
 from fusilli.ops import NODE_TYPES, Node
-from fusilli.ops.conv import ConvAttrs, ConvFPropNode
+from fusilli.ops.conv import ConvAttrs, ConvDGradNode, ConvFPropNode, ConvWGradNode
 from fusilli.ops.matmul import MatmulAttrs, MatmulNode
+from fusilli.ops.norm import BatchNormNode, LayerNormNode, NormAttrs, NormPhase, RmsNormNode
 from fusilli.ops.sdpa import SdpaAttrs, SdpaNode
 from fusilli.ops.custom import CustomOpAttrs, CustomOpNode, input_slot, output_slot
 from fusilli.ops.pointwise import INPUT_SLOTS, PointwiseAttrs, PointwiseMode, PointwiseNode
@@ -134,6 +135,101 @@ class Graph:
         attrs = ConvAttrs(_int_list(padding), _int_list(stride), _int_list(dilation))
         (y,) = self._add_node(ConvFPropNode, {"X": x, "W": w}, attrs, name)
         return y
+
+    def conv_dgrad(
+        self,
+        dy: TensorAttr,
+        w: TensorAttr,
+        *,
+        padding: Sequence[int] | None = None,
+        stride: Sequence[int] | None = None,
+        dilation: Sequence[int] | None = None,
+        name: str | None = None,
+    ) -> TensorAttr:
+        """Data gradient ``dx`` of a convolution; set ``dx.set_dim(...)`` before validate."""
+        attrs = ConvAttrs(_int_list(padding), _int_list(stride), _int_list(dilation))
+        (dx,) = self._add_node(ConvDGradNode, {"DY": dy, "W": w}, attrs, name)
+        return dx
+
+    def conv_wgrad(
+        self,
+        dy: TensorAttr,
+        x: TensorAttr,
+        *,
+        padding: Sequence[int] | None = None,
+        stride: Sequence[int] | None = None,
+        dilation: Sequence[int] | None = None,
+        name: str | None = None,
+    ) -> TensorAttr:
+        """Weight gradient ``dw`` of a convolution; set ``dw.set_dim(...)`` before validate."""
+        attrs = ConvAttrs(_int_list(padding), _int_list(stride), _int_list(dilation))
+        (dw,) = self._add_node(ConvWGradNode, {"DY": dy, "X": x}, attrs, name)
+        return dw
+
+    def batchnorm(
+        self,
+        x: TensorAttr,
+        scale: TensorAttr | None = None,
+        bias: TensorAttr | None = None,
+        mean: TensorAttr | None = None,
+        var: TensorAttr | None = None,
+        *,
+        epsilon: float | TensorAttr | None = None,
+        momentum: float | TensorAttr | None = None,
+        phase: NormPhase | None = None,
+        name: str | None = None,
+    ) -> tuple[TensorAttr, TensorAttr | None, TensorAttr | None]:
+        """Batch normalization over all dims but the channel dim 1: ``(y, saved_mean, saved_inv_var)``."""
+        inputs = {"X": x, "SCALE": scale, "BIAS": bias, "MEAN": mean, "VAR": var,
+                  "EPSILON": self._norm_scalar(epsilon), "MOMENTUM": self._norm_scalar(momentum)}
+        return self._add_norm_node(BatchNormNode, inputs, phase, name)
+
+    def layernorm(
+        self,
+        x: TensorAttr,
+        scale: TensorAttr | None = None,
+        bias: TensorAttr | None = None,
+        *,
+        epsilon: float | TensorAttr | None = None,
+        phase: NormPhase | None = None,
+        name: str | None = None,
+    ) -> tuple[TensorAttr, TensorAttr | None, TensorAttr | None]:
+        """Layer normalization over all dims but the batch dim 0: ``(y, mean, inv_var)``."""
+        inputs = {"X": x, "SCALE": scale, "BIAS": bias, "EPSILON": self._norm_scalar(epsilon)}
+        return self._add_norm_node(LayerNormNode, inputs, phase, name)
+
+    def rmsnorm(
+        self,
+        x: TensorAttr,
+        scale: TensorAttr | None = None,
+        *,
+        epsilon: float | TensorAttr | None = None,
+        phase: NormPhase | None = None,
+        name: str | None = None,
+    ) -> tuple[TensorAttr, TensorAttr | None]:
+        """RMS normalization over all dims but the batch dim 0: ``(y, inv_rms)``."""
+        inputs = {"X": x, "SCALE": scale, "EPSILON": self._norm_scalar(epsilon)}
+        return self._add_norm_node(RmsNormNode, inputs, phase, name)
+
+    def _norm_scalar(self, value: float | TensorAttr | None) -> TensorAttr | None:
+        """A float epsilon/momentum becomes a scalar constant of the graph."""
+        if value is None or isinstance(value, TensorAttr):
+            return value
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise fail(ErrorCode.INVALID_ARGUMENT, f"norm epsilon/momentum must be a float or a scalar tensor, got "
+                       f"{type(value).__name__}")
+        return self.scalar(float(value), DataType.FLOAT)
+
+    def _add_norm_node(self, node_type, inputs, phase, name) -> tuple:
+        if phase is not None and not isinstance(phase, NormPhase):
+            try:
+                phase = NormPhase[str(phase).upper()]
+            except KeyError:
+                raise fail(ErrorCode.INVALID_ARGUMENT, f"unknown norm phase {phase!r}") from None
+        self._add_node(node_type, inputs, NormAttrs(phase=phase), name)
+        node = self.nodes[-1]
+        node.prune_outputs()
+        return tuple(node.outputs[slot] for slot in node_type.output_slots)
 
     def matmul(self, a: TensorAttr, b: TensorAttr, *, name: str | None = None) -> TensorAttr:
         """``c = a @ b`` with broadcast batch dims; transposes are given by strides."""

@@ -2,6 +2,7 @@
 
 from fusilli.ops.base import EMITTERS, NODE_TYPES, Attrs, Node, register_emitter, register_node
 from fusilli.ops import conv, matmul, pointwise  # noqa: F401  (registration)
+from fusilli.ops import norm  # noqa: F401  (registration)
 from fusilli.ops import custom, sdpa  # noqa: F401  (registration)
 from fusilli.ops.pointwise import PointwiseMode
 

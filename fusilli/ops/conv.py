@@ -1,9 +1,13 @@
-"""Convolution: forward (``conv_fprop``) — attributes, inference, checks, emitter.
+"""Convolution: forward (``conv_fprop``), data gradient (``conv_dgrad``) and weight
+gradient (``conv_wgrad``) — attributes, inference, checks, emitters.
 
 Logical layouts are channels-first (X ``[N, C, (D,) H, W]``, W ``[K, C/g, ...]``,
 Y ``[N, K, ...]``) whatever the memory layout; the group count is implied by
-``X.C / W.C`` as in upstream Fusilli. Emits ``torch.aten.convolution``; the
-layout pass later turns channels-last convs into layout-native linalg convs.
+``X.C / W.C`` as in upstream Fusilli. fprop emits ``torch.aten.convolution``,
+dgrad/wgrad ``torch.aten.convolution_backward`` with an output mask selecting the
+one gradient they compute. The gradient ops cannot infer the shape of their
+result (stride and output padding make it ambiguous; groups are implied by it),
+so the caller sets DX/DW dims; only their strides are inferred, from DY's layout.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from fusilli import ir
 from fusilli.errors import ErrorCode
 from fusilli.ops.base import Attrs, Node, register_emitter, register_node
 from fusilli.ops.emit import EmitContext
@@ -79,20 +84,20 @@ class ConvNodeBase(Node):
                 f"conv {field} {getattr(self.attrs, field)} must be positive",
             )
 
-    def check_groups(self, x_slot: str, x: TensorAttr, w: TensorAttr, out_channels: int) -> int:
+    def check_groups(self, x_slot: str, x: TensorAttr, w: TensorAttr, out_channels: int, w_slot: str = "W") -> int:
         """Validates the implied group count and returns it."""
         in_c, filt_c = x.dim[1], w.dim[1]
         self.check(
             filt_c > 0 and in_c % filt_c == 0,
             ErrorCode.INVALID_ATTRIBUTE,
             f"input channels of {x_slot} '{x.name}' ({in_c}) must be divisible by filter channels of "
-            f"W '{w.name}' ({filt_c})",
+            f"{w_slot} '{w.name}' ({filt_c})",
         )
         groups = in_c // filt_c
         self.check(
             out_channels % groups == 0,
             ErrorCode.INVALID_ATTRIBUTE,
-            f"output channels of W '{w.name}' ({out_channels}) must be divisible by the group count ({groups})",
+            f"output channels of {w_slot} '{w.name}' ({out_channels}) must be divisible by the group count ({groups})",
         )
         return groups
 
@@ -164,3 +169,124 @@ def emit_conv_fprop(node: ConvFPropNode, ctx: EmitContext) -> None:
         ctx.result_type("Y", element=node.tensor("X").data_type),
     )
     ctx.define("Y", y)
+
+
+class ConvGradNodeBase(ConvNodeBase):
+    """dgrad/wgrad: DY plus one forward operand in, the other forward operand's gradient out.
+
+    ``FORWARD`` maps the forward conv's X and W slots to this node's tensors.
+    """
+
+    FORWARD: dict[str, str]
+
+    @property
+    def result_slot(self) -> str:
+        return self.output_slots[0]
+
+    def infer(self) -> None:
+        dy, out = self.tensor("DY"), self.tensor(self.result_slot)
+        self.check(
+            out.has_dim,
+            ErrorCode.ATTRIBUTE_NOT_SET,
+            f"output tensor {self.result_slot} '{out.name}' dims not set ({self.kind} cannot infer them; "
+            f"call set_dim on the result)",
+        )
+        if not out.has_stride:
+            self.check(
+                out.rank == dy.rank,
+                ErrorCode.INVALID_ATTRIBUTE,
+                f"output tensor {self.result_slot} '{out.name}' rank {out.rank} differs from DY '{dy.name}' "
+                f"rank {dy.rank}",
+            )
+            out.set_stride(layout_like(out.dim, dy))
+
+    def post_validate(self) -> None:
+        slots = ("DY", *[s for s in self.input_slots if s != "DY"], self.result_slot)
+        self.check_same_rank(*slots)
+        for slot in slots:
+            t = self.tensor(slot)
+            self.check_layout(slot, t)
+            self.check_contiguous_or_channels_last(slot, t)
+        x_slot, w_slot = self.FORWARD["X"], self.FORWARD["W"]
+        x, w, dy = self.tensor(x_slot), self.tensor(w_slot), self.tensor("DY")
+        self.check_groups(x_slot, x, w, w.dim[0], w_slot)
+        expected = infer_conv_output_dims(x.dim, w.dim, self.attrs.padding, self.attrs.stride, self.attrs.dilation)
+        self.check(
+            all(d > 0 for d in expected[2:]),
+            ErrorCode.INVALID_ATTRIBUTE,
+            f"filter {w_slot} '{w.name}' {w.dim[2:]} (dilation {self.attrs.dilation}) is larger than the padded "
+            f"input {x_slot} '{x.name}' {x.dim[2:]}",
+        )
+        self.check(
+            dy.dim == expected,
+            ErrorCode.INVALID_ATTRIBUTE,
+            f"gradient tensor DY '{dy.name}' dims {dy.dim} do not match the conv output dims {expected} "
+            f"of {x_slot} '{x.name}' {x.dim} and {w_slot} '{w.name}' {w.dim}",
+        )
+
+    @property
+    def groups(self) -> int:
+        return self.tensor(self.FORWARD["X"]).dim[1] // self.tensor(self.FORWARD["W"]).dim[1]
+
+
+@register_node
+class ConvDGradNode(ConvGradNodeBase):
+    kind = "conv_dgrad"
+    input_slots = ("DY", "W")
+    output_slots = ("DX",)
+    FORWARD = {"X": "DX", "W": "W"}
+
+
+@register_node
+class ConvWGradNode(ConvGradNodeBase):
+    kind = "conv_wgrad"
+    input_slots = ("DY", "X")
+    output_slots = ("DW",)
+    FORWARD = {"X": "X", "W": "DW"}
+
+
+def emit_conv_backward(node: ConvGradNodeBase, ctx: EmitContext) -> None:
+    """``torch.aten.convolution_backward`` with the result's operand replaced by an empty tensor."""
+    b = ctx.b
+    dy_t = node.tensor("DY")
+    element = dy_t.data_type
+    dy = ctx.input("DY")
+    operands = {}
+    for role, slot in node.FORWARD.items():
+        if slot == node.result_slot:
+            t = node.tensor(slot)
+            operands[role] = b.op(
+                "torch.aten.empty.memory_format",
+                [b.int_list(t.dim), b.const_int(element.torch_code), *[b.const_none() for _ in range(4)]],
+                ctx.result_type(slot, element=element),
+            )
+        else:
+            operands[role] = ctx.cast(ctx.input(slot), element)
+    mask = [node.result_slot == node.FORWARD["X"], node.result_slot == node.FORWARD["W"], False]
+    k = node.tensor(node.FORWARD["W"]).dim[0]
+    grads = b.op(
+        "torch.aten.convolution_backward",
+        [
+            dy,
+            operands["X"],
+            operands["W"],
+            b.const_none(),
+            b.int_list(node.attrs.stride),
+            b.int_list(node.attrs.padding),
+            b.int_list(node.attrs.dilation),
+            b.const_bool(False),
+            b.int_list([]),
+            b.const_int(node.groups),
+            b.list_of([b.const_bool(m) for m in mask], "bool"),
+        ],
+        [
+            ctx.result_type(node.FORWARD["X"], element=element),
+            ctx.result_type(node.FORWARD["W"], element=element),
+            ir.vtensor_type([k], element.mlir_name),
+        ],
+    )
+    ctx.define(node.result_slot, grads[0] if mask[0] else grads[1])
+
+
+register_emitter("conv_dgrad")(emit_conv_backward)
+register_emitter("conv_wgrad")(emit_conv_backward)

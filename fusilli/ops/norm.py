@@ -1,0 +1,370 @@
+"""Normalizations: ``batchnorm``, ``layernorm`` and ``rmsnorm`` (forward, inference
+and training) — attributes, inference, checks, emitters.
+
+Logical layouts follow PyTorch: the channel dim is logical dim 1, batchnorm's
+scale/bias/running stats and its saved stats are 1-D ``[C]``; layer/rms norms
+normalize over every dim but the batch dim 0, their scale/bias have X's dims
+with the batch set to 1 and their saved stats are ``[B, 1, ..., 1]``
+(contiguous). Epsilon and momentum are scalar constants (``Graph.scalar``),
+given as the EPSILON/MOMENTUM input slots as in upstream Fusilli; the graph
+methods make them from floats.
+
+Float inputs are computed in the node's ``compute_data_type`` and rounded once
+to each output's data type. Inference emits upstream's torch ops
+(``native_batch_norm``, ``layer_norm``, ``rms_norm``); training emits a
+composite of torch ops (mean, centered mean of squares, rsqrt), which compiles to
+fewer CPU dispatches than ``native_batch_norm``/``native_layer_norm`` (3 vs 4)
+and gives rmsnorm a training form torch-mlir cannot lower natively.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from fusilli import ir
+from fusilli.errors import ErrorCode
+from fusilli.ops.base import Attrs, Node, register_emitter, register_node
+from fusilli.ops.emit import EmitContext
+from fusilli.tensor import TensorAttr, contiguous_strides
+from fusilli.types import DataType
+
+
+class NormPhase(enum.Enum):
+    INFERENCE = "inference"
+    TRAINING = "training"
+
+
+@dataclass
+class NormAttrs(Attrs):
+    ENUM_FIELDS = {"phase": NormPhase}
+    phase: NormPhase | None = None
+
+
+class NormNodeBase(Node):
+    """Checks shared by the norms: phase, scalar constants, X's layout, stats outputs."""
+
+    attrs_type = NormAttrs
+    attrs: NormAttrs
+    label: str  # how messages name the op family ("BatchNorm", ...)
+    scalar_slots: tuple[str, ...] = ("EPSILON",)
+    stat_slots: tuple[str, ...] = ()  # outputs computed in training only
+
+    @property
+    def training(self) -> bool:
+        return self.attrs.phase is NormPhase.TRAINING
+
+    def prune_outputs(self) -> None:
+        """Drops the outputs the phase does not compute (the stats, in inference)."""
+        if self.attrs.phase is NormPhase.INFERENCE:
+            for slot in self.stat_slots:
+                self.outputs[slot] = None
+
+    def pre_validate(self) -> None:
+        if self.attrs.phase is None:
+            raise self.error(ErrorCode.ATTRIBUTE_NOT_SET, f"{self.label} forward phase not set")
+        for slot in self.scalar_slots:
+            if self.inputs.get(slot) is None:
+                raise self.error(ErrorCode.ATTRIBUTE_NOT_SET, f"{self.label} {slot.lower()} ({slot}) not set")
+        super().pre_validate()
+        for slot in self.scalar_slots:
+            t = self.tensor(slot)
+            self.check(
+                t.is_scalar and t.data_type.is_float,
+                ErrorCode.INVALID_ATTRIBUTE,
+                f"{slot} '{t.name}' must be a floating-point scalar constant (made by Graph.scalar)",
+            )
+        x = self.tensor("X")
+        self.check(x.rank >= 2, ErrorCode.INVALID_ATTRIBUTE, f"input tensor X '{x.name}' must have rank >= 2 (got {x.rank})")
+        for slot in self.stat_slots:
+            t = self.outputs.get(slot)
+            if self.training:
+                self.check(t is not None, ErrorCode.ATTRIBUTE_NOT_SET, f"{self.label} output tensor {slot} not set")
+            else:
+                self.check(
+                    t is None,
+                    ErrorCode.INVALID_ATTRIBUTE,
+                    f"{self.label} output tensor {slot} '{t.name if t else ''}' must not be set in inference",
+                )
+
+    def scalar(self, slot: str) -> float:
+        return float(self.tensor(slot).scalar_value)
+
+    def infer_y(self) -> None:
+        x, y = self.tensor("X"), self.tensor("Y")
+        if not y.has_dim:
+            y.set_dim(x.dim)
+            y.set_dynamic_dims(x.dynamic_dims)
+        if not y.has_stride:
+            self.infer_output_stride(y, like=x)
+
+    def check_x_y(self) -> None:
+        x, y = self.tensor("X"), self.tensor("Y")
+        for slot, t in (("X", x), ("Y", y)):
+            self.check_layout(slot, t)
+            self.check_contiguous_or_channels_last(slot, t)
+        self.check(
+            y.dim == x.dim,
+            ErrorCode.INVALID_ATTRIBUTE,
+            f"output tensor Y '{y.name}' dims {y.dim} do not match input X '{x.name}' dims {x.dim}",
+        )
+
+    def check_dims(self, slot: str, expected: list[int], *, contiguous: bool = False) -> None:
+        t = self.inputs.get(slot) if slot in self.inputs else self.outputs.get(slot)
+        if t is None:
+            return
+        self.check(
+            t.dim == expected,
+            ErrorCode.INVALID_ATTRIBUTE,
+            f"tensor {slot} '{t.name}' dims {t.dim} do not match the expected dims {expected}",
+        )
+        self.check_layout(slot, t)
+        if contiguous:
+            self.check(
+                t.stride == contiguous_strides(t.dim) or t.is_contiguous,
+                ErrorCode.INVALID_ATTRIBUTE,
+                f"tensor {slot} '{t.name}' stride {t.stride} must be contiguous {contiguous_strides(t.dim)}",
+            )
+
+    def compute_element(self) -> DataType:
+        x = self.tensor("X").data_type
+        cdt = self.compute_data_type
+        return cdt if x.is_float and cdt is not None and cdt.is_float else x
+
+
+def _set_stat(t: TensorAttr | None, dims: list[int], dynamic: list[int]) -> None:
+    if t is None:
+        return
+    if not t.has_dim:
+        t.set_dim(dims)
+        t.set_dynamic_dims(dynamic)
+    if not t.has_stride:
+        t.set_stride(contiguous_strides(t.dim))
+
+
+# ---------------------------------------------------------------------------------
+# BatchNorm
+# ---------------------------------------------------------------------------------
+@register_node
+class BatchNormNode(NormNodeBase):
+    kind = "batchnorm"
+    label = "BatchNorm"
+    input_slots = ("X", "SCALE", "BIAS", "MEAN", "VAR", "EPSILON", "MOMENTUM")
+    optional_inputs = frozenset({"SCALE", "BIAS", "MEAN", "VAR", "EPSILON", "MOMENTUM"})
+    output_slots = ("Y", "SAVED_MEAN", "SAVED_INV_VARIANCE")
+    scalar_slots = ("EPSILON", "MOMENTUM")
+    stat_slots = ("SAVED_MEAN", "SAVED_INV_VARIANCE")
+
+    def pre_validate(self) -> None:
+        super().pre_validate()
+        if not self.training:
+            for slot in ("MEAN", "VAR"):
+                self.check(
+                    self.inputs.get(slot) is not None,
+                    ErrorCode.ATTRIBUTE_NOT_SET,
+                    f"BatchNorm input tensor {slot} (running statistics) not set; inference requires it",
+                )
+
+    def infer(self) -> None:
+        self.infer_y()
+        c = self.tensor("X").dim[1]
+        for slot in self.stat_slots:
+            _set_stat(self.outputs.get(slot), [c], [])
+
+    def post_validate(self) -> None:
+        self.check_x_y()
+        c = self.tensor("X").dim[1]
+        for slot in ("SCALE", "BIAS", "MEAN", "VAR", *self.stat_slots):
+            self.check_dims(slot, [c], contiguous=True)
+
+
+@register_emitter("batchnorm")
+def emit_batchnorm(node: BatchNormNode, ctx: EmitContext) -> None:
+    b = ctx.b
+    compute = node.compute_element()
+    x = ctx.cast(ctx.input("X"), compute)
+    c = node.tensor("X").dim[1]
+    channel = [c if i == 1 else 1 for i in range(node.tensor("X").rank)]
+
+    def per_channel(slot: str) -> ir.Value | None:
+        """A [C] input viewed as [1, C, 1, ...] so it broadcasts against X."""
+        if node.inputs.get(slot) is None:
+            return None
+        v = per_channel_1d(ctx, slot, compute)
+        return b.op("torch.aten.view", [v, b.int_list(channel)], ir.vtensor_type(channel, compute.mlir_name))
+
+    eps = node.scalar("EPSILON")
+    y_type = ctx.result_type("Y", element=compute)
+    if not node.training:
+        # Upstream's op; its saved-stat results are unused placeholders in inference.
+        stat_type = ir.vtensor_type([c], compute.mlir_name)
+        y, _, _ = b.op(
+            "torch.aten.native_batch_norm",
+            [x, *[per_channel_1d(ctx, slot, compute) for slot in ("SCALE", "BIAS", "MEAN", "VAR")],
+             b.const_bool(False), b.const_float(node.scalar("MOMENTUM")), b.const_float(eps)],
+            [y_type, stat_type, stat_type],
+        )
+        ctx.define("Y", y)
+        return
+    mean, inv_var = emit_moments(ctx, x, [0, *range(2, len(channel))], eps, compute)
+    saved_type = ir.vtensor_type([c], compute.mlir_name)
+    ctx.define("SAVED_MEAN", b.op("torch.aten.view", [mean, b.int_list([c])], saved_type))
+    ctx.define("SAVED_INV_VARIANCE", b.op("torch.aten.view", [inv_var, b.int_list([c])], saved_type))
+    y = b.op("torch.aten.sub.Tensor", [x, mean, b.const_int(1)], y_type)
+    y = b.op("torch.aten.mul.Tensor", [y, inv_var], y_type)
+    ctx.define("Y", emit_affine(ctx, y, per_channel("SCALE"), per_channel("BIAS")))
+
+
+def per_channel_1d(ctx: EmitContext, slot: str, compute: DataType) -> ir.Value:
+    """An optional [C] input in the compute type, or ``torch.constant.none``."""
+    t = ctx.node.inputs.get(slot)
+    return ctx.b.const_none() if t is None else ctx.cast(ctx.logical(t), compute)
+
+
+def emit_moments(
+    ctx: EmitContext, x: ir.Value, dims: list[int], eps: float, compute: DataType
+) -> tuple[ir.Value, ir.Value]:
+    """Mean and 1/sqrt(biased variance + eps) of ``x`` over ``dims`` (kept with extent 1)."""
+    b = ctx.b
+    tt = ir.TensorType.of(x)
+    stat_type = ir.vtensor_type([1 if i in dims else d for i, d in enumerate(tt.dims)], compute.mlir_name)
+    dim_list = b.int_list(dims)
+    mean = b.op("torch.aten.mean.dim", [x, dim_list, b.const_bool(True), b.const_none()], stat_type)
+    centered = b.op("torch.aten.sub.Tensor", [x, mean, b.const_int(1)], x.type)
+    var = b.op(
+        "torch.aten.mean.dim",
+        [b.op("torch.aten.mul.Tensor", [centered, centered], x.type), b.int_list(dims), b.const_bool(True),
+         b.const_none()],
+        stat_type,
+    )
+    inv_var = b.op(
+        "torch.aten.rsqrt", [b.op("torch.aten.add.Scalar", [var, b.const_float(eps), b.const_int(1)], stat_type)],
+        stat_type,
+    )
+    return mean, inv_var
+
+
+def emit_affine(ctx: EmitContext, y: ir.Value, scale: ir.Value | None, bias: ir.Value | None) -> ir.Value:
+    """``y * scale + bias`` (either may be absent)."""
+    b = ctx.b
+    if scale is not None:
+        y = b.op("torch.aten.mul.Tensor", [y, scale], y.type)
+    if bias is not None:
+        y = b.op("torch.aten.add.Tensor", [y, bias, b.const_int(1)], y.type)
+    return y
+
+
+# ---------------------------------------------------------------------------------
+# LayerNorm and RMSNorm: normalize over every dim but the batch dim 0.
+# ---------------------------------------------------------------------------------
+class FeatureNormNodeBase(NormNodeBase):
+    affine_slots: tuple[str, ...]
+
+    def infer(self) -> None:
+        self.infer_y()
+        x = self.tensor("X")
+        for slot in self.stat_slots:
+            _set_stat(self.outputs.get(slot), [x.dim[0]] + [1] * (x.rank - 1), [0] if 0 in x.dynamic_dims else [])
+
+    def post_validate(self) -> None:
+        self.check_x_y()
+        x = self.tensor("X")
+        for slot in self.affine_slots:
+            self.check_dims(slot, [1, *x.dim[1:]])
+        for slot in self.stat_slots:
+            self.check_dims(slot, [x.dim[0]] + [1] * (x.rank - 1), contiguous=True)
+
+
+@register_node
+class LayerNormNode(FeatureNormNodeBase):
+    kind = "layernorm"
+    label = "LayerNorm"
+    input_slots = ("X", "SCALE", "BIAS", "EPSILON")
+    optional_inputs = frozenset({"SCALE", "BIAS", "EPSILON"})
+    output_slots = ("Y", "MEAN", "INV_VARIANCE")
+    stat_slots = ("MEAN", "INV_VARIANCE")
+    affine_slots = ("SCALE", "BIAS")
+
+
+@register_node
+class RmsNormNode(FeatureNormNodeBase):
+    kind = "rmsnorm"
+    label = "RmsNorm"
+    input_slots = ("X", "SCALE", "EPSILON")
+    optional_inputs = frozenset({"SCALE", "EPSILON"})
+    output_slots = ("Y", "INV_RMS")
+    stat_slots = ("INV_RMS",)
+    affine_slots = ("SCALE",)
+
+
+def _optional_affine(ctx: EmitContext, slot: str, compute: DataType) -> ir.Value | None:
+    t = ctx.node.inputs.get(slot)
+    return None if t is None else ctx.cast(ctx.logical(t), compute)
+
+
+def _normalized_affine(ctx: EmitContext, slot: str, compute: DataType) -> ir.Value:
+    """An optional [1, ...] scale/bias squeezed to the normalized shape (X dims but the first), or none."""
+    v = _optional_affine(ctx, slot, compute)
+    if v is None:
+        return ctx.b.const_none()
+    dims = ir.TensorType.of(v).dims[1:]
+    return ctx.b.op("torch.aten.squeeze.dim", [v, ctx.b.const_int(0)], ir.vtensor_type(dims, compute.mlir_name))
+
+
+def _normalized_shape(ctx: EmitContext) -> ir.Value:
+    return ctx.b.int_list(ctx.node.tensor("X").dim[1:])
+
+
+@register_emitter("layernorm")
+def emit_layernorm(node: LayerNormNode, ctx: EmitContext) -> None:
+    b = ctx.b
+    compute = node.compute_element()
+    x = ctx.cast(ctx.input("X"), compute)
+    y_type = ctx.result_type("Y", element=compute)
+    eps = b.const_float(node.scalar("EPSILON"))
+    if not node.training:
+        scale, bias = (_normalized_affine(ctx, slot, compute) for slot in ("SCALE", "BIAS"))
+        ctx.define(
+            "Y",
+            b.op("torch.aten.layer_norm", [x, _normalized_shape(ctx), scale, bias, eps, b.const_bool(False)], y_type),
+        )
+        return
+    # Training: a composite of torch ops, which compiles to fewer CPU dispatches than native_layer_norm.
+    rank = node.tensor("X").rank
+    mean, inv_var = emit_moments(ctx, x, list(range(1, rank)), node.scalar("EPSILON"), compute)
+    y = b.op("torch.aten.sub.Tensor", [x, mean, b.const_int(1)], y_type)
+    y = b.op("torch.aten.mul.Tensor", [y, inv_var], y_type)
+    ctx.define("Y", emit_affine(ctx, y, _optional_affine(ctx, "SCALE", compute), _optional_affine(ctx, "BIAS", compute)))
+    ctx.define("MEAN", mean)
+    ctx.define("INV_VARIANCE", inv_var)
+
+
+@register_emitter("rmsnorm")
+def emit_rmsnorm(node: RmsNormNode, ctx: EmitContext) -> None:
+    b = ctx.b
+    compute = node.compute_element()
+    x = ctx.cast(ctx.input("X"), compute)
+    if not node.training:
+        scale = _normalized_affine(ctx, "SCALE", compute)
+        eps = b.const_float(node.scalar("EPSILON"))
+        y = b.op("torch.aten.rms_norm", [x, _normalized_shape(ctx), scale, eps], ctx.result_type("Y", element=compute))
+        ctx.define("Y", y)
+        return
+    # Training: torch-mlir does not lower native_rms_norm's training form, so compose it.
+    dims = ir.TensorType.of(x).dims
+    stat_type = ir.vtensor_type([dims[0]] + [1] * (len(dims) - 1), compute.mlir_name)
+    square = b.op("torch.aten.mul.Tensor", [x, x], x.type)
+    mean_square = b.op(
+        "torch.aten.mean.dim",
+        [square, b.int_list(list(range(1, len(dims)))), b.const_bool(True), b.const_none()],
+        stat_type,
+    )
+    inv_rms = b.op(
+        "torch.aten.rsqrt",
+        [b.op("torch.aten.add.Scalar", [mean_square, b.const_float(node.scalar("EPSILON")), b.const_int(1)],
+              stat_type)],
+        stat_type,
+    )
+    y = b.op("torch.aten.mul.Tensor", [x, inv_rms], ctx.result_type("Y", element=compute))
+    ctx.define("Y", emit_affine(ctx, y, _optional_affine(ctx, "SCALE", compute), None))
+    ctx.define("INV_RMS", inv_rms)

@@ -1,0 +1,63 @@
+# RUN: %python %s | filecheck %s
+# RUN: %python %s stats | filecheck %s --check-prefix=STATS
+
+import sys
+
+import fusilli as fs
+from lit_helpers import print_stats, run
+
+DIMS = [2, 4, 3, 3]
+
+
+def build(phase):
+    g = fs.Graph(name="batchnorm_nchw_" + phase.name.lower())
+    x = g.tensor(name="x", dim=DIMS, stride=fs.strides(DIMS, "NCHW"))
+    scale, bias, mean, var = (g.tensor(name=n, dim=[4]) for n in ("scale", "bias", "mean", "var"))
+    outs = g.batchnorm(x, scale, bias, mean, var, epsilon=1e-5, momentum=0.1, phase=phase, name="bn")
+    for t in outs:
+        if t is not None:
+            t.set_output(True)
+    return g
+
+
+if len(sys.argv) > 1 and sys.argv[1] == "stats":
+
+    @run
+    def stats_inference():
+        print_stats(build(fs.NormPhase.INFERENCE))
+
+    # STATS-LABEL: TEST: stats_inference
+    # STATS: dispatch-count: 1
+
+    @run
+    def stats_training():
+        print_stats(build(fs.NormPhase.TRAINING))
+
+    # STATS-LABEL: TEST: stats_training
+    # STATS: dispatch-count: 3
+else:
+
+    @run
+    def batchnorm_nchw_inference():
+        print(build(fs.NormPhase.INFERENCE).emit_mlir())
+
+    # CHECK-LABEL: TEST: batchnorm_nchw_inference
+    # CHECK: %[[X:arg[0-9]+]]: !torch.vtensor<[2,4,3,3],f32>)
+    # CHECK: %[[Y:.*]], %{{.*}}, %{{.*}} = torch.aten.native_batch_norm %[[X]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %false, %float1.000000e-01, %float1.000000e-05 :{{.*}} -> !torch.vtensor<[2,4,3,3],f32>, !torch.vtensor<[4],f32>, !torch.vtensor<[4],f32>
+    # CHECK: torch.overwrite.tensor.contents
+
+    @run
+    def batchnorm_nchw_training():
+        print(build(fs.NormPhase.TRAINING).emit_mlir())
+
+    # CHECK-LABEL: TEST: batchnorm_nchw_training
+    # CHECK: %[[X:arg[0-9]+]]: !torch.vtensor<[2,4,3,3],f32>)
+    # CHECK: %[[MEAN:.*]] = torch.aten.mean.dim %[[X]], %{{.*}}, %true, %none{{.*}} -> !torch.vtensor<[1,4,1,1],f32>
+    # CHECK: %[[C:.*]] = torch.aten.sub.Tensor %[[X]], %[[MEAN]]
+    # CHECK: %[[SQ:.*]] = torch.aten.mul.Tensor %[[C]], %[[C]]
+    # CHECK: %[[VAR:.*]] = torch.aten.mean.dim %[[SQ]], {{.*}} -> !torch.vtensor<[1,4,1,1],f32>
+    # CHECK: %[[VE:.*]] = torch.aten.add.Scalar %[[VAR]], %float1.000000e-05
+    # CHECK: %[[INV:.*]] = torch.aten.rsqrt %[[VE]]
+    # CHECK: torch.aten.view %[[MEAN]], %{{.*}} -> !torch.vtensor<[4],f32>
+    # CHECK: torch.aten.view %[[INV]], %{{.*}} -> !torch.vtensor<[4],f32>
+    # CHECK-NOT: torch.aten.native_batch_norm

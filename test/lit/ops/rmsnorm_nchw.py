@@ -1,0 +1,61 @@
+# RUN: %python %s | filecheck %s
+# RUN: %python %s stats | filecheck %s --check-prefix=STATS
+
+import sys
+
+import fusilli as fs
+from lit_helpers import print_stats, run
+
+DIMS = [2, 4, 3, 3]
+
+
+def build(phase):
+    g = fs.Graph(name="rmsnorm_nchw_" + phase.name.lower())
+    x = g.tensor(name="x", dim=DIMS, stride=fs.strides(DIMS, "NCHW"))
+    scale = g.tensor(name="scale", dim=[1, *DIMS[1:]], stride=fs.strides([1, *DIMS[1:]], "NCHW"))
+    outs = g.rmsnorm(x, scale, epsilon=1e-5, phase=phase, name="rms")
+    for t in outs:
+        if t is not None:
+            t.set_output(True)
+    return g
+
+
+if len(sys.argv) > 1 and sys.argv[1] == "stats":
+
+    @run
+    def stats_inference():
+        print_stats(build(fs.NormPhase.INFERENCE))
+
+    # STATS-LABEL: TEST: stats_inference
+    # STATS: dispatch-count: 1
+
+    @run
+    def stats_training():
+        print_stats(build(fs.NormPhase.TRAINING))
+
+    # STATS-LABEL: TEST: stats_training
+    # STATS: dispatch-count: 2
+else:
+
+    @run
+    def rmsnorm_nchw_inference():
+        print(build(fs.NormPhase.INFERENCE).emit_mlir())
+
+    # CHECK-LABEL: TEST: rmsnorm_nchw_inference
+    # CHECK: %[[X:arg[0-9]+]]: !torch.vtensor<[2,4,3,3],f32>)
+    # CHECK: %[[W:.*]] = torch.aten.squeeze.dim %{{.*}} -> !torch.vtensor<[4,3,3],f32>
+    # CHECK: torch.aten.rms_norm %[[X]], %{{.*}}, %[[W]], %float1.000000e-05 :{{.*}} -> !torch.vtensor<[2,4,3,3],f32>
+
+    @run
+    def rmsnorm_nchw_training():
+        print(build(fs.NormPhase.TRAINING).emit_mlir())
+
+    # CHECK-LABEL: TEST: rmsnorm_nchw_training
+    # CHECK: %[[X:arg[0-9]+]]: !torch.vtensor<[2,4,3,3],f32>)
+    # CHECK: %[[SQ:.*]] = torch.aten.mul.Tensor %[[X]], %[[X]]
+    # CHECK: %[[MS:.*]] = torch.aten.mean.dim %[[SQ]], %{{.*}}, %true, %none{{.*}} -> !torch.vtensor<[2,1,1,1],f32>
+    # CHECK: %[[MSE:.*]] = torch.aten.add.Scalar %[[MS]], %float1.000000e-05
+    # CHECK: %[[INV:.*]] = torch.aten.rsqrt %[[MSE]]
+    # CHECK: torch.aten.mul.Tensor %[[X]], %[[INV]]
+    # CHECK-NOT: torch.aten.rms_norm
+    # CHECK: torch.overwrite.tensor.contents %[[INV]] overwrites

@@ -1,0 +1,204 @@
+"""conv_dgrad / conv_wgrad: numerics against the NumPy reference, the reference
+against closed forms, and one test per validation rule."""
+
+import numpy as np
+import pytest
+
+import fusilli as fs
+from conftest import random_array, run_and_check
+from fusilli.reference.conv import conv_data_grad, conv_forward, conv_weight_grad
+
+# (layout of all tensors, dims of DY, forward operand dims (X for wgrad, W for dgrad),
+#  result dims, padding, stride, dilation)
+CASES_2D = dict(padding=[1, 0], stride=[2, 1], dilation=[1, 2])  # grouped (4 / 2), strided, padded, dilated
+
+
+def _layout(rank: int, channels_last: bool) -> str:
+    return {4: "NHWC", 5: "NDHWC"}[rank] if channels_last else "contiguous"
+
+
+def _dgrad_graph(name, dy_dim, w_dim, dx_dim, attrs, channels_last, io=fs.DataType.FLOAT):
+    g = fs.Graph(name=name, io_data_type=io)
+    lay = _layout(len(dy_dim), channels_last)
+    dy = g.tensor(name="dy", dim=dy_dim, stride=fs.strides(dy_dim, lay))
+    w = g.tensor(name="w", dim=w_dim, stride=fs.strides(w_dim, lay))
+    dx = g.conv_dgrad(dy, w, name="dgrad", **attrs)
+    dx.set_dim(dx_dim).set_output(True).set_name("dx")
+    return g, (dy, w), dx
+
+
+def _wgrad_graph(name, dy_dim, x_dim, dw_dim, attrs, channels_last, io=fs.DataType.FLOAT):
+    g = fs.Graph(name=name, io_data_type=io)
+    lay = _layout(len(dy_dim), channels_last)
+    dy = g.tensor(name="dy", dim=dy_dim, stride=fs.strides(dy_dim, lay))
+    x = g.tensor(name="x", dim=x_dim, stride=fs.strides(x_dim, lay))
+    dw = g.conv_wgrad(dy, x, name="wgrad", **attrs)
+    dw.set_dim(dw_dim).set_output(True).set_name("dw")
+    return g, (dy, x), dw
+
+
+# x [2, 4, 5, 6], w [6, 2, 3, 2] (groups 2), padding [1, 0], stride [2, 1], dilation [1, 2] -> y [2, 6, 3, 4]
+X2, W2, Y2 = [2, 4, 5, 6], [6, 2, 3, 2], [2, 6, 3, 4]
+# 3-D: x [1, 2, 4, 4, 3], w [4, 2, 2, 3, 2], padding [0, 1, 1], stride [1, 2, 1] -> y [1, 4, 3, 2, 4]
+ATTRS_3D = dict(padding=[0, 1, 1], stride=[1, 2, 1], dilation=[1, 1, 1])
+X3, W3, Y3 = [1, 2, 4, 4, 3], [4, 2, 2, 3, 2], [1, 4, 3, 2, 4]
+
+
+def test_shapes_are_consistent():
+    x, w = np.zeros(X2), np.zeros(W2)
+    assert conv_forward(x, w, groups=2, **CASES_2D).shape == tuple(Y2)
+    assert conv_forward(np.zeros(X3), np.zeros(W3), groups=1, **ATTRS_3D).shape == tuple(Y3)
+
+
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "nhwc"])
+def test_dgrad_2d(cpu, rng, channels_last):
+    g, ins, dx = _dgrad_graph(f"dgrad_2d_{channels_last}", Y2, W2, X2, CASES_2D, channels_last)
+    g.validate()
+    assert dx.stride == fs.strides(X2, "NHWC" if channels_last else "contiguous")
+    run_and_check(g, cpu, {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "nhwc"])
+def test_wgrad_2d(cpu, rng, channels_last):
+    g, ins, dw = _wgrad_graph(f"wgrad_2d_{channels_last}", Y2, X2, W2, CASES_2D, channels_last)
+    g.validate()
+    assert dw.stride == fs.strides(W2, "NHWC" if channels_last else "contiguous")
+    run_and_check(g, cpu, {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4)
+
+
+def test_dgrad_3d_ncdhw(cpu, rng):
+    g, ins, _ = _dgrad_graph("dgrad_3d", Y3, W3, X3, ATTRS_3D, False)
+    g.validate()
+    run_and_check(g, cpu, {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4)
+
+
+def test_wgrad_3d_ndhwc(cpu, rng):
+    g, ins, _ = _wgrad_graph("wgrad_3d", Y3, X3, W3, ATTRS_3D, True)
+    g.validate()
+    run_and_check(g, cpu, {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4)
+
+
+def test_dgrad_f16(cpu, rng):
+    g, ins, _ = _dgrad_graph("dgrad_f16", Y2, W2, X2, CASES_2D, True, io=fs.DataType.HALF)
+    g.validate()
+    run_and_check(g, cpu, {t: random_array(t, rng) for t in ins}, rtol=2e-2, atol=2e-2)
+
+
+def test_wgrad_f16(cpu, rng):
+    g, ins, _ = _wgrad_graph("wgrad_f16", Y2, X2, W2, CASES_2D, False, io=fs.DataType.HALF)
+    g.validate()
+    run_and_check(g, cpu, {t: random_array(t, rng) for t in ins}, rtol=2e-2, atol=2e-2)
+
+
+# ---- the reference gradients ------------------------------------------------------------
+def test_reference_closed_form_1d():
+    # y0 = a w0 + b w1, y1 = b w0 + c w1
+    a, b, c, w0, w1, d0, d1 = 2.0, -1.0, 3.0, 0.5, 4.0, 1.5, -2.0
+    x = np.array([[[a, b, c]]])
+    w = np.array([[[w0, w1]]])
+    dy = np.array([[[d0, d1]]])
+    one = dict(padding=[0], stride=[1], dilation=[1], groups=1)
+    np.testing.assert_allclose(conv_forward(x, w, **one), [[[a * w0 + b * w1, b * w0 + c * w1]]])
+    np.testing.assert_allclose(conv_data_grad(dy, w, x.shape, **one), [[[d0 * w0, d0 * w1 + d1 * w0, d1 * w1]]])
+    np.testing.assert_allclose(conv_weight_grad(dy, x, w.shape, **one), [[[d0 * a + d1 * b, d0 * b + d1 * c]]])
+
+
+@pytest.mark.parametrize(
+    "x_dim, w_dim, attrs, groups",
+    [
+        (X2, W2, CASES_2D, 2),
+        (X3, W3, ATTRS_3D, 1),
+        ([1, 3, 7], [3, 1, 3], dict(padding=[2], stride=[3], dilation=[2]), 3),  # depthwise, stride leftover
+    ],
+)
+def test_reference_gradients_are_adjoints(rng, x_dim, w_dim, attrs, groups):
+    """conv is bilinear: <dy, conv(x, w)> == <dgrad(dy, w), x> == <wgrad(dy, x), w>."""
+    x, w = rng.standard_normal(x_dim), rng.standard_normal(w_dim)
+    y = conv_forward(x, w, groups=groups, **attrs)
+    dy = rng.standard_normal(y.shape)
+    loss = np.vdot(dy, y)
+    np.testing.assert_allclose(np.vdot(conv_data_grad(dy, w, x.shape, groups=groups, **attrs), x), loss, rtol=1e-10)
+    np.testing.assert_allclose(np.vdot(conv_weight_grad(dy, x, w.shape, groups=groups, **attrs), w), loss, rtol=1e-10)
+
+
+def test_reference_matches_finite_differences(rng):
+    x, w = rng.standard_normal([1, 2, 4]), rng.standard_normal([2, 1, 2])
+    attrs = dict(padding=[1], stride=[2], dilation=[1], groups=2)
+    dy = rng.standard_normal(conv_forward(x, w, **attrs).shape)
+    loss = lambda x_, w_: np.vdot(dy, conv_forward(x_, w_, **attrs))  # noqa: E731
+    dx, dw = conv_data_grad(dy, w, x.shape, **attrs), conv_weight_grad(dy, x, w.shape, **attrs)
+    h = 1e-6
+    for idx in np.ndindex(*x.shape):
+        e = np.zeros_like(x)
+        e[idx] = h
+        assert abs((loss(x + e, w) - loss(x - e, w)) / (2 * h) - dx[idx]) < 1e-6
+    for idx in np.ndindex(*w.shape):
+        e = np.zeros_like(w)
+        e[idx] = h
+        assert abs((loss(x, w + e) - loss(x, w - e)) / (2 * h) - dw[idx]) < 1e-6
+
+
+# ---- validation ---------------------------------------------------------------------------
+def _expect(g, code, *fragments):
+    with pytest.raises(fs.FusilliError) as info:
+        g.validate()
+    assert info.value.code == code
+    for f in fragments:
+        assert f in str(info.value), str(info.value)
+
+
+def test_dgrad_requires_dx_dims():
+    g = fs.Graph(name="g")
+    dy = g.tensor(name="dy", dim=Y2)
+    w = g.tensor(name="w", dim=W2)
+    g.conv_dgrad(dy, w, name="dgrad", **CASES_2D).set_output(True).set_name("dx")
+    _expect(g, fs.ErrorCode.ATTRIBUTE_NOT_SET, "conv_dgrad 'dgrad'", "DX 'dx'", "dims not set")
+
+
+def test_wgrad_requires_padding():
+    g = fs.Graph(name="g")
+    dy, x = g.tensor(name="dy", dim=Y2), g.tensor(name="x", dim=X2)
+    g.conv_wgrad(dy, x, stride=[1, 1], dilation=[1, 1], name="wgrad").set_dim(W2).set_output(True)
+    _expect(g, fs.ErrorCode.ATTRIBUTE_NOT_SET, "conv_wgrad 'wgrad'", "padding not set")
+
+
+def test_dgrad_dy_must_match_conv_shape():
+    g, _, _ = _dgrad_graph("g", [2, 6, 3, 5], W2, X2, CASES_2D, False)
+    _expect(g, fs.ErrorCode.INVALID_ATTRIBUTE, "conv_dgrad 'dgrad'", "DY 'dy'", "[2, 6, 3, 4]")
+
+
+def test_wgrad_dy_must_match_conv_shape():
+    g, _, _ = _wgrad_graph("g", [2, 6, 4, 4], X2, W2, CASES_2D, False)
+    _expect(g, fs.ErrorCode.INVALID_ATTRIBUTE, "conv_wgrad 'wgrad'", "DY 'dy'", "[2, 6, 3, 4]")
+
+
+def test_wgrad_groups_must_divide_channels():
+    g, _, _ = _wgrad_graph("g", Y2, X2, [6, 3, 3, 2], CASES_2D, False)
+    _expect(g, fs.ErrorCode.INVALID_ATTRIBUTE, "conv_wgrad 'wgrad'", "X 'x'", "DW 'dw'", "divisible")
+
+
+def test_dgrad_out_channels_must_divide_by_groups():
+    g, _, _ = _dgrad_graph("g", [2, 5, 3, 4], [5, 2, 3, 2], X2, CASES_2D, False)
+    _expect(g, fs.ErrorCode.INVALID_ATTRIBUTE, "conv_dgrad 'dgrad'", "W 'w'", "group count")
+
+
+def test_grad_ranks_must_match():
+    g = fs.Graph(name="g")
+    dy, w = g.tensor(name="dy", dim=Y2), g.tensor(name="w", dim=[6, 2, 3, 2, 1])
+    g.conv_dgrad(dy, w, name="dgrad", **CASES_2D).set_dim(X2).set_output(True).set_name("dx")
+    _expect(g, fs.ErrorCode.INVALID_ATTRIBUTE, "conv_dgrad 'dgrad'", "same rank", "W rank 5")
+
+
+def test_grad_layout_must_be_contiguous_or_channels_last():
+    g = fs.Graph(name="g")
+    dy = g.tensor(name="dy", dim=Y2, stride=fs.strides(Y2, "NHWC"))
+    x = g.tensor(name="x", dim=X2, stride=[120, 1, 4, 20])  # N, W, H, C order
+    g.conv_wgrad(dy, x, name="wgrad", **CASES_2D).set_dim(W2).set_output(True)
+    _expect(g, fs.ErrorCode.NOT_IMPLEMENTED, "conv_wgrad 'wgrad'", "X 'x'", "neither contiguous nor channels-last")
+
+
+def test_grad_result_rank_must_match_dy():
+    g = fs.Graph(name="g")
+    dy, w = g.tensor(name="dy", dim=Y2), g.tensor(name="w", dim=W2)
+    g.conv_dgrad(dy, w, name="dgrad", **CASES_2D).set_dim([2, 4, 30]).set_output(True).set_name("dx")
+    _expect(g, fs.ErrorCode.INVALID_ATTRIBUTE, "conv_dgrad 'dgrad'", "DX 'dx'", "rank")
