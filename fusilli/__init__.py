@@ -11,6 +11,7 @@ from fusilli.graph import Graph
 from fusilli.log import configure_from_environment as _configure_logging
 from fusilli.ops.norm import NormPhase
 from fusilli.ops.pointwise import PointwiseMode
+from fusilli.ops.reduction import ReductionMode
 from fusilli.tensor import TensorAttr, strides
 from fusilli.types import DataType
 from fusilli.utils import empty
@@ -29,6 +30,7 @@ __all__ = [
     "Handle",
     "NormPhase",
     "PointwiseMode",
+    "ReductionMode",
     "TensorAttr",
     "__version__",
     "empty",

@@ -15,6 +15,7 @@ from fusilli.ops.norm import BatchNormNode, LayerNormNode, NormAttrs, NormPhase,
 from fusilli.ops.sdpa import SdpaAttrs, SdpaNode
 from fusilli.ops.custom import CustomOpAttrs, CustomOpNode, input_slot, output_slot
 from fusilli.ops.pointwise import INPUT_SLOTS, PointwiseAttrs, PointwiseMode, PointwiseNode
+from fusilli.ops.reduction import ReductionAttrs, ReductionMode, ReductionNode
 from fusilli.tensor import TensorAttr, as_numpy, contiguous_strides
 from fusilli.types import DataType
 
@@ -304,6 +305,25 @@ class Graph:
         inputs = dict(zip(INPUT_SLOTS, (a, b, c)))
         (out,) = self._add_node(PointwiseNode, inputs, attrs, name)
         return out
+
+    def reduction(
+        self,
+        x: TensorAttr,
+        *,
+        mode: ReductionMode | str,
+        axes: Sequence[int] | None = None,
+        name: str | None = None,
+    ) -> TensorAttr:
+        """Reduces ``x`` over ``axes`` (or the dims where the result's set dim is 1), keeping them as 1."""
+        if isinstance(mode, str):
+            try:
+                mode = ReductionMode[mode.upper()]
+            except KeyError:
+                raise fail(ErrorCode.INVALID_ARGUMENT, f"unknown reduction mode {mode!r}") from None
+        if not isinstance(mode, ReductionMode):
+            raise fail(ErrorCode.INVALID_ARGUMENT, f"reduction mode must be a ReductionMode, got {mode!r}")
+        (y,) = self._add_node(ReductionNode, {"X": x}, ReductionAttrs(mode=mode, axes=_int_list(axes)), name)
+        return y
 
     # ------------------------------------------------------------------ validation
     def _invalidate(self) -> None:

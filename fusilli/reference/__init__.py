@@ -78,6 +78,7 @@ def run(graph: Any, inputs: Mapping[Any, Any]) -> dict[str, np.ndarray]:
 
 from fusilli.reference import conv, matmul, pointwise  # noqa: E402,F401  (registration)
 from fusilli.reference import norm  # noqa: E402,F401  (registration)
+from fusilli.reference import reduction  # noqa: E402,F401  (registration)
 from fusilli.reference import custom, sdpa  # noqa: E402,F401  (registration)
 
 __all__ = ["KERNELS", "compute_array", "register_kernel", "run"]

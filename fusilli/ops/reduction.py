@@ -1,0 +1,197 @@
+"""Reduction ``Y = reduce(X)`` over some dims, kept with extent 1 (keepdim).
+
+The reduced dims are the ``axes`` attribute when given, else (as upstream
+Fusilli) the dims where the user-set ``Y`` dim is 1 and the ``X`` dim is not.
+Float inputs reduce in the node's ``compute_data_type``; integer and boolean
+sums and products accumulate in int64 as torch's do. Emission follows upstream
+Fusilli (sum.dim_IntList, amin/amax, mean.dim, prims.prod) with the keepdim
+shape restored after ``prims.prod``.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from fusilli import ir
+from fusilli.ir.torch import DYNAMIC
+from fusilli.errors import ErrorCode
+from fusilli.ops.base import Attrs, Node, register_emitter, register_node
+from fusilli.ops.emit import EmitContext
+from fusilli.types import DataType
+
+
+class ReductionMode(enum.Enum):
+    ADD = "add"
+    MUL = "mul"
+    MIN = "min"
+    MAX = "max"
+    AMAX = "amax"  # max of |x|
+    AVG = "avg"
+    NORM1 = "norm1"  # sum of |x|
+    NORM2 = "norm2"  # sqrt of the sum of squares
+    MUL_NO_ZEROS = "mul_no_zeros"  # product of the non-zero elements
+
+
+@dataclass
+class ReductionAttrs(Attrs):
+    ENUM_FIELDS = {"mode": ReductionMode}
+    mode: ReductionMode | None = None
+    axes: list[int] | None = None
+
+
+# Modes whose integer/boolean inputs accumulate in int64 (torch.sum / torch.prod of ints).
+_INT64_ACCUMULATING = {ReductionMode.ADD, ReductionMode.MUL, ReductionMode.MUL_NO_ZEROS, ReductionMode.NORM1}
+
+
+@register_node
+class ReductionNode(Node):
+    kind = "reduction"
+    input_slots = ("X",)
+    output_slots = ("Y",)
+    attrs_type = ReductionAttrs
+    attrs: ReductionAttrs
+
+    def pre_validate(self) -> None:
+        if self.attrs.mode is None:
+            raise self.error(ErrorCode.ATTRIBUTE_NOT_SET, "reduction mode not set")
+        super().pre_validate()
+        x = self.tensor("X")
+        if self.attrs.axes is not None:
+            axes = self.attrs.axes
+            self.check(
+                all(-x.rank <= a < x.rank for a in axes),
+                ErrorCode.INVALID_ATTRIBUTE,
+                f"axes {axes} out of range for input X '{x.name}' of rank {x.rank}",
+            )
+            self.check(
+                len({a % x.rank for a in axes}) == len(axes),
+                ErrorCode.INVALID_ATTRIBUTE,
+                f"axes {axes} name a dim of input X '{x.name}' twice",
+            )
+
+    def _axes(self, rank: int) -> list[int] | None:
+        return None if self.attrs.axes is None else sorted(a % rank for a in self.attrs.axes)
+
+    def reduced_dims(self) -> list[int]:
+        x, y = self.tensor("X"), self.tensor("Y")
+        axes = self._axes(x.rank)
+        if axes is not None:
+            return axes
+        return [i for i, (xd, yd) in enumerate(zip(x.dim, y.dim)) if yd == 1 and xd > 1]
+
+    def infer(self) -> None:
+        x, y = self.tensor("X"), self.tensor("Y")
+        axes = self._axes(x.rank)
+        if not y.has_dim:
+            # Without axes, Y defaults to X's dims: a reduction of nothing, rejected below.
+            y.set_dim([1 if axes is not None and i in axes else d for i, d in enumerate(x.dim)])
+        if y.rank == x.rank:
+            reduced = set(self.reduced_dims())
+            y.set_dynamic_dims([d for d in x.dynamic_dims if d not in reduced])
+        self.infer_output_stride(y)
+
+    def post_validate(self) -> None:
+        x, y = self.tensor("X"), self.tensor("Y")
+        mode = self.attrs.mode
+        self.check(
+            y.rank == x.rank,
+            ErrorCode.INVALID_ATTRIBUTE,
+            f"output Y '{y.name}' rank {y.rank} must equal input X '{x.name}' rank {x.rank} (reduced dims are kept)",
+        )
+        self.check(
+            all(yd in (1, xd) for xd, yd in zip(x.dim, y.dim)),
+            ErrorCode.INVALID_ATTRIBUTE,
+            f"output Y '{y.name}' dims {y.dim} must be 1 or equal to input X '{x.name}' dims {x.dim}",
+        )
+        axes = self._axes(x.rank)
+        if axes is not None:
+            self.check(
+                all(y.dim[a] == 1 for a in axes),
+                ErrorCode.INVALID_ATTRIBUTE,
+                f"output Y '{y.name}' dims {y.dim} must be 1 along the reduced axes {axes}",
+            )
+        self.check(
+            len(self.reduced_dims()) > 0,
+            ErrorCode.INVALID_ATTRIBUTE,
+            f"no dim of input X '{x.name}' {x.dim} is reduced: set axes= or dims of output Y '{y.name}' to 1 "
+            "where X is reduced",
+        )
+        self.check_layout("Y", y)
+        if mode == ReductionMode.AVG:
+            self.check(
+                x.data_type.is_float,
+                ErrorCode.INVALID_ATTRIBUTE,
+                f"AVG reduction needs a floating-point input but X '{x.name}' is {x.data_type.name}",
+            )
+
+    def compute_element(self) -> DataType:
+        x = self.tensor("X").data_type
+        cdt = self.compute_data_type
+        float_compute = cdt if cdt is not None and cdt.is_float else DataType.FLOAT
+        if x.is_float:
+            return cdt if cdt is not None and cdt.is_float else x
+        if self.attrs.mode in _INT64_ACCUMULATING:
+            return DataType.INT64
+        if self.attrs.mode == ReductionMode.NORM2:
+            return float_compute
+        return x  # MIN / MAX / AMAX keep the integer type
+
+
+@register_emitter("reduction")
+def emit_reduction(node: ReductionNode, ctx: EmitContext) -> None:
+    b = ctx.b
+    mode = node.attrs.mode
+    compute = node.compute_element()
+    x = ctx.cast(ctx.input("X"), compute)
+    dims = node.reduced_dims()
+    y_type = ctx.result_type("Y", element=compute)
+    x_type = ir.TensorType.of(x).to_type()
+
+    def keepdim_reduce(op_name: str, v: ir.Value, *extra: ir.Value) -> ir.Value:
+        return b.op(op_name, [v, b.int_list(dims), b.const_bool(True), *extra], y_type)
+
+    def product(v: ir.Value) -> ir.Value:
+        x_tt = ir.TensorType.of(v)
+        if DYNAMIC in x_tt.dims:
+            # torch-mlir cannot lower prims.prod on dynamic shapes: one prod.dim_int per reduced dim.
+            for d in dims:
+                tt = ir.TensorType.of(v)
+                reduced = tt.with_dims(tt.dims[:d] + (1,) + tt.dims[d + 1 :]).to_type()
+                v = b.op("torch.aten.prod.dim_int", [v, b.const_int(d), b.const_bool(True), b.const_none()], reduced)
+            return v
+        # prims.prod (as upstream) drops the reduced dims; unsqueeze them back (keepdim), lowest first.
+        kept = [d for i, d in enumerate(x_tt.dims) if i not in dims]
+        v = b.op("torch.prims.prod", [v, b.int_list(dims), b.const_none()], x_tt.with_dims(kept).to_type())
+        for d in dims:
+            tt = ir.TensorType.of(v)
+            v = b.op("torch.aten.unsqueeze", [v, b.const_int(d)], tt.with_dims(tt.dims[:d] + (1,) + tt.dims[d:]).to_type())
+        return v
+
+    if mode == ReductionMode.ADD:
+        y = keepdim_reduce("torch.aten.sum.dim_IntList", x, b.const_none())
+    elif mode == ReductionMode.MIN:
+        y = keepdim_reduce("torch.aten.amin", x)
+    elif mode == ReductionMode.MAX:
+        y = keepdim_reduce("torch.aten.amax", x)
+    elif mode == ReductionMode.AMAX:
+        y = keepdim_reduce("torch.aten.amax", b.op("torch.aten.abs", [x], x_type))
+    elif mode == ReductionMode.AVG:
+        y = keepdim_reduce("torch.aten.mean.dim", x, b.const_none())
+    elif mode == ReductionMode.NORM1:
+        y = keepdim_reduce("torch.aten.sum.dim_IntList", b.op("torch.aten.abs", [x], x_type), b.const_none())
+    elif mode == ReductionMode.NORM2:
+        square = b.op("torch.aten.mul.Tensor", [x, x], x_type)
+        y = b.op("torch.aten.sqrt", [keepdim_reduce("torch.aten.sum.dim_IntList", square, b.const_none())], y_type)
+    elif mode == ReductionMode.MUL:
+        y = product(x)
+    elif mode == ReductionMode.MUL_NO_ZEROS:
+        mask_type = ir.TensorType.of(x).with_element("i1").to_type()
+        nonzero = b.op("torch.aten.ne.Scalar", [x, b.const_int(0)], mask_type)
+        y = product(b.op("torch.aten.where.ScalarOther", [nonzero, x, b.const_int(1)], x_type))
+    else:
+        raise node.error(ErrorCode.NOT_IMPLEMENTED, f"reduction mode {mode.name} is not implemented")
+    ctx.define("Y", y)
+
+
+__all__ = ["ReductionAttrs", "ReductionMode", "ReductionNode"]

@@ -1,0 +1,57 @@
+# RUN: %python %s | filecheck %s
+# RUN: %python %s stats | filecheck %s --check-prefix=STATS
+
+# Reduction NORM1: sum of |x|: abs then sum.dim_IntList.
+# X [2,3,4] reduced over dim 1 (given by axes=, or implied by Y's dims) to Y [2,1,4].
+
+import sys
+
+import fusilli as fs
+from lit_helpers import print_stats, run
+
+
+def build(implied: bool = False) -> fs.Graph:
+    g = fs.Graph(name="reduction_norm1")
+    x = g.tensor(name="x", dim=[2, 3, 4])
+    if implied:
+        g.reduction(x, mode=fs.ReductionMode.NORM1, name="red").set_output(True).set_name("y").set_dim([2, 1, 4])
+    else:
+        g.reduction(x, mode=fs.ReductionMode.NORM1, axes=[1], name="red").set_output(True).set_name("y")
+    return g
+
+
+if len(sys.argv) > 1 and sys.argv[1] == "stats":
+
+    @run
+    def stats_norm1():
+        print_stats(build())
+
+    # STATS-LABEL: TEST: stats_norm1
+    # STATS: dispatch-count: 1
+else:
+
+    @run
+    def norm1_axes():
+        print(build().emit_mlir())
+
+    # CHECK-LABEL: TEST: norm1_axes
+    # CHECK: func.func @main(%[[OUT:[a-z0-9_]+]]: !torch.tensor<[2,1,4],f32>, %[[X:[a-z0-9_]+]]: !torch.vtensor<[2,3,4],f32>)
+    # CHECK: %[[ABS:.*]] = torch.aten.abs %[[X]] : !torch.vtensor<[2,3,4],f32> -> !torch.vtensor<[2,3,4],f32>
+    # CHECK: %[[NONE:.*]] = torch.constant.none
+    # CHECK: %[[DIMS:.*]] = torch.prim.ListConstruct %{{.*}} : (!torch.int) -> !torch.list<int>
+    # CHECK: %[[TRUE:.*]] = torch.constant.bool true
+    # CHECK: %[[R:.*]] = torch.aten.sum.dim_IntList %[[ABS]], %[[DIMS]], %[[TRUE]], %[[NONE]] : !torch.vtensor<[2,3,4],f32>, !torch.list<int>, !torch.bool, !torch.none -> !torch.vtensor<[2,1,4],f32>
+    # CHECK: torch.overwrite.tensor.contents %[[R]] overwrites %[[OUT]]
+
+    @run
+    def norm1_implied_by_y_dims():
+        print(build(implied=True).emit_mlir())
+
+    # CHECK-LABEL: TEST: norm1_implied_by_y_dims
+    # CHECK: func.func @main(%[[OUT:[a-z0-9_]+]]: !torch.tensor<[2,1,4],f32>, %[[X:[a-z0-9_]+]]: !torch.vtensor<[2,3,4],f32>)
+    # CHECK: %[[ABS:.*]] = torch.aten.abs %[[X]] : !torch.vtensor<[2,3,4],f32> -> !torch.vtensor<[2,3,4],f32>
+    # CHECK: %[[NONE:.*]] = torch.constant.none
+    # CHECK: %[[DIMS:.*]] = torch.prim.ListConstruct %{{.*}} : (!torch.int) -> !torch.list<int>
+    # CHECK: %[[TRUE:.*]] = torch.constant.bool true
+    # CHECK: %[[R:.*]] = torch.aten.sum.dim_IntList %[[ABS]], %[[DIMS]], %[[TRUE]], %[[NONE]] : !torch.vtensor<[2,3,4],f32>, !torch.list<int>, !torch.bool, !torch.none -> !torch.vtensor<[2,1,4],f32>
+    # CHECK: torch.overwrite.tensor.contents %[[R]] overwrites %[[OUT]]
