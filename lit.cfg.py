@@ -9,7 +9,18 @@ config.name = "fusilli"
 config.test_format = lit.formats.ShTest()
 config.suffixes = [".py", ".mlir"]
 # Only test/lit holds tests; everything else under the root is skipped.
-config.excludes = ["lit_helpers.py", "lit.cfg.py", "fusilli", "examples", "benchmarks", "build", "venv", ".venv", "unit", ".ci"]
+config.excludes = [
+    "lit_helpers.py",
+    "lit.cfg.py",
+    "fusilli",
+    "examples",
+    "benchmarks",
+    "build",
+    "venv",
+    ".venv",
+    "unit",
+    ".ci",
+]
 config.test_source_root = os.path.dirname(os.path.abspath(__file__))
 config.test_exec_root = os.path.join(tempfile.gettempdir(), "fusilli-lit")
 

@@ -1,8 +1,8 @@
 """fusilli: a cuDNN-style graph API compiled in process by IREE.
 
-    import fusilli as fs
-    g = fs.Graph(name="conv_bias_relu", io_data_type=fs.DataType.HALF)
-    ...
+import fusilli as fs
+g = fs.Graph(name="conv_bias_relu", io_data_type=fs.DataType.HALF)
+...
 """
 
 from fusilli.backend import Backend, CompileStats, Handle

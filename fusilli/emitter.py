@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from fusilli.graph import Graph
 
 
-def emit_module(graph: "Graph") -> ir.Module:
+def emit_module(graph: Graph) -> ir.Module:
     ctx = ir.fusilli_context()
     outputs = sorted(graph.output_tensors(), key=lambda t: t.name)
     inputs = sorted((t for t in graph.input_tensors() if not t.is_scalar), key=lambda t: t.name)
@@ -59,7 +59,7 @@ def emit_module(graph: "Graph") -> ir.Module:
     return module
 
 
-def _add_module_functions(graph: "Graph", main: ir.Operation) -> None:
+def _add_module_functions(graph: Graph, main: ir.Operation) -> None:
     """Clones the functions ops call (custom ops' templates) to module scope, before @main."""
     for node in graph.nodes:
         provide = getattr(node, "module_functions", None)

@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from fusilli.backend import Backend, Target
 from fusilli.errors import ErrorCode, fail
 from fusilli.log import logger, timed
 from fusilli.ops import NODE_TYPES, Node
 from fusilli.ops.conv import ConvAttrs, ConvDGradNode, ConvFPropNode, ConvWGradNode
+from fusilli.ops.custom import CustomOpAttrs, CustomOpNode, input_slot, output_slot
 from fusilli.ops.matmul import MatmulAttrs, MatmulNode
 from fusilli.ops.norm import BatchNormNode, LayerNormNode, NormAttrs, NormPhase, RmsNormNode
-from fusilli.ops.sdpa import SdpaAttrs, SdpaNode
-from fusilli.ops.custom import CustomOpAttrs, CustomOpNode, input_slot, output_slot
 from fusilli.ops.pointwise import INPUT_SLOTS, PointwiseAttrs, PointwiseMode, PointwiseNode
 from fusilli.ops.reduction import ReductionAttrs, ReductionMode, ReductionNode
+from fusilli.ops.sdpa import SdpaAttrs, SdpaNode
 from fusilli.tensor import TensorAttr, as_numpy, contiguous_strides
 from fusilli.types import DataType
 
@@ -181,8 +182,15 @@ class Graph:
         name: str | None = None,
     ) -> tuple[TensorAttr, TensorAttr | None, TensorAttr | None]:
         """Batch normalization over all dims but the channel dim 1: ``(y, saved_mean, saved_inv_var)``."""
-        inputs = {"X": x, "SCALE": scale, "BIAS": bias, "MEAN": mean, "VAR": var,
-                  "EPSILON": self._norm_scalar(epsilon), "MOMENTUM": self._norm_scalar(momentum)}
+        inputs = {
+            "X": x,
+            "SCALE": scale,
+            "BIAS": bias,
+            "MEAN": mean,
+            "VAR": var,
+            "EPSILON": self._norm_scalar(epsilon),
+            "MOMENTUM": self._norm_scalar(momentum),
+        }
         return self._add_norm_node(BatchNormNode, inputs, phase, name)
 
     def layernorm(
@@ -217,8 +225,10 @@ class Graph:
         if value is None or isinstance(value, TensorAttr):
             return value
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise fail(ErrorCode.INVALID_ARGUMENT, f"norm epsilon/momentum must be a float or a scalar tensor, got "
-                       f"{type(value).__name__}")
+            raise fail(
+                ErrorCode.INVALID_ARGUMENT,
+                f"norm epsilon/momentum must be a float or a scalar tensor, got {type(value).__name__}",
+            )
         return self.scalar(float(value), DataType.FLOAT)
 
     def _add_norm_node(self, node_type, inputs, phase, name) -> tuple:
@@ -330,7 +340,7 @@ class Graph:
         self._validated = False
         self._compiled = None
 
-    def validate(self) -> "Graph":
+    def validate(self) -> Graph:
         """Infers dims, strides and data types of op results and checks the graph."""
         self._validated = False  # a failed re-validation must not leave the graph marked valid
         if not self.name:
@@ -440,7 +450,7 @@ class Graph:
         module = self._optimized_module()
         if stage == "optimized":
             return str(module)
-        target = Target.resolve(backend or Backend.CPU, arch, op_kinds=self.op_kinds())
+        target = Target.resolve(backend or Backend.CPU, arch, workloads=self.workloads())
         return compile_module_to_phase(module, target.flags, stage)
 
     def _optimized_module(self):
@@ -460,19 +470,15 @@ class Graph:
         """The content key of this graph's compiled artifact for ``backend`` (default CPU)."""
         if self._compiled is not None and backend is None:
             return self._compiled.key
-        return self._cache_key(Target.resolve(backend or Backend.CPU, arch, op_kinds=self.op_kinds()))
+        return self._cache_key(Target.resolve(backend or Backend.CPU, arch, workloads=self.workloads()))
 
-    def op_kinds(self) -> tuple[str, ...]:
-        """The node kinds in this graph (sorted): they select per-op-class CPU compiler flags."""
-        # f16/bf16 convs are tagged apart: im2col on them fails to compile in IREE 3.13
-        # ('arith.addf' op requires the same type), so they keep the base CPU flags.
-        def kind(n) -> str:
-            x = n.inputs.get("X") if n.kind == "conv_fprop" else None
-            return n.kind + "_lowp" if x is not None and x.data_type not in (None, DataType.FLOAT) else n.kind
+    def workloads(self) -> tuple:
+        """The arithmetic of the graph's compute-bound nodes (they select CPU compile flags)."""
+        if not self._validated:
+            self.validate()
+        return tuple(w for w in (n.workload() for n in self.nodes) if w is not None)
 
-        return tuple(sorted({kind(n) for n in self.nodes}))
-
-    def _cache_key(self, target: "Target") -> str:
+    def _cache_key(self, target: Target) -> str:
         from fusilli.backend import compute_key
         from fusilli.passes import DEFAULT_PIPELINE
 
@@ -484,7 +490,7 @@ class Graph:
         """The compiled artifact: from the disk cache, or compiled in process and stored."""
         from fusilli.backend import Artifact, compile_module, lookup, store
 
-        target = Target.resolve(backend, arch, op_kinds=self.op_kinds())
+        target = Target.resolve(backend, arch, workloads=self.workloads())
         key = self._cache_key(target)
         artifact = lookup(key)
         if artifact is not None:
@@ -493,13 +499,17 @@ class Graph:
         logger.info("graph '%s': cache miss %s; compiling for %s", self.name, key[:16], target.device_id)
         module = self._optimized_module()
         vmfb, stats = compile_module(module, target.flags)
-        logger.info("graph '%s': %d dispatch(es), %d transient bytes", self.name, stats.dispatch_count,
-                    stats.transient_memory_bytes)
+        logger.info(
+            "graph '%s': %d dispatch(es), %d transient bytes",
+            self.name,
+            stats.dispatch_count,
+            stats.transient_memory_bytes,
+        )
         artifact = Artifact(key, target.backend, target.arch, vmfb, stats)
         store(artifact)
         return artifact
 
-    def compile(self, handle: Any) -> "Graph":
+    def compile(self, handle: Any) -> Graph:
         """Compiles in process (or loads from the disk cache) for ``handle``'s backend."""
         from fusilli.backend import CompiledGraph
 
@@ -512,7 +522,7 @@ class Graph:
         """Ahead-of-time compile: the serialized artifact (no device needed)."""
         return self._build_artifact(backend, arch).to_bytes()
 
-    def load_artifact(self, handle: Any, data: bytes) -> "Graph":
+    def load_artifact(self, handle: Any, data: bytes) -> Graph:
         """Loads an artifact made by ``compile_to_artifact`` for this same graph."""
         from fusilli.backend import Artifact, CompiledGraph
 
@@ -530,9 +540,7 @@ class Graph:
 
     def _require_compiled(self):
         if self._compiled is None:
-            raise fail(
-                ErrorCode.NOT_COMPILED, f"graph '{self.name}': execute requires a successful compile() first"
-            )
+            raise fail(ErrorCode.NOT_COMPILED, f"graph '{self.name}': execute requires a successful compile() first")
         return self._compiled
 
     @property
@@ -571,7 +579,9 @@ class Graph:
             "intermediate_data_type": self.intermediate_data_type.name,
             "compute_data_type": self.compute_data_type.name,
             "inputs": [tensor_json(t) for t in self._inputs],
-            "nodes": [dict(n.to_json(), output_tensors=[tensor_json(t) for t in n.output_tensors()]) for n in self.nodes],
+            "nodes": [
+                dict(n.to_json(), output_tensors=[tensor_json(t) for t in n.output_tensors()]) for n in self.nodes
+            ],
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -582,7 +592,7 @@ class Graph:
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
 
     @classmethod
-    def from_json(cls, text: str) -> "Graph":
+    def from_json(cls, text: str) -> Graph:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:
@@ -593,7 +603,7 @@ class Graph:
             raise fail(ErrorCode.INVALID_ARGUMENT, f"graph JSON is malformed: {type(e).__name__}: {e}") from None
 
     @classmethod
-    def _from_dict(cls, data: dict[str, Any]) -> "Graph":
+    def _from_dict(cls, data: dict[str, Any]) -> Graph:
         g = cls(data["name"], data["io_data_type"], data["intermediate_data_type"], data["compute_data_type"])
         by_name: dict[str, TensorAttr] = {}
 

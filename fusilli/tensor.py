@@ -8,7 +8,8 @@ varying, which is the shape the compiled function sees.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -202,31 +203,31 @@ class TensorAttr:
         return len(self._dim or ())
 
     # ---- fluent setters ---------------------------------------------------
-    def set_name(self, name: str) -> "TensorAttr":
+    def set_name(self, name: str) -> TensorAttr:
         self._name = name
         return self
 
-    def set_dim(self, dim: Sequence[int]) -> "TensorAttr":
+    def set_dim(self, dim: Sequence[int]) -> TensorAttr:
         self._dim = [int(d) for d in dim]
         return self
 
-    def set_stride(self, stride: Sequence[int]) -> "TensorAttr":
+    def set_stride(self, stride: Sequence[int]) -> TensorAttr:
         self._stride = [int(s) for s in stride]
         return self
 
-    def set_data_type(self, data_type: Any) -> "TensorAttr":
+    def set_data_type(self, data_type: Any) -> TensorAttr:
         self._data_type = DataType.coerce(data_type)
         return self
 
-    def set_output(self, is_output: bool = True) -> "TensorAttr":
+    def set_output(self, is_output: bool = True) -> TensorAttr:
         self._is_virtual = not is_output
         return self
 
-    def set_is_virtual(self, is_virtual: bool = True) -> "TensorAttr":
+    def set_is_virtual(self, is_virtual: bool = True) -> TensorAttr:
         self._is_virtual = is_virtual
         return self
 
-    def set_dynamic_dims(self, dims: Iterable[int]) -> "TensorAttr":
+    def set_dynamic_dims(self, dims: Iterable[int]) -> TensorAttr:
         self._dynamic_dims = sorted({int(d) for d in dims})
         return self
 
@@ -267,8 +268,7 @@ class TensorAttr:
     def __repr__(self) -> str:
         role = "scalar" if self.is_scalar else "virtual" if self._is_virtual else "io"
         return (
-            f"TensorAttr(name={self.name!r}, dim={self.dim}, stride={self.stride}, "
-            f"data_type={self._data_type}, {role})"
+            f"TensorAttr(name={self.name!r}, dim={self.dim}, stride={self.stride}, data_type={self._data_type}, {role})"
         )
 
 

@@ -84,7 +84,7 @@ class DataType(enum.Enum):
         return self.value.short_names[0]
 
     @classmethod
-    def from_numpy(cls, dtype: Any) -> "DataType":
+    def from_numpy(cls, dtype: Any) -> DataType:
         """Maps a numpy / ml_dtypes dtype to a DataType."""
         try:
             dt = np.dtype(dtype)
@@ -96,7 +96,7 @@ class DataType(enum.Enum):
         raise fail(ErrorCode.INVALID_ARGUMENT, f"numpy dtype {dt} has no fusilli DataType")
 
     @classmethod
-    def coerce(cls, value: Any) -> "DataType":
+    def coerce(cls, value: Any) -> DataType:
         """Accepts a DataType, a numpy dtype (or type), or a name such as "f16"."""
         if isinstance(value, DataType):
             return value

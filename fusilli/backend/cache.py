@@ -81,7 +81,7 @@ class Artifact:
         return _MAGIC + struct.pack("<Q", len(meta)) + meta + self.vmfb
 
     @staticmethod
-    def from_bytes(data: bytes) -> "Artifact":
+    def from_bytes(data: bytes) -> Artifact:
         try:
             if not data.startswith(_MAGIC):
                 raise ValueError("not a fusilli artifact")

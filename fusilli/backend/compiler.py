@@ -63,7 +63,7 @@ class CompileStats:
         }
 
     @staticmethod
-    def from_json(d: dict[str, Any]) -> "CompileStats":
+    def from_json(d: dict[str, Any]) -> CompileStats:
         return CompileStats(
             d["dispatch_count"], d["transient_memory_bytes"], d.get("executable_count", 0), d.get("compile_seconds", 0)
         )
@@ -112,7 +112,7 @@ class CompilerSession:
                 ) from None
 
     @staticmethod
-    def get(flags: tuple[str, ...]) -> "CompilerSession":
+    def get(flags: tuple[str, ...]) -> CompilerSession:
         sessions = getattr(_local, "sessions", None)
         if sessions is None:
             sessions = _local.sessions = {}

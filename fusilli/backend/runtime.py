@@ -11,7 +11,8 @@ bound argument list and skips the checks.
 from __future__ import annotations
 
 import threading
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -60,9 +61,7 @@ class Handle:
             except FusilliError:
                 raise
             except Exception as e:
-                raise fail(
-                    ErrorCode.RUNTIME_FAILURE, f"cannot open AMD GPU device {self.device_index}: {e}"
-                ) from None
+                raise fail(ErrorCode.RUNTIME_FAILURE, f"cannot open AMD GPU device {self.device_index}: {e}") from None
             self.instance = rt.VmInstance()
 
     def __repr__(self) -> str:
@@ -180,7 +179,7 @@ class CompiledGraph:
             self._bound_key, self._binding = bound_key, binding
         binding.run(self)
 
-    def _bind(self, variant_pack: Mapping[Any, Any], workspace: Any) -> "_Binding":
+    def _bind(self, variant_pack: Mapping[Any, Any], workspace: Any) -> _Binding:
         """Checks the whole variant pack, then builds the argument list (nothing runs yet)."""
         resolved = self._resolve(variant_pack)
         arrays = [(t, self._check_array(t, resolved[id(t)][1], True), True) for t in self.outputs]
@@ -214,7 +213,9 @@ class CompiledGraph:
 
     def _physical_view(self, t: TensorAttr, arr: np.ndarray) -> np.ndarray:
         """``arr`` viewed in the tensor's memory order (C-contiguous, broadcasts collapsed)."""
-        order = physical_order(arr.shape, [s // arr.itemsize for s in arr.strides]) if t.dynamic_dims else t.physical_order
+        order = (
+            physical_order(arr.shape, [s // arr.itemsize for s in arr.strides]) if t.dynamic_dims else t.physical_order
+        )
         phys = arr.transpose(order)
         index = tuple(slice(0, 1) if s == 0 and d != 1 else slice(None) for s, d in zip(phys.strides, phys.shape))
         phys = phys[index]
@@ -248,9 +249,17 @@ class CompiledGraph:
                 )
             if not ws.flags.c_contiguous or not ws.flags.writeable:
                 raise fail(ErrorCode.INVALID_ARGUMENT, "workspace must be a writeable contiguous buffer")
-            return self.handle.device.allocator.import_host_allocation(
-                ws.reshape(-1).view(np.uint8), rt.MemoryType.DEVICE_LOCAL | rt.MemoryType.HOST_VISIBLE,
-                rt.BufferUsage.DEFAULT,
+            raw = ws.reshape(-1).view(np.uint8)
+            skip = (-raw.ctypes.data) % _ALIGNMENT
+            if raw.nbytes - skip >= size:
+                # IREE's CPU kernels need 64-byte aligned scratch: use the
+                # aligned part of the caller's buffer.
+                return self.handle.device.allocator.import_host_allocation(
+                    raw[skip:], rt.MemoryType.DEVICE_LOCAL | rt.MemoryType.HOST_VISIBLE, rt.BufferUsage.DEFAULT
+                )
+            logger.info(
+                "graph '%s': caller's workspace is not 64-byte aligned with room to spare; using fusilli's own",
+                self.graph_name,
             )
         if size == 0:
             return None
@@ -278,7 +287,9 @@ class CompiledGraph:
         try:
             self._context.invoke(self._size_fn, args, out)
         except Exception as e:
-            raise fail(ErrorCode.RUNTIME_FAILURE, f"graph '{self.graph_name}': workspace size query failed: {e}") from None
+            raise fail(
+                ErrorCode.RUNTIME_FAILURE, f"graph '{self.graph_name}': workspace size query failed: {e}"
+            ) from None
         size = int(out.get_variant(0))
         self.workspace_size = max(self.workspace_size, size)
         return size
@@ -316,7 +327,7 @@ class _Binding:
         self.copy_in: list[tuple[np.ndarray, np.ndarray]] = []  # (caller's, staging)
         self.copy_out: list[tuple[np.ndarray, np.ndarray]] = []  # (staging, caller's)
 
-    def run(self, compiled: "CompiledGraph") -> None:
+    def run(self, compiled: CompiledGraph) -> None:
         for src, dst in self.copy_in:
             np.copyto(dst, src)
         compiled._invoke(self.args)

@@ -23,7 +23,7 @@ class Backend(enum.Enum):
     AMDGPU = "amdgpu"  # IREE rocm / HIP
 
     @classmethod
-    def coerce(cls, value: Any) -> "Backend":
+    def coerce(cls, value: Any) -> Backend:
         if isinstance(value, Backend):
             return value
         if isinstance(value, str):
@@ -55,31 +55,52 @@ AMDGPU_FLAGS = (
     "--iree-input-demote-f64-to-f32=false",
 )
 
-# CPU flags per op class, chosen from measurements on a 2-core Zen 3 against
-# PyTorch eager (BENCHMARKS.md, fusilli-benchmark --compare torch). A graph gets
-# the union of the flags of the op kinds it contains, in this table's order,
-# after CPU_FLAGS and before caller/FUSILLI_EXTRA_COMPILER_FLAGS flags (so users
-# override them). They feed Target.flags, hence the cache key.
+# CPU flags per op class, chosen from measurements on this 2-core machine
+# against PyTorch eager (BENCHMARKS.md, fusilli-benchmark --compare torch).
+# They apply to an op only when it does at least CPU_HEAVY_MIN_FLOPS of
+# arithmetic: data tiling packs operands in dispatches of their own, which
+# pays off on large problems (matmul 1024^3: ratio 1.16 -> 1.56) and loses on
+# small ones (batched matmul 8x256x64x256, 67 MFLOP: 0.94 -> 0.16), and it
+# keeps small fused graphs at one dispatch. A graph gets the union of the
+# flags of its heavy ops, after CPU_FLAGS and before caller /
+# FUSILLI_EXTRA_COMPILER_FLAGS flags (so users override them). They feed
+# Target.flags, hence the cache key.
+CPU_HEAVY_MIN_FLOPS = 1 << 28
+
 _CPU_MATMUL_FLAGS = (
     "--iree-opt-level=O3",
     "--iree-opt-data-tiling=true",
     "--iree-llvmcpu-enable-ukernels=all",
 )
-CPU_FLAGS_BY_OP_KIND: dict[str, tuple[str, ...]] = {
-    "matmul": _CPU_MATMUL_FLAGS,
+
+
+@dataclass(frozen=True)
+class CpuFlagRule:
+    kind: str
+    flags: tuple[str, ...]
+    elements: tuple[str, ...] | None = None  # DataType names it applies to (None: all)
+
+
+CPU_FLAG_RULES = (
+    CpuFlagRule("matmul", _CPU_MATMUL_FLAGS),
     # Conv as im2col + data-tiled ukernel matmul: 3x3 NHWC conv ~4x faster than
-    # IREE's direct conv (which also goes through an FCHW filter transpose).
-    "conv_fprop": ("--iree-global-opt-use-im2col-for-convs",) + _CPU_MATMUL_FLAGS,
-}
+    # IREE's direct conv. f16/bf16 convs keep the base flags: im2col on them
+    # fails to compile in IREE 3.13 ('arith.addf' op requires the same type).
+    CpuFlagRule("conv_fprop", ("--iree-global-opt-use-im2col-for-convs",) + _CPU_MATMUL_FLAGS, ("FLOAT",)),
+)
 
 
-def cpu_flags_for_op_kinds(op_kinds: Any) -> list[str]:
-    """The per-op-class CPU flags for a graph containing ``op_kinds`` (deduplicated, stable order)."""
-    kinds = set(op_kinds or ())
+def cpu_flags_for_workloads(workloads: Any) -> list[str]:
+    """Per-op-class CPU flags for a graph's heavy ops (deduplicated, stable order)."""
     out: list[str] = []
-    for kind, flags in CPU_FLAGS_BY_OP_KIND.items():
-        if kind in kinds:
-            out += [f for f in flags if f not in out]
+    for rule in CPU_FLAG_RULES:
+        if any(
+            w.kind == rule.kind
+            and w.flops >= CPU_HEAVY_MIN_FLOPS
+            and (rule.elements is None or w.element.name in rule.elements)
+            for w in workloads or ()
+        ):
+            out += [f for f in rule.flags if f not in out]
     return out
 
 
@@ -97,12 +118,28 @@ CRASHING_FLAG_PAIRS = (
 
 # Marketing names (amd-smi) -> IREE target SKUs, as upstream Fusilli maps them.
 _SKU_BY_MARKET_NAME = (
-    ("MI355X", "mi355x"), ("MI350X", "mi350x"), ("MI325X", "mi325x"), ("MI308X", "mi308x"),
-    ("MI300X", "mi300x"), ("MI300A", "mi300a"), ("MI250X", "mi250x"), ("MI250", "mi250"),
-    ("MI210", "mi210"), ("MI100", "mi100"), ("W7900", "w7900"), ("W7800", "w7800"),
-    ("W7700", "w7700"), ("V710", "v710"), ("RX 7900 XTX", "rx7900xtx"), ("RX 7900 XT", "rx7900xt"),
-    ("RX 7800 XT", "rx7800xt"), ("RX 7700 XT", "rx7700xt"), ("RX 9070 XT", "rx9070xt"),
-    ("RX 9070", "rx9070"), ("RX 9060 XT", "rx9060xt"), ("R9700", "r9700"),
+    ("MI355X", "mi355x"),
+    ("MI350X", "mi350x"),
+    ("MI325X", "mi325x"),
+    ("MI308X", "mi308x"),
+    ("MI300X", "mi300x"),
+    ("MI300A", "mi300a"),
+    ("MI250X", "mi250x"),
+    ("MI250", "mi250"),
+    ("MI210", "mi210"),
+    ("MI100", "mi100"),
+    ("W7900", "w7900"),
+    ("W7800", "w7800"),
+    ("W7700", "w7700"),
+    ("V710", "v710"),
+    ("RX 7900 XTX", "rx7900xtx"),
+    ("RX 7900 XT", "rx7900xt"),
+    ("RX 7800 XT", "rx7800xt"),
+    ("RX 7700 XT", "rx7700xt"),
+    ("RX 9070 XT", "rx9070xt"),
+    ("RX 9070", "rx9070"),
+    ("RX 9060 XT", "rx9060xt"),
+    ("R9700", "r9700"),
 )
 _KNOWN_SKUS = {sku for _, sku in _SKU_BY_MARKET_NAME}
 _GFX_RE = re.compile(r"^gfx(9(0[0-9a-f]|4[0-9a-f]|5[0-9a-f])|1[012][0-9a-f]{2})$")
@@ -193,12 +230,12 @@ class Target:
 
     @staticmethod
     def resolve(
-        backend: Any, arch: str | None = None, extra_flags: tuple[str, ...] = (), op_kinds: Any = ()
-    ) -> "Target":
-        """Flags for ``backend``; on CPU, ``op_kinds`` (the graph's node kinds) add per-op-class flags."""
+        backend: Any, arch: str | None = None, extra_flags: tuple[str, ...] = (), workloads: Any = ()
+    ) -> Target:
+        """Flags for ``backend``; on CPU, the graph's heavy ``workloads`` add per-op-class flags."""
         backend = Backend.coerce(backend)
         if backend == Backend.CPU:
-            flags = list(CPU_FLAGS) + cpu_flags_for_op_kinds(op_kinds)
+            flags = list(CPU_FLAGS) + cpu_flags_for_workloads(workloads)
             arch = None
         else:
             arch = resolve_amdgpu_arch(arch)

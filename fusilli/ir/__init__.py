@@ -5,9 +5,13 @@ here knows about fusilli ops.
 """
 
 from fusilli.ir.bindings import (
+    AffineConstantExpr,
+    AffineDimExpr,
     AffineMap,
     AffineMapAttr,
     ArrayAttr,
+    Attribute,
+    Block,
     BoolAttr,
     Context,
     DenseElementsAttr,
@@ -26,10 +30,6 @@ from fusilli.ir.bindings import (
     Type,
     TypeAttr,
     UnitAttr,
-    Attribute,
-    Block,
-    AffineConstantExpr,
-    AffineDimExpr,
     Value,
     arith,
     func,
@@ -39,8 +39,8 @@ from fusilli.ir.bindings import (
 )
 from fusilli.ir.context import fusilli_context, parse_module
 from fusilli.ir.torch import (
-    TorchBuilder,
     TensorType,
+    TorchBuilder,
     builtin_tensor_type,
     element_type,
     vtensor_type,

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import ctypes
-from typing import Iterator
+from collections.abc import Iterator
 
-from fusilli.ir.bindings import BoolAttr, FloatAttr, IntegerAttr, OpResult, Operation, StringAttr, Value
+from fusilli.ir.bindings import BoolAttr, FloatAttr, IntegerAttr, Operation, OpResult, StringAttr, Value
 
 
 def users(value: Value) -> list[Operation]:
@@ -125,5 +125,4 @@ def func_blocks(module) -> Iterator:
     for op in module.body.operations:
         if op.operation.name == "func.func":
             for region in op.operation.regions:
-                for block in region.blocks:
-                    yield block
+                yield from region.blocks

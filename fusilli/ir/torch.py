@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import re
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from fusilli.ir.bindings import (
     BoolAttr,
     DenseElementsAttr,
+    F32Type,
     FloatAttr,
     IntegerAttr,
     IntegerType,
@@ -24,7 +25,6 @@ from fusilli.ir.bindings import (
     StringAttr,
     Type,
     Value,
-    F32Type,
 )
 
 DYNAMIC = -1
@@ -40,7 +40,7 @@ class TensorType:
     value_semantics: bool = True
 
     @staticmethod
-    def of(value_or_type: Value | Type) -> "TensorType":
+    def of(value_or_type: Value | Type) -> TensorType:
         t = value_or_type.type if isinstance(value_or_type, Value) else value_or_type
         text = str(t)
         m = _VTENSOR_RE.match(text)
@@ -55,10 +55,10 @@ class TensorType:
     def rank(self) -> int:
         return len(self.dims)
 
-    def with_dims(self, dims: Sequence[int]) -> "TensorType":
+    def with_dims(self, dims: Sequence[int]) -> TensorType:
         return TensorType(tuple(dims), self.element, self.value_semantics)
 
-    def with_element(self, element: str) -> "TensorType":
+    def with_element(self, element: str) -> TensorType:
         return TensorType(self.dims, element, self.value_semantics)
 
     def to_type(self) -> Type:
@@ -142,12 +142,12 @@ class TorchBuilder:
         tt = TensorType((1,), element)
         attr_type = builtin_tensor_type(tt)
         raw = _scalar_bytes(value, element)
-        attr = DenseElementsAttr.get(raw, type=attr_type) if element != "i1" else DenseElementsAttr.get_splat(
-            attr_type, IntegerAttr.get(IntegerType.get_signless(1), int(bool(value)))
+        attr = (
+            DenseElementsAttr.get(raw, type=attr_type)
+            if element != "i1"
+            else DenseElementsAttr.get_splat(attr_type, IntegerAttr.get(IntegerType.get_signless(1), int(bool(value))))
         )
-        return Operation.create(
-            "torch.vtensor.literal", results=[tt.to_type()], attributes={"value": attr}
-        ).result
+        return Operation.create("torch.vtensor.literal", results=[tt.to_type()], attributes={"value": attr}).result
 
     # ---- generic op ----------------------------------------------------------
     def op(self, name: str, operands: Sequence[Value], results: Sequence[Type] | Type) -> Value | list[Value]:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Any, Callable, ClassVar, TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from fusilli.errors import ErrorCode, FusilliError, fail
 from fusilli.tensor import TensorAttr, contiguous_strides, is_valid_layout
@@ -21,19 +22,19 @@ from fusilli.types import DataType
 if TYPE_CHECKING:
     from fusilli.ops.emit import EmitContext
 
-NODE_TYPES: dict[str, type["Node"]] = {}
-EMITTERS: dict[str, Callable[["Node", "EmitContext"], None]] = {}
+NODE_TYPES: dict[str, type[Node]] = {}
+EMITTERS: dict[str, Callable[[Node, EmitContext], None]] = {}
 
 
-def register_node(cls: type["Node"]) -> type["Node"]:
+def register_node(cls: type[Node]) -> type[Node]:
     if cls.kind in NODE_TYPES:
         raise RuntimeError(f"op kind {cls.kind!r} registered twice")
     NODE_TYPES[cls.kind] = cls
     return cls
 
 
-def register_emitter(kind: str) -> Callable[[Callable[["Node", "EmitContext"], None]], Callable]:
-    def wrap(fn: Callable[["Node", "EmitContext"], None]) -> Callable:
+def register_emitter(kind: str) -> Callable[[Callable[[Node, EmitContext], None]], Callable]:
+    def wrap(fn: Callable[[Node, EmitContext], None]) -> Callable:
         EMITTERS[kind] = fn
         return fn
 
@@ -52,7 +53,7 @@ class Attrs:
         return out
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "Attrs":
+    def from_json(cls, data: dict[str, Any]) -> Attrs:
         kwargs = {}
         enum_types = getattr(cls, "ENUM_FIELDS", {})
         for f in dataclasses.fields(cls):
@@ -63,6 +64,15 @@ class Attrs:
                 v = enum_types[f.name][v]
             kwargs[f.name] = v
         return cls(**kwargs)
+
+
+@dataclasses.dataclass(frozen=True)
+class Workload:
+    """How much arithmetic a node does, for per-target compile choices."""
+
+    kind: str
+    element: DataType  # element type of the node's main operand
+    flops: int
 
 
 class Node:
@@ -126,6 +136,10 @@ class Node:
     def post_validate(self) -> None:
         """Checks that the (inferred or user-set) shapes fit together."""
 
+    def workload(self) -> Workload | None:
+        """The node's arithmetic (after validate); None for memory-bound ops."""
+        return None
+
     # ---- helpers for subclasses ----------------------------------------------------
     def infer_output_stride(self, out: TensorAttr, like: TensorAttr | None = None) -> None:
         """Unset output strides follow ``like``'s dim order, else contiguous."""
@@ -150,8 +164,7 @@ class Node:
         self.check(
             t.is_contiguous or t.is_channels_last,
             ErrorCode.NOT_IMPLEMENTED,
-            f"tensor {slot} '{t.name}' is neither contiguous nor channels-last as defined by its "
-            f"stride {t.stride}",
+            f"tensor {slot} '{t.name}' is neither contiguous nor channels-last as defined by its stride {t.stride}",
         )
 
     # ---- serialization -------------------------------------------------------------

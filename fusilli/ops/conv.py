@@ -12,12 +12,13 @@ so the caller sets DX/DW dims; only their strides are inferred, from DY's layout
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from fusilli import ir
 from fusilli.errors import ErrorCode
-from fusilli.ops.base import Attrs, Node, register_emitter, register_node
+from fusilli.ops.base import Attrs, Node, Workload, register_emitter, register_node
 from fusilli.ops.emit import EmitContext
 from fusilli.tensor import TensorAttr, channels_last_order, contiguous_strides, strides_for_order
 
@@ -101,6 +102,27 @@ class ConvNodeBase(Node):
         )
         return groups
 
+    def conv_operands(self) -> tuple[TensorAttr, TensorAttr, TensorAttr]:
+        """The forward conv's (X, W, Y) in this node's tensors."""
+        raise NotImplementedError
+
+    def workload(self) -> Workload:
+        """2 * |Y| * C/groups * |filter| multiply-adds, for fprop, dgrad and wgrad alike."""
+        x, w, y = self.conv_operands()
+        taps = math.prod(w.dim[1:])  # C/groups * kernel extents
+        return Workload(self.kind, x.data_type, 2 * math.prod(y.dim) * taps)
+
+    def checked_output_dims(self, x_slot: str, x: TensorAttr, w_slot: str, w: TensorAttr) -> list[int]:
+        """The forward conv's output dims, after checking the filter fits the padded input."""
+        expected = infer_conv_output_dims(x.dim, w.dim, self.attrs.padding, self.attrs.stride, self.attrs.dilation)
+        self.check(
+            all(d > 0 for d in expected[2:]),
+            ErrorCode.INVALID_ATTRIBUTE,
+            f"filter {w_slot} '{w.name}' {w.dim[2:]} (dilation {self.attrs.dilation}) is larger than the padded "
+            f"input {x_slot} '{x.name}' {x.dim[2:]}",
+        )
+        return expected
+
     def check_same_rank(self, *slots: str) -> None:
         ranks = {s: self.tensor(s).rank for s in slots}
         self.check(
@@ -120,7 +142,7 @@ class ConvFPropNode(ConvNodeBase):
         x, w, y = self.tensor("X"), self.tensor("W"), self.tensor("Y")
         self.check_same_rank("X", "W")
         if not y.has_dim:
-            y.set_dim(infer_conv_output_dims(x.dim, w.dim, self.attrs.padding, self.attrs.stride, self.attrs.dilation))
+            y.set_dim(self.checked_output_dims("X", x, "W", w))
             y.set_dynamic_dims([d for d in x.dynamic_dims if d == 0])
         if not y.has_stride:
             y.set_stride(layout_like(y.dim, x))
@@ -131,13 +153,7 @@ class ConvFPropNode(ConvNodeBase):
             self.check_layout(slot, t)
             self.check_contiguous_or_channels_last(slot, t)
         self.check_groups("X", x, w, w.dim[0])
-        expected = infer_conv_output_dims(x.dim, w.dim, self.attrs.padding, self.attrs.stride, self.attrs.dilation)
-        self.check(
-            all(d > 0 for d in expected[2:]),
-            ErrorCode.INVALID_ATTRIBUTE,
-            f"filter W '{w.name}' {w.dim[2:]} (dilation {self.attrs.dilation}) is larger than the padded "
-            f"input X '{x.name}' {x.dim[2:]}",
-        )
+        expected = self.checked_output_dims("X", x, "W", w)
         self.check(
             y.dim == expected,
             ErrorCode.INVALID_ATTRIBUTE,
@@ -147,6 +163,9 @@ class ConvFPropNode(ConvNodeBase):
     @property
     def groups(self) -> int:
         return self.tensor("X").dim[1] // self.tensor("W").dim[1]
+
+    def conv_operands(self) -> tuple[TensorAttr, TensorAttr, TensorAttr]:
+        return self.tensor("X"), self.tensor("W"), self.tensor("Y")
 
 
 @register_emitter("conv_fprop")
@@ -210,13 +229,7 @@ class ConvGradNodeBase(ConvNodeBase):
         x_slot, w_slot = self.FORWARD["X"], self.FORWARD["W"]
         x, w, dy = self.tensor(x_slot), self.tensor(w_slot), self.tensor("DY")
         self.check_groups(x_slot, x, w, w.dim[0], w_slot)
-        expected = infer_conv_output_dims(x.dim, w.dim, self.attrs.padding, self.attrs.stride, self.attrs.dilation)
-        self.check(
-            all(d > 0 for d in expected[2:]),
-            ErrorCode.INVALID_ATTRIBUTE,
-            f"filter {w_slot} '{w.name}' {w.dim[2:]} (dilation {self.attrs.dilation}) is larger than the padded "
-            f"input {x_slot} '{x.name}' {x.dim[2:]}",
-        )
+        expected = self.checked_output_dims(x_slot, x, w_slot, w)
         self.check(
             dy.dim == expected,
             ErrorCode.INVALID_ATTRIBUTE,
@@ -227,6 +240,9 @@ class ConvGradNodeBase(ConvNodeBase):
     @property
     def groups(self) -> int:
         return self.tensor(self.FORWARD["X"]).dim[1] // self.tensor(self.FORWARD["W"]).dim[1]
+
+    def conv_operands(self) -> tuple[TensorAttr, TensorAttr, TensorAttr]:
+        return self.tensor(self.FORWARD["X"]), self.tensor(self.FORWARD["W"]), self.tensor("DY")
 
 
 @register_node

@@ -18,13 +18,14 @@ one place fusilli takes MLIR text from a user) and emits a ``func.call``.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from fusilli import ir
 from fusilli.errors import ErrorCode
-from fusilli.ops.base import Attrs, Node, register_emitter, register_node
 from fusilli.ir.torch import DYNAMIC
+from fusilli.ops.base import Attrs, Node, register_emitter, register_node
 from fusilli.ops.emit import EmitContext, logical_type
 from fusilli.tensor import TensorAttr, contiguous_strides
 

@@ -9,8 +9,8 @@ permute pairs this leaves between ops.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from fusilli import ir
 from fusilli.errors import ErrorCode
@@ -48,7 +48,7 @@ class EmitContext:
         try:
             return self.physical[id(t)]
         except KeyError:
-            raise self.node.error(ErrorCode.INTERNAL_ERROR, f"tensor '{t.name}' used before it is defined")
+            raise self.node.error(ErrorCode.INTERNAL_ERROR, f"tensor '{t.name}' used before it is defined") from None
 
     def logical(self, t: TensorAttr) -> ir.Value:
         """``t`` in logical dim order (permuted from physical, broadcasts expanded)."""

@@ -7,11 +7,12 @@ upstream Fusilli; batch dims must be outermost in memory. Emits
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from fusilli.errors import ErrorCode
-from fusilli.ops.base import Attrs, Node, register_emitter, register_node
+from fusilli.ops.base import Attrs, Node, Workload, register_emitter, register_node
 from fusilli.ops.emit import EmitContext
 from fusilli.tensor import TensorAttr
 from fusilli.types import DataType
@@ -101,11 +102,16 @@ class MatmulNode(Node):
             f"output tensor C '{c.name}' dims {c.dim} do not match the inferred dims {expected}",
         )
 
+    def workload(self) -> Workload:
+        a, c = self.tensor("A"), self.tensor("C")
+        return Workload(self.kind, a.data_type, 2 * math.prod(c.dim) * a.dim[-1])
+
     def check_batch_outermost(self, slot: str, t: TensorAttr) -> None:
         batch_rank = t.rank - 2
         order = t.physical_order
         self.check(
-            sorted(order[:batch_rank]) == list(range(batch_rank)) and list(order[:batch_rank]) == list(range(batch_rank)),
+            sorted(order[:batch_rank]) == list(range(batch_rank))
+            and list(order[:batch_rank]) == list(range(batch_rank)),
             ErrorCode.INVALID_ATTRIBUTE,
             f"tensor {slot} '{t.name}' has batch dimensions that are not outermost or are transposed "
             f"(stride {t.stride})",

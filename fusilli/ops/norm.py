@@ -75,7 +75,9 @@ class NormNodeBase(Node):
                 f"{slot} '{t.name}' must be a floating-point scalar constant (made by Graph.scalar)",
             )
         x = self.tensor("X")
-        self.check(x.rank >= 2, ErrorCode.INVALID_ATTRIBUTE, f"input tensor X '{x.name}' must have rank >= 2 (got {x.rank})")
+        self.check(
+            x.rank >= 2, ErrorCode.INVALID_ATTRIBUTE, f"input tensor X '{x.name}' must have rank >= 2 (got {x.rank})"
+        )
         for slot in self.stat_slots:
             t = self.outputs.get(slot)
             if self.training:
@@ -200,8 +202,13 @@ def emit_batchnorm(node: BatchNormNode, ctx: EmitContext) -> None:
         stat_type = ir.vtensor_type([c], compute.mlir_name)
         y, _, _ = b.op(
             "torch.aten.native_batch_norm",
-            [x, *[per_channel_1d(ctx, slot, compute) for slot in ("SCALE", "BIAS", "MEAN", "VAR")],
-             b.const_bool(False), b.const_float(node.scalar("MOMENTUM")), b.const_float(eps)],
+            [
+                x,
+                *[per_channel_1d(ctx, slot, compute) for slot in ("SCALE", "BIAS", "MEAN", "VAR")],
+                b.const_bool(False),
+                b.const_float(node.scalar("MOMENTUM")),
+                b.const_float(eps),
+            ],
             [y_type, stat_type, stat_type],
         )
         ctx.define("Y", y)
@@ -233,12 +240,17 @@ def emit_moments(
     centered = b.op("torch.aten.sub.Tensor", [x, mean, b.const_int(1)], x.type)
     var = b.op(
         "torch.aten.mean.dim",
-        [b.op("torch.aten.mul.Tensor", [centered, centered], x.type), b.int_list(dims), b.const_bool(True),
-         b.const_none()],
+        [
+            b.op("torch.aten.mul.Tensor", [centered, centered], x.type),
+            b.int_list(dims),
+            b.const_bool(True),
+            b.const_none(),
+        ],
         stat_type,
     )
     inv_var = b.op(
-        "torch.aten.rsqrt", [b.op("torch.aten.add.Scalar", [var, b.const_float(eps), b.const_int(1)], stat_type)],
+        "torch.aten.rsqrt",
+        [b.op("torch.aten.add.Scalar", [var, b.const_float(eps), b.const_int(1)], stat_type)],
         stat_type,
     )
     return mean, inv_var
@@ -334,7 +346,9 @@ def emit_layernorm(node: LayerNormNode, ctx: EmitContext) -> None:
     mean, inv_var = emit_moments(ctx, x, list(range(1, rank)), node.scalar("EPSILON"), compute)
     y = b.op("torch.aten.sub.Tensor", [x, mean, b.const_int(1)], y_type)
     y = b.op("torch.aten.mul.Tensor", [y, inv_var], y_type)
-    ctx.define("Y", emit_affine(ctx, y, _optional_affine(ctx, "SCALE", compute), _optional_affine(ctx, "BIAS", compute)))
+    ctx.define(
+        "Y", emit_affine(ctx, y, _optional_affine(ctx, "SCALE", compute), _optional_affine(ctx, "BIAS", compute))
+    )
     ctx.define("MEAN", mean)
     ctx.define("INV_VARIANCE", inv_var)
 
@@ -361,8 +375,11 @@ def emit_rmsnorm(node: RmsNormNode, ctx: EmitContext) -> None:
     )
     inv_rms = b.op(
         "torch.aten.rsqrt",
-        [b.op("torch.aten.add.Scalar", [mean_square, b.const_float(node.scalar("EPSILON")), b.const_int(1)],
-              stat_type)],
+        [
+            b.op(
+                "torch.aten.add.Scalar", [mean_square, b.const_float(node.scalar("EPSILON")), b.const_int(1)], stat_type
+            )
+        ],
         stat_type,
     )
     y = b.op("torch.aten.mul.Tensor", [x, inv_rms], ctx.result_type("Y", element=compute))

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import reduce
-from typing import Callable, Sequence
 
 from fusilli import ir
 from fusilli.errors import ErrorCode
@@ -118,8 +118,7 @@ class ModeSpec:
 MODES: dict[PointwiseMode, ModeSpec] = {}
 
 
-def mode(m: PointwiseMode, arity: int, *, domain: str = "numeric", boolean_result: bool = False,
-         select: bool = False):
+def mode(m: PointwiseMode, arity: int, *, domain: str = "numeric", boolean_result: bool = False, select: bool = False):
     assert domain in DOMAINS, domain
 
     def wrap(fn: ModeEmitter) -> ModeEmitter:
@@ -612,9 +611,7 @@ def _gelu_backward_body(op: ir.Operation, args: list[tuple[ir.Value, str]], out:
             inner_derivative = _mul(
                 _c(elem, _SQRT_2_OVER_PI), _add(_c(elem, 1.0), _mul(_c(elem, 3 * _GELU_KAPPA), _mul(x, x)))
             )
-            right_derivative = _mul(
-                _mul(_c(elem, 0.5), x), _mul(_sub(_c(elem, 1.0), _mul(t, t)), inner_derivative)
-            )
+            right_derivative = _mul(_mul(_c(elem, 0.5), x), _mul(_sub(_c(elem, 1.0), _mul(t, t)), inner_derivative))
             return _mul(dy, _add(left_derivative, right_derivative))
         # d/dx x*Phi(x) = Phi(x) + x * phi(x), phi(x) = exp(-x^2/2) / sqrt(2 pi)
         pdf = ir.math.ExpOp(_mul(_c(elem, -0.5), _mul(x, x))).result

@@ -14,8 +14,8 @@ import enum
 from dataclasses import dataclass
 
 from fusilli import ir
-from fusilli.ir.torch import DYNAMIC
 from fusilli.errors import ErrorCode
+from fusilli.ir.torch import DYNAMIC
 from fusilli.ops.base import Attrs, Node, register_emitter, register_node
 from fusilli.ops.emit import EmitContext
 from fusilli.types import DataType
@@ -165,7 +165,9 @@ def emit_reduction(node: ReductionNode, ctx: EmitContext) -> None:
         v = b.op("torch.prims.prod", [v, b.int_list(dims), b.const_none()], x_tt.with_dims(kept).to_type())
         for d in dims:
             tt = ir.TensorType.of(v)
-            v = b.op("torch.aten.unsqueeze", [v, b.const_int(d)], tt.with_dims(tt.dims[:d] + (1,) + tt.dims[d:]).to_type())
+            v = b.op(
+                "torch.aten.unsqueeze", [v, b.const_int(d)], tt.with_dims(tt.dims[:d] + (1,) + tt.dims[d:]).to_type()
+            )
         return v
 
     if mode == ReductionMode.ADD:

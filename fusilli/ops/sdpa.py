@@ -184,9 +184,7 @@ def _repeat_heads(b: ir.TorchBuilder, x: ir.Value, heads: int) -> ir.Value:
     rep = heads // h
     x = b.op("torch.aten.unsqueeze", [x, b.const_int(2)], tt.with_dims([bsz, h, 1, s, d]).to_type())
     x = b.expand(x, [bsz, h, rep, s, d])
-    return b.op(
-        "torch.aten.reshape", [x, b.int_list([bsz, heads, s, d])], tt.with_dims([bsz, heads, s, d]).to_type()
-    )
+    return b.op("torch.aten.reshape", [x, b.int_list([bsz, heads, s, d])], tt.with_dims([bsz, heads, s, d]).to_type())
 
 
 def _causal_mask(b: ir.TorchBuilder, sq: int, skv: int, groups: int, element: DataType) -> ir.Value:

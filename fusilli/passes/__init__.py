@@ -8,16 +8,17 @@ MLIR's ``PassManager`` as an upstream pass (``canonicalize``, ``cse``,
 
 from __future__ import annotations
 
-from typing import Callable, ClassVar
+from collections.abc import Callable
+from typing import ClassVar
 
 from fusilli import ir
 from fusilli.errors import ErrorCode, fail
 from fusilli.log import logger
 
-PASSES: dict[str, type["Pass"]] = {}
+PASSES: dict[str, type[Pass]] = {}
 
 
-def register_pass(cls: type["Pass"]) -> type["Pass"]:
+def register_pass(cls: type[Pass]) -> type[Pass]:
     PASSES[cls.name] = cls
     return cls
 
@@ -74,7 +75,7 @@ class Pipeline:
         self.passes = passes
 
     @staticmethod
-    def parse(text: str) -> "Pipeline":
+    def parse(text: str) -> Pipeline:
         text = text.strip()
         if text.startswith("builtin.module(") and text.endswith(")"):
             text = text[len("builtin.module(") : -1]
@@ -94,9 +95,7 @@ class Pipeline:
 
 from fusilli.passes import fusion, layout  # noqa: E402,F401  (registration)
 
-DEFAULT_PIPELINE = ",".join(
-    [layout.FoldPermutesPass.name, fusion.EpilogueFusionPass.name]
-)
+DEFAULT_PIPELINE = ",".join([layout.FoldPermutesPass.name, fusion.EpilogueFusionPass.name])
 
 
 def default_pipeline() -> Pipeline:

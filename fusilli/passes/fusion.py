@@ -108,7 +108,11 @@ class EpilogueFusionPass(Pass):
                     continue
                 producer = defining_op(v)
                 leaf = _Leaf(v)
-                if producer is not None and producer.name == "torch.aten.permute" and permutation_of(producer) is not None:
+                if (
+                    producer is not None
+                    and producer.name == "torch.aten.permute"
+                    and permutation_of(producer) is not None
+                ):
                     leaf = _Leaf(producer.operands[0], perm=permutation_of(producer))
                     absorbed.append(producer)
                 elif producer is not None and producer.name == "torch.aten.expand":
@@ -126,7 +130,9 @@ class EpilogueFusionPass(Pass):
         with ir.InsertionPoint(anchor_op), root.location:
             ins = [b.to_builtin(leaf.value) for leaf in leaves]
             maps = [_leaf_map(leaf, rank, result_tt.dims) for leaf in leaves]
-            out_map = ir.AffineMap.get_permutation(region.out_perm) if region.out_perm else ir.AffineMap.get_identity(rank)
+            out_map = (
+                ir.AffineMap.get_permutation(region.out_perm) if region.out_perm else ir.AffineMap.get_identity(rank)
+            )
             dynamic = iter(_dynamic_sizes(out_dims, region.out_perm, leaves, ins, result_tt.dims))
             sizes = [next(dynamic) if d == DYNAMIC else d for d in out_dims]
             empty = ir.tensor.EmptyOp(sizes, builtin_element_type(final_tt.element))

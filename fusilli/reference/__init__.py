@@ -9,7 +9,8 @@ no code with the emitters, so the two check each other.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -76,9 +77,14 @@ def run(graph: Any, inputs: Mapping[Any, Any]) -> dict[str, np.ndarray]:
     return {t.name: cast_to(t, env[id(t)]) for t in graph.output_tensors()}
 
 
-from fusilli.reference import conv, matmul, pointwise  # noqa: E402,F401  (registration)
-from fusilli.reference import norm  # noqa: E402,F401  (registration)
-from fusilli.reference import reduction  # noqa: E402,F401  (registration)
-from fusilli.reference import custom, sdpa  # noqa: E402,F401  (registration)
+from fusilli.reference import (  # noqa: E402,F401  (registration)  # noqa: E402,F401  (registration)
+    conv,
+    custom,
+    matmul,
+    norm,  # noqa: E402,F401  (registration)
+    pointwise,
+    reduction,  # noqa: E402,F401  (registration)
+    sdpa,
+)
 
 __all__ = ["KERNELS", "compute_array", "register_kernel", "run"]

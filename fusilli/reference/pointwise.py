@@ -9,7 +9,7 @@ are written from PyTorch's definitions independently of the emitters.
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

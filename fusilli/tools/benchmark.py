@@ -29,8 +29,9 @@ import shlex
 import statistics
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -50,16 +51,31 @@ def _add_global_options(p: argparse.ArgumentParser, *, defaults: bool) -> None:
     p.add_argument("--device", "-D", type=int, default=d(0), help="device index (ignored on CPU)")
     p.add_argument("--backend", default=d("cpu"), choices=("cpu", "amdgpu"), help="fusilli backend")
     p.add_argument("--arch", default=d(None), help="AMD GPU target (amdgpu backend only)")
-    p.add_argument("--dump", "-d", action="store_true", default=d(False),
-                   help="print the optimized IR, compiler flags and dispatch statistics")
-    p.add_argument("--dump-stage", default=d(None),
-                   help="with --dump: also print the IR at this IREE phase (e.g. dispatch-creation, flow)")
+    p.add_argument(
+        "--dump",
+        "-d",
+        action="store_true",
+        default=d(False),
+        help="print the optimized IR, compiler flags and dispatch statistics",
+    )
+    p.add_argument(
+        "--dump-stage",
+        default=d(None),
+        help="with --dump: also print the IR at this IREE phase (e.g. dispatch-creation, flow)",
+    )
     p.add_argument("--output-format", default=d("text"), choices=("text", "csv", "json"))
     p.add_argument("--compare", default=d(None), choices=("torch",), help="also time PyTorch eager (CPU)")
-    p.add_argument("--Xiree-compile", dest="xiree", action="append", default=d([]), metavar="FLAG",
-                   help="extra IREE compiler flag (repeatable; appended to FUSILLI_EXTRA_COMPILER_FLAGS)")
-    p.add_argument("--peak-gflops", type=float, default=d(PEAK_GFLOPS_DEFAULT),
-                   help="machine peak used for the %%-of-peak column")
+    p.add_argument(
+        "--Xiree-compile",
+        dest="xiree",
+        action="append",
+        default=d([]),
+        metavar="FLAG",
+        help="extra IREE compiler flag (repeatable; appended to FUSILLI_EXTRA_COMPILER_FLAGS)",
+    )
+    p.add_argument(
+        "--peak-gflops", type=float, default=d(PEAK_GFLOPS_DEFAULT), help="machine peak used for the %%-of-peak column"
+    )
     p.add_argument("--label", default=d(None), help="row label (default: the command line)")
 
 
@@ -80,8 +96,13 @@ def build_parser(*, defaults: bool = True) -> argparse.ArgumentParser:
     )
     _add_global_options(p, defaults=defaults)
     p.add_argument("--suite", default=None, help="file with one command per line ('#' comments)")
-    p.add_argument("--progress", dest="progress", action="store_true", default=None,
-                   help="print a progress line per row on stderr (default: on for suites)")
+    p.add_argument(
+        "--progress",
+        dest="progress",
+        action="store_true",
+        default=None,
+        help="print a progress line per row on stderr (default: on for suites)",
+    )
     p.add_argument("--no-progress", dest="progress", action="store_false")
     sub = p.add_subparsers(dest="subcommand", metavar="SUBCOMMAND")
 
@@ -126,8 +147,12 @@ def build_parser(*, defaults: bool = True) -> argparse.ArgumentParser:
     m.add_argument("--transA", action="store_true")
     m.add_argument("--transB", action="store_true")
     m.add_argument("--bias", action="store_true", help="add a [1,N] bias (pointwise ADD)")
-    m.add_argument("--activation", default="none", choices=("none", "relu", "gelu", "gelu_approx_tanh"),
-                   help="fusilli extension: activation after the matmul (and bias)")
+    m.add_argument(
+        "--activation",
+        default="none",
+        choices=("none", "relu", "gelu", "gelu_approx_tanh"),
+        help="fusilli extension: activation after the matmul (and bias)",
+    )
 
     ln = sub.add_parser("layernorm", help="layer normalization (training forward)")
     ln.add_argument("--input", "-X", type=_dims, required=True, help="dims, e.g. 4096x768")
@@ -188,7 +213,7 @@ def read_suite(path: str) -> list[tuple[str, list[str] | None]]:
             if not line:
                 continue
             if line.startswith("[SKIP]"):
-                rows.append((line[len("[SKIP]"):].strip(), None))
+                rows.append((line[len("[SKIP]") :].strip(), None))
                 continue
             rows.append((line, shlex.split(line)))
     return rows
@@ -259,17 +284,20 @@ def _conv_problem(ns: argparse.Namespace) -> Problem:
     n, c, k = ns.batchsize, ns.in_channels, ns.out_channels
     x_dim = [n, c] + spatial_in
     w_dim = [k, c // g_] + spatial_fil
-    out_sp = [(i + 2 * p - d * (f - 1) - 1) // s + 1 for i, p, d, f, s in zip(spatial_in, pad, dil, spatial_fil, stride)]
+    out_sp = [
+        (i + 2 * p - d * (f - 1) - 1) // s + 1 for i, p, d, f, s in zip(spatial_in, pad, dil, spatial_fil, stride)
+    ]
     if any(o <= 0 for o in out_sp):
         raise BenchmarkError("conv: the filter is larger than the padded input")
     y_dim = [n, k] + out_sp
     name = (
-        f"benchmark_conv_fprop_n{n}_c{c}_{'d%d_' % ns.in_d if sd == 3 else ''}h{ns.in_h}_w{ns.in_w}_k{k}_"
+        f"benchmark_conv_fprop_n{n}_c{c}_{f'd{ns.in_d}_' if sd == 3 else ''}h{ns.in_h}_w{ns.in_w}_k{k}_"
         f"y{ns.fil_h}_x{ns.fil_w}_u{stride[-2]}_v{stride[-1]}_p{pad[-2]}_q{pad[-1]}_l{dil[-2]}_j{dil[-1]}_g{g_}_"
         f"S{sd}_I{ns.in_layout}_O{ns.out_layout}_F{ns.fil_layout}_bias{int(ns.bias)}_relu{int(ns.relu)}_{dt}"
     )
-    g = fs.Graph(name=name, io_data_type=_dtype(dt), intermediate_data_type=_dtype(dt),
-                 compute_data_type=fs.DataType.FLOAT)
+    g = fs.Graph(
+        name=name, io_data_type=_dtype(dt), intermediate_data_type=_dtype(dt), compute_data_type=fs.DataType.FLOAT
+    )
     x = g.tensor("x", x_dim, fs.strides(x_dim, ns.in_layout.upper()))
     w = g.tensor("w", w_dim, fs.strides(w_dim, ns.fil_layout.upper()))
     y = g.conv_fprop(x, w, padding=pad, stride=stride, dilation=dil, name="conv")
@@ -326,13 +354,16 @@ def _matmul_problem(ns: argparse.Namespace) -> Problem:
 
     a_dim, a_st = dims_strides(M, K, ns.transA)
     b_dim, b_st = dims_strides(K, N, ns.transB)
-    c_dim = batch + [M, N]
     name = (
         f"benchmark_matmul_b{B}_m{M}_n{N}_k{K}_transA{int(ns.transA)}_transB{int(ns.transB)}_bias{int(ns.bias)}_"
         f"act{ns.activation}_atype{ns.a_type}_btype{ns.b_type}_outtype{ns.out_type}"
     )
-    g = fs.Graph(name=name, io_data_type=_dtype(ns.out_type), intermediate_data_type=_dtype(ns.out_type),
-                 compute_data_type=fs.DataType.FLOAT)
+    g = fs.Graph(
+        name=name,
+        io_data_type=_dtype(ns.out_type),
+        intermediate_data_type=_dtype(ns.out_type),
+        compute_data_type=fs.DataType.FLOAT,
+    )
     a = g.tensor("a", a_dim, a_st, _dtype(ns.a_type))
     bt = g.tensor("b", b_dim, b_st, _dtype(ns.b_type))
     c = g.matmul(a, bt, name="matmul")
@@ -361,8 +392,12 @@ def _matmul_problem(ns: argparse.Namespace) -> Problem:
         F = torch.nn.functional
         ta, tb = _to_torch(torch, aa), _to_torch(torch, ba)
         tbias = _to_torch(torch, biasa) if biasa is not None else None
-        act = {"none": None, "relu": torch.relu, "gelu": F.gelu,
-               "gelu_approx_tanh": lambda t: F.gelu(t, approximate="tanh")}[ns.activation]
+        act = {
+            "none": None,
+            "relu": torch.relu,
+            "gelu": F.gelu,
+            "gelu_approx_tanh": lambda t: F.gelu(t, approximate="tanh"),
+        }[ns.activation]
 
         def run():
             out = torch.addmm(tbias, ta, tb) if (tbias is not None and not batch) else torch.matmul(ta, tb)
@@ -441,7 +476,6 @@ def _layernorm_problem(ns: argparse.Namespace) -> Problem:
     flops = 8.0 * math.prod(dims)
 
     def torch_builder(torch):
-        F = torch.nn.functional
         tx = _to_torch(torch, xa)
         ts = _to_torch(torch, sa).reshape(dims[1:]) if sa is not None else None
         tb = _to_torch(torch, ba).reshape(dims[1:]) if ba is not None else None
@@ -480,8 +514,10 @@ def _sdpa_problem(ns: argparse.Namespace) -> Problem:
         raise BenchmarkError("sdpa: dropout is not supported by this benchmark (results would be random)")
     B, Hq, Hkv, Sq, Skv, D = ns.batch, ns.heads_q, ns.heads_kv, ns.seq_q, ns.seq_kv, ns.head_dim
     dt = _dtype(ns.type)
-    name = (f"benchmark_sdpa_b{B}_hq{Hq}_hkv{Hkv}_sq{Sq}_skv{Skv}_d{D}_causal{int(ns.causal)}_mask{int(ns.mask)}_"
-            f"scale{ns.scale}_{ns.type}")
+    name = (
+        f"benchmark_sdpa_b{B}_hq{Hq}_hkv{Hkv}_sq{Sq}_skv{Skv}_d{D}_causal{int(ns.causal)}_mask{int(ns.mask)}_"
+        f"scale{ns.scale}_{ns.type}"
+    )
     g = fs.Graph(name=name, io_data_type=dt, intermediate_data_type=dt, compute_data_type=fs.DataType.FLOAT)
     q = g.tensor("q", [B, Hq, Sq, D], fs.strides([B, Hq, Sq, D]))
     k = g.tensor("k", [B, Hkv, Skv, D], fs.strides([B, Hkv, Skv, D]))
@@ -507,8 +543,9 @@ def _sdpa_problem(ns: argparse.Namespace) -> Problem:
         extra = {"enable_gqa": True} if Hq != Hkv else {}
 
         def run():
-            return F.scaled_dot_product_attention(tq, tk, tv, attn_mask=tm, is_causal=ns.causal, scale=ns.scale,
-                                                  **extra)
+            return F.scaled_dot_product_attention(
+                tq, tk, tv, attn_mask=tm, is_causal=ns.causal, scale=ns.scale, **extra
+            )
 
         return run
 
@@ -521,9 +558,13 @@ def _call_sdpa(g, q, k, v, mask, ns):
     params = inspect.signature(g.sdpa).parameters
     kwargs: dict[str, Any] = {}
     options = {
-        "causal": ns.causal, "is_causal": ns.causal, "use_causal_mask": ns.causal,
-        "scale": ns.scale, "attn_scale": ns.scale,
-        "mask": mask, "attn_mask": mask,
+        "causal": ns.causal,
+        "is_causal": ns.causal,
+        "use_causal_mask": ns.causal,
+        "scale": ns.scale,
+        "attn_scale": ns.scale,
+        "mask": mask,
+        "attn_mask": mask,
         "enable_gqa": ns.heads_q != ns.heads_kv,
         "name": "sdpa",
     }
@@ -558,8 +599,7 @@ def _import_torch():
         import torch
     except ImportError:
         raise BenchmarkError(
-            "--compare torch needs PyTorch, which is not installed; install the optional extra: "
-            "pip install '.[bench]'"
+            "--compare torch needs PyTorch, which is not installed; install the optional extra: pip install '.[bench]'"
         ) from None
     return torch
 
@@ -588,7 +628,9 @@ def run_problem(ns: argparse.Namespace, label: str) -> dict[str, Any]:
         torch = _import_torch() if ns.compare == "torch" else None
         problem = PROBLEMS[ns.subcommand](ns)
         row["graph"] = problem.name
-        handle = fs.Handle(ns.backend, device=ns.device, arch=ns.arch) if ns.backend == "amdgpu" else fs.Handle(ns.backend)
+        handle = (
+            fs.Handle(ns.backend, device=ns.device, arch=ns.arch) if ns.backend == "amdgpu" else fs.Handle(ns.backend)
+        )
         t0 = time.perf_counter()
         problem.graph.compile(handle)
         row["compile_ms"] = (time.perf_counter() - t0) * 1e3
@@ -664,14 +706,14 @@ def _dump(problem: Problem, ns: argparse.Namespace, handle) -> None:
     g = problem.graph
     out = sys.stdout
     print(f"=== {problem.name}", file=out)
-    try:
-        target = Target.resolve(handle.backend, handle.arch, op_kinds=_op_kinds(g))
-    except TypeError:
-        target = Target.resolve(handle.backend, handle.arch)
+    target = Target.resolve(handle.backend, handle.arch, workloads=g.workloads())
     print("compiler flags: " + " ".join(target.flags), file=out)
     stats = g.compile_stats
-    print(f"dispatches: {stats.dispatch_count}  executables: {stats.executable_count}  "
-          f"transient bytes: {stats.transient_memory_bytes}  workspace: {g.workspace_size}", file=out)
+    print(
+        f"dispatches: {stats.dispatch_count}  executables: {stats.executable_count}  "
+        f"transient bytes: {stats.transient_memory_bytes}  workspace: {g.workspace_size}",
+        file=out,
+    )
     print("--- optimized IR (after fusilli passes)", file=out)
     print(g.mlir("optimized"), file=out)
     if ns.dump_stage:
@@ -680,15 +722,25 @@ def _dump(problem: Problem, ns: argparse.Namespace, handle) -> None:
     out.flush()
 
 
-def _op_kinds(g) -> tuple[str, ...]:
-    return tuple(sorted({n.kind for n in g.nodes}))
-
-
 # --------------------------------------------------------------------------- output
 COLUMNS = (
-    "command", "status", "iter", "fusilli_min_ms", "fusilli_median_ms", "fusilli_max_ms", "torch_min_ms",
-    "torch_median_ms", "torch_max_ms", "ratio", "gflops", "pct_peak", "dispatch_count", "compile_ms",
-    "max_abs_err", "graph", "error",
+    "command",
+    "status",
+    "iter",
+    "fusilli_min_ms",
+    "fusilli_median_ms",
+    "fusilli_max_ms",
+    "torch_min_ms",
+    "torch_median_ms",
+    "torch_max_ms",
+    "ratio",
+    "gflops",
+    "pct_peak",
+    "dispatch_count",
+    "compile_ms",
+    "max_abs_err",
+    "graph",
+    "error",
 )
 
 
@@ -742,8 +794,11 @@ def _global_prefix(argv: Sequence[str]) -> tuple[list[str], str | None, bool | N
     for key, value in vars(ns).items():
         if key in ("suite", "progress", "subcommand"):
             continue
-        flag = "--" + key.replace("_", "-") if key not in ("iter", "warmup", "device", "backend", "arch", "compare",
-                                                           "label") else "--" + key
+        flag = (
+            "--" + key.replace("_", "-")
+            if key not in ("iter", "warmup", "device", "backend", "arch", "compare", "label")
+            else "--" + key
+        )
         if key == "xiree":
             for v in value:
                 prefix.append(f"--Xiree-compile={v}")

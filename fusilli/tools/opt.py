@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Sequence, TextIO
+from collections.abc import Sequence
+from typing import TextIO
 
 from fusilli import ir
 from fusilli.backend import Target, compile_module, compile_module_to_phase

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import tempfile
 
 import numpy as np
@@ -54,7 +55,7 @@ def run_and_check(g: fs.Graph, handle: fs.Handle, inputs: dict, *, rtol: float =
     return {t.name: a for t, a in outputs.items()}
 
 
-def run_python(code: str, env: dict | None = None, timeout: float = 120) -> "subprocess.CompletedProcess[str]":
+def run_python(code: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """Runs ``code`` in a fresh ``sys.executable`` with os.environ updated by ``env``
     (a value of None removes the variable); fails the test on a non-zero exit."""
     import subprocess
@@ -66,8 +67,6 @@ def run_python(code: str, env: dict | None = None, timeout: float = 120) -> "sub
             full_env.pop(key, None)
         else:
             full_env[key] = value
-    proc = subprocess.run(
-        [sys.executable, "-c", code], env=full_env, capture_output=True, text=True, timeout=timeout
-    )
+    proc = subprocess.run([sys.executable, "-c", code], env=full_env, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, f"child failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
     return proc

@@ -8,9 +8,9 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import random_array, run_and_check
 
 import fusilli as fs
-from conftest import random_array, run_and_check
 from fusilli.backend import Artifact
 from fusilli.backend.targets import CPU_CRASHING_FLAGS, Target
 
@@ -113,8 +113,16 @@ def test_amdgpu_artifact_refused_by_cpu_handle(amdgpu_artifact, cpu):
 
 
 # ------------------------------------------------------------------------------ no child process
-_CHILD_EVENTS = ("subprocess.Popen", "os.posix_spawn", "os.fork", "os.forkpty", "os.system", "os.exec",
-                 "os.spawn", "pty.spawn")
+_CHILD_EVENTS = (
+    "subprocess.Popen",
+    "os.posix_spawn",
+    "os.fork",
+    "os.forkpty",
+    "os.system",
+    "os.exec",
+    "os.spawn",
+    "pty.spawn",
+)
 _audit = {"active": False, "events": []}
 
 
@@ -208,9 +216,9 @@ def test_key_stable_and_sensitive(monkeypatch):
     assert conv_bias_relu("key_graph", padding=1).key() != k1  # an attribute
     assert conv_bias_relu("key_graph", layout="NCHW").key() != k1  # strides
     assert conv_bias_relu("key_graph").key(fs.Backend.AMDGPU, arch="gfx942") != k1  # target
-    assert conv_bias_relu("key_graph").key(fs.Backend.AMDGPU, arch="gfx942") != conv_bias_relu(
-        "key_graph"
-    ).key(fs.Backend.AMDGPU, arch="gfx90a")
+    assert conv_bias_relu("key_graph").key(fs.Backend.AMDGPU, arch="gfx942") != conv_bias_relu("key_graph").key(
+        fs.Backend.AMDGPU, arch="gfx90a"
+    )
     monkeypatch.setenv("FUSILLI_EXTRA_COMPILER_FLAGS", "--iree-opt-level=O1")  # a flag
     assert conv_bias_relu("key_graph").key() != k1
 

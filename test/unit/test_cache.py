@@ -8,9 +8,9 @@ import os
 
 import numpy as np
 import pytest
+from conftest import random_array, run_python
 
 import fusilli as fs
-from conftest import random_array, run_python
 from fusilli import reference
 from fusilli.backend import Artifact
 
@@ -40,8 +40,12 @@ def entries(root) -> list[str]:
 
 
 def test_new_process_reuses_disk_cache(tmp_path):
-    env = {"FUSILLI_CACHE_DIR": str(tmp_path), "FUSILLI_LOG_INFO": "1", "FUSILLI_LOG_FILE": "stderr",
-           "FUSILLI_DISABLE_CACHE": None}
+    env = {
+        "FUSILLI_CACHE_DIR": str(tmp_path),
+        "FUSILLI_LOG_INFO": "1",
+        "FUSILLI_LOG_FILE": "stderr",
+        "FUSILLI_DISABLE_CACHE": None,
+    }
     first = run_python(CHILD, env)
     assert "cache miss" in first.stderr and "IREE compile took" in first.stderr
     assert len(entries(tmp_path)) == 1

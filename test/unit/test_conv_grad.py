@@ -3,9 +3,9 @@ against closed forms, and one test per validation rule."""
 
 import numpy as np
 import pytest
+from conftest import random_array, run_and_check
 
 import fusilli as fs
-from conftest import random_array, run_and_check
 from fusilli.reference.conv import conv_data_grad, conv_forward, conv_weight_grad
 
 # (layout of all tensors, dims of DY, forward operand dims (X for wgrad, W for dgrad),

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
+from conftest import random_array, run_and_check
 
 import fusilli as fs
-from conftest import random_array, run_and_check
 
 ADD_MUL = """
 func.func private @{FUNC_NAME}(%a: {IN0_TYPE}, %b: {IN1_TYPE}) -> ({OUT0_TYPE}, {OUT1_TYPE}) {
@@ -64,8 +63,12 @@ def test_custom_dynamic_dims_print_question_mark():
     assert "!torch.vtensor<[?,3],f32>" in text
 
 
-def _bad(mlir="func.func private @{FUNC_NAME}(%a: {IN0_TYPE}) -> {OUT0_TYPE} {\n return %a : {OUT0_TYPE}\n}",
-         inputs="x", num_outputs=1, set_dim=True):
+def _bad(
+    mlir="func.func private @{FUNC_NAME}(%a: {IN0_TYPE}) -> {OUT0_TYPE} {\n return %a : {OUT0_TYPE}\n}",
+    inputs="x",
+    num_outputs=1,
+    set_dim=True,
+):
     g = fs.Graph(name="custom_bad")
     x = g.tensor(name="x", dim=[2, 3])
     ins = {"x": [x], "none": [], "scalar": [g.scalar(1.0, name="s")]}[inputs]
@@ -84,15 +87,30 @@ def _bad(mlir="func.func private @{FUNC_NAME}(%a: {IN0_TYPE}) -> {OUT0_TYPE} {\n
         (dict(inputs="none"), "ATTRIBUTE_NOT_SET", ["no inputs"]),
         (dict(inputs="scalar"), "INVALID_ATTRIBUTE", ["IN0 's'", "scalar"]),
         (dict(set_dim=False), "ATTRIBUTE_NOT_SET", ["OUT0", "dims not set"]),
-        (dict(mlir="func.func private @{FUNC_NAME}(%a: {IN0_TYPE}) -> {OUT0_TYPE} { return %a : junk }"),
-         "INVALID_ATTRIBUTE", ["does not parse", "expected"]),
+        (
+            dict(mlir="func.func private @{FUNC_NAME}(%a: {IN0_TYPE}) -> {OUT0_TYPE} { return %a : junk }"),
+            "INVALID_ATTRIBUTE",
+            ["does not parse", "expected"],
+        ),
         (dict(mlir="this is not MLIR {IN0_TYPE"), "INVALID_ATTRIBUTE", ["does not parse"]),
-        (dict(mlir="func.func private @other(%a: {IN0_TYPE}) -> {OUT0_TYPE} {\n return %a : {OUT0_TYPE}\n}"),
-         "INVALID_ATTRIBUTE", ["@cop"]),
-        (dict(mlir="func.func private @{FUNC_NAME}(%a: {IN3_TYPE}) -> {OUT0_TYPE}"), "INVALID_ATTRIBUTE", ["{IN3_TYPE}"]),
-        (dict(mlir="func.func private @{FUNC_NAME}(%a: !torch.vtensor<[3,2],f32>) -> {OUT0_TYPE} {\n"
-                   " %0 = torch.aten.t %a : !torch.vtensor<[3,2],f32> -> {OUT0_TYPE}\n return %0 : {OUT0_TYPE}\n}"),
-         "INVALID_ATTRIBUTE", ["argument 0", "IN0 'x'"]),
+        (
+            dict(mlir="func.func private @other(%a: {IN0_TYPE}) -> {OUT0_TYPE} {\n return %a : {OUT0_TYPE}\n}"),
+            "INVALID_ATTRIBUTE",
+            ["@cop"],
+        ),
+        (
+            dict(mlir="func.func private @{FUNC_NAME}(%a: {IN3_TYPE}) -> {OUT0_TYPE}"),
+            "INVALID_ATTRIBUTE",
+            ["{IN3_TYPE}"],
+        ),
+        (
+            dict(
+                mlir="func.func private @{FUNC_NAME}(%a: !torch.vtensor<[3,2],f32>) -> {OUT0_TYPE} {\n"
+                " %0 = torch.aten.t %a : !torch.vtensor<[3,2],f32> -> {OUT0_TYPE}\n return %0 : {OUT0_TYPE}\n}"
+            ),
+            "INVALID_ATTRIBUTE",
+            ["argument 0", "IN0 'x'"],
+        ),
     ],
 )
 def test_custom_errors(kw, code, words):

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from conftest import random_array, run_and_check
 
 import fusilli as fs
-from conftest import random_array, run_and_check
 
 TOL = {"f16": 2e-3, "bf16": 2e-2, "f8e5m2": 0.25}
 

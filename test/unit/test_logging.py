@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import logging
 
-import fusilli as fs
 from conftest import run_python
+
+import fusilli as fs
 
 CHILD = """
 import fusilli as fs
@@ -21,8 +22,15 @@ print("DONE")
 
 def test_log_to_file_from_environment(tmp_path):
     log = tmp_path / "fusilli.log"
-    proc = run_python(CHILD, {"FUSILLI_LOG_INFO": "1", "FUSILLI_LOG_FILE": str(log),
-                              "FUSILLI_CACHE_DIR": str(tmp_path / "cache"), "FUSILLI_DISABLE_CACHE": None})
+    proc = run_python(
+        CHILD,
+        {
+            "FUSILLI_LOG_INFO": "1",
+            "FUSILLI_LOG_FILE": str(log),
+            "FUSILLI_CACHE_DIR": str(tmp_path / "cache"),
+            "FUSILLI_DISABLE_CACHE": None,
+        },
+    )
     assert "DONE" in proc.stdout
     assert "[FUSILLI]" not in proc.stdout + proc.stderr  # it went to the file only
     text = log.read_text()
@@ -35,16 +43,19 @@ def test_log_to_file_from_environment(tmp_path):
 
 
 def test_log_to_stdout_from_environment(tmp_path):
-    proc = run_python(CHILD, {"FUSILLI_LOG_INFO": "1", "FUSILLI_LOG_FILE": "stdout",
-                              "FUSILLI_CACHE_DIR": str(tmp_path)})
+    proc = run_python(
+        CHILD, {"FUSILLI_LOG_INFO": "1", "FUSILLI_LOG_FILE": "stdout", "FUSILLI_CACHE_DIR": str(tmp_path)}
+    )
     assert "[FUSILLI] INFO:" in proc.stdout and "cache miss" in proc.stdout
     assert "[FUSILLI]" not in proc.stderr
 
 
 def test_logging_off(tmp_path):
     log = tmp_path / "off.log"
-    for env in ({"FUSILLI_LOG_INFO": "0", "FUSILLI_LOG_FILE": str(log)},
-                {"FUSILLI_LOG_INFO": "1", "FUSILLI_LOG_FILE": None}):
+    for env in (
+        {"FUSILLI_LOG_INFO": "0", "FUSILLI_LOG_FILE": str(log)},
+        {"FUSILLI_LOG_INFO": "1", "FUSILLI_LOG_FILE": None},
+    ):
         proc = run_python(CHILD, {**env, "FUSILLI_CACHE_DIR": str(tmp_path)})
         assert "[FUSILLI]" not in proc.stdout + proc.stderr
         assert not log.exists() or log.read_text() == ""

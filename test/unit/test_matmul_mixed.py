@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from conftest import random_array, run_and_check
 
 import fusilli as fs
-from conftest import random_array, run_and_check
 
 
 @pytest.mark.parametrize(

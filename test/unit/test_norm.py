@@ -4,9 +4,9 @@ one test per validation rule."""
 
 import numpy as np
 import pytest
+from conftest import random_array, run_and_check
 
 import fusilli as fs
-from conftest import random_array, run_and_check
 from fusilli.reference.norm import normalize
 
 P = fs.NormPhase
@@ -31,8 +31,9 @@ def test_batchnorm(cpu, rng, phase, channels_last):
     g = fs.Graph(name=f"bn_{phase.name}_{channels_last}")
     x = _x(g, DIMS, channels_last)
     scale, bias, mean, var = (g.tensor(name=n, dim=[4]) for n in ("scale", "bias", "mean", "var"))
-    y, saved_mean, saved_inv_var = g.batchnorm(x, scale, bias, mean, var, epsilon=1e-5, momentum=0.1, phase=phase,
-                                              name="bn")
+    y, saved_mean, saved_inv_var = g.batchnorm(
+        x, scale, bias, mean, var, epsilon=1e-5, momentum=0.1, phase=phase, name="bn"
+    )
     y.set_output(True)
     if phase is P.TRAINING:
         saved_mean.set_output(True)

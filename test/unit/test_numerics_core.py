@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import random_array, run_and_check
 
 import fusilli as fs
-from conftest import random_array, run_and_check
 from fusilli.tensor import strides_for_order
 
 F32, F16 = fs.DataType.FLOAT, fs.DataType.HALF
@@ -19,11 +19,7 @@ TOL = {F32: dict(rtol=1e-4, atol=1e-4), F16: dict(rtol=2e-2, atol=2e-2)}
 
 def inputs_for(g: fs.Graph, rng, low=-1.0, high=1.0, overrides=None) -> dict:
     overrides = overrides or {}
-    return {
-        t: random_array(t, rng, *overrides.get(t.name, (low, high)))
-        for t in g.input_tensors()
-        if not t.is_scalar
-    }
+    return {t: random_array(t, rng, *overrides.get(t.name, (low, high))) for t in g.input_tensors() if not t.is_scalar}
 
 
 # ------------------------------------------------------------------------------ conv
@@ -191,8 +187,13 @@ def test_pointwise_scalar_operands(cpu, rng, dtype):
     g.div(x, three, name="div_s").set_output(True)
     g.relu(g.sub(x, g.scalar(0.25, name="quarter"), name="shift"), name="relu_s").set_output(True)
     g.validate()
-    assert [t.name for t in g.output_tensors()] == ["add_s_OUT_0", "rsub_s_OUT_0", "mul_s_OUT_0",
-                                                   "div_s_OUT_0", "relu_s_OUT_0"]
+    assert [t.name for t in g.output_tensors()] == [
+        "add_s_OUT_0",
+        "rsub_s_OUT_0",
+        "mul_s_OUT_0",
+        "div_s_OUT_0",
+        "relu_s_OUT_0",
+    ]
     out = run_and_check(g, cpu, inputs_for(g, rng), **TOL[dtype])
     assert (out["relu_s_OUT_0"] >= 0).all()
 

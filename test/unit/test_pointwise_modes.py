@@ -11,9 +11,9 @@ import math
 
 import numpy as np
 import pytest
+from conftest import random_array, run_and_check
 
 import fusilli as fs
-from conftest import random_array, run_and_check
 from fusilli.ops.pointwise import MODES, PointwiseAttrs
 from fusilli.reference.pointwise import MODE_KERNELS
 
@@ -25,15 +25,48 @@ M = fs.PointwiseMode
 #   p: [3,4]   in [0.2, 2.0]   (positive; broadcast along the leading dim)
 #   a, b: [2,3,4] / [4] integer-valued floats in {-2..2} (ties and zeros for cmp / logical)
 F32_OPERANDS = {
-    M.ABS: "x", M.CEIL: "x", M.FLOOR: "x", M.ERF: "x", M.EXP: "x", M.NEG: "x", M.RELU_FWD: "x",
-    M.SIGMOID_FWD: "x", M.SIN: "x", M.TAN: "x", M.TANH_FWD: "x", M.IDENTITY: "x", M.ELU_FWD: "x",
-    M.GELU_FWD: "x", M.GELU_APPROX_TANH_FWD: "x", M.SOFTPLUS_FWD: "x", M.SWISH_FWD: "x",
-    M.LOG: "p", M.SQRT: "p", M.RSQRT: "p", M.RECIPROCAL: "p",
-    M.ADD: "xy", M.SUB: "xy", M.MUL: "xy", M.ADD_SQUARE: "xy", M.DIV: "xp",
-    M.MAX_OP: "ab", M.MIN_OP: "ab",
-    M.CMP_EQ: "ab", M.CMP_NEQ: "ab", M.CMP_LT: "ab", M.CMP_LE: "ab", M.CMP_GT: "ab", M.CMP_GE: "ab",
-    M.LOGICAL_AND: "ab", M.LOGICAL_OR: "ab", M.LOGICAL_NOT: "a",
-    M.GELU_BWD: "yx", M.GELU_APPROX_TANH_BWD: "yx", M.RELU_BWD: "ya", M.SWISH_BWD: "yx", M.TANH_BWD: "yx",
+    M.ABS: "x",
+    M.CEIL: "x",
+    M.FLOOR: "x",
+    M.ERF: "x",
+    M.EXP: "x",
+    M.NEG: "x",
+    M.RELU_FWD: "x",
+    M.SIGMOID_FWD: "x",
+    M.SIN: "x",
+    M.TAN: "x",
+    M.TANH_FWD: "x",
+    M.IDENTITY: "x",
+    M.ELU_FWD: "x",
+    M.GELU_FWD: "x",
+    M.GELU_APPROX_TANH_FWD: "x",
+    M.SOFTPLUS_FWD: "x",
+    M.SWISH_FWD: "x",
+    M.LOG: "p",
+    M.SQRT: "p",
+    M.RSQRT: "p",
+    M.RECIPROCAL: "p",
+    M.ADD: "xy",
+    M.SUB: "xy",
+    M.MUL: "xy",
+    M.ADD_SQUARE: "xy",
+    M.DIV: "xp",
+    M.MAX_OP: "ab",
+    M.MIN_OP: "ab",
+    M.CMP_EQ: "ab",
+    M.CMP_NEQ: "ab",
+    M.CMP_LT: "ab",
+    M.CMP_LE: "ab",
+    M.CMP_GT: "ab",
+    M.CMP_GE: "ab",
+    M.LOGICAL_AND: "ab",
+    M.LOGICAL_OR: "ab",
+    M.LOGICAL_NOT: "a",
+    M.GELU_BWD: "yx",
+    M.GELU_APPROX_TANH_BWD: "yx",
+    M.RELU_BWD: "ya",
+    M.SWISH_BWD: "yx",
+    M.TANH_BWD: "yx",
     M.BINARY_SELECT: "cxy",
 }
 
@@ -82,8 +115,23 @@ def test_every_mode_f32(cpu, rng):
     run_and_check(g, cpu, inputs, rtol=2e-5, atol=2e-5)
 
 
-F16_MODES = [M.ADD, M.MUL, M.DIV, M.EXP, M.GELU_FWD, M.GELU_APPROX_TANH_FWD, M.SIGMOID_FWD, M.TANH_FWD,
-             M.SWISH_FWD, M.SOFTPLUS_FWD, M.RSQRT, M.CMP_LT, M.GELU_BWD, M.TANH_BWD, M.MAX_OP]
+F16_MODES = [
+    M.ADD,
+    M.MUL,
+    M.DIV,
+    M.EXP,
+    M.GELU_FWD,
+    M.GELU_APPROX_TANH_FWD,
+    M.SIGMOID_FWD,
+    M.TANH_FWD,
+    M.SWISH_FWD,
+    M.SOFTPLUS_FWD,
+    M.RSQRT,
+    M.CMP_LT,
+    M.GELU_BWD,
+    M.TANH_BWD,
+    M.MAX_OP,
+]
 
 
 def test_representative_modes_f16(cpu, rng):
@@ -100,9 +148,30 @@ def test_representative_modes_f16(cpu, rng):
     run_and_check(g, cpu, inputs, rtol=2e-3, atol=2e-3)
 
 
-INT_MODES = [M.ABS, M.ADD, M.ADD_SQUARE, M.CEIL, M.FLOOR, M.CMP_EQ, M.CMP_NEQ, M.CMP_LT, M.CMP_LE, M.CMP_GT,
-             M.CMP_GE, M.IDENTITY, M.LOGICAL_AND, M.LOGICAL_OR, M.LOGICAL_NOT, M.MAX_OP, M.MIN_OP, M.MUL, M.NEG,
-             M.RELU_FWD, M.RELU_BWD, M.SUB]
+INT_MODES = [
+    M.ABS,
+    M.ADD,
+    M.ADD_SQUARE,
+    M.CEIL,
+    M.FLOOR,
+    M.CMP_EQ,
+    M.CMP_NEQ,
+    M.CMP_LT,
+    M.CMP_LE,
+    M.CMP_GT,
+    M.CMP_GE,
+    M.IDENTITY,
+    M.LOGICAL_AND,
+    M.LOGICAL_OR,
+    M.LOGICAL_NOT,
+    M.MAX_OP,
+    M.MIN_OP,
+    M.MUL,
+    M.NEG,
+    M.RELU_FWD,
+    M.RELU_BWD,
+    M.SUB,
+]
 
 
 def test_integer_modes_int32(cpu, rng):
@@ -155,8 +224,12 @@ def test_scalar_operands_and_broadcasting(cpu, rng):
     g.mul(x, g.scalar(2.5, name="two_and_half"), name="scale").set_output(True)
     g.sub(g.scalar(1.0, name="one"), x, name="one_minus").set_output(True)
     g.cmp_ge(x, g.scalar(0.0, name="zero"), name="nonneg").set_output(True)
-    g.binary_select(g.cmp_lt(bias, g.scalar(0.0, name="zero_b"), name="neg_bias"), x, g.scalar(7.0, name="seven"),
-                    name="select_scalar").set_output(True)
+    g.binary_select(
+        g.cmp_lt(bias, g.scalar(0.0, name="zero_b"), name="neg_bias"),
+        x,
+        g.scalar(7.0, name="seven"),
+        name="select_scalar",
+    ).set_output(True)
     g.max(x, g.scalar(3, fs.DataType.INT32, name="three"), name="max_int_scalar").set_output(True)
     # A user-set output larger than the inputs' broadcast.
     g.add(bias, g.scalar(1.0, name="one_b"), name="widened").set_output(True).set_dim([2, 3, 4])

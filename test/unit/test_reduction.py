@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import random_array, run_and_check
 
 import fusilli as fs
-from conftest import random_array, run_and_check
 
 R = fs.ReductionMode
 
@@ -123,8 +123,17 @@ def test_reference_closed_forms():
     from fusilli.reference.reduction import MODE_KERNELS
 
     x = np.array([[3.0, -4.0, 0.0, 2.0]])
-    expected = {R.ADD: 1.0, R.MUL: 0.0, R.MIN: -4.0, R.MAX: 3.0, R.AMAX: 4.0, R.AVG: 0.25, R.NORM1: 9.0,
-                R.NORM2: np.sqrt(29.0), R.MUL_NO_ZEROS: -24.0}
+    expected = {
+        R.ADD: 1.0,
+        R.MUL: 0.0,
+        R.MIN: -4.0,
+        R.MAX: 3.0,
+        R.AMAX: 4.0,
+        R.AVG: 0.25,
+        R.NORM1: 9.0,
+        R.NORM2: np.sqrt(29.0),
+        R.MUL_NO_ZEROS: -24.0,
+    }
     for m, want in expected.items():
         got = MODE_KERNELS[m](x, (1,))
         assert got.shape == (1, 1) and got[0, 0] == pytest.approx(want), m

@@ -6,9 +6,9 @@ import json
 
 import numpy as np
 import pytest
+from conftest import random_array
 
 import fusilli as fs
-from conftest import random_array
 from fusilli import reference
 
 
@@ -67,8 +67,16 @@ def test_round_trip_keeps_dynamic_dims_and_attrs():
     [
         "{not json",
         json.dumps({"name": "g"}),
-        json.dumps({"name": "g", "io_data_type": "FLOAT", "intermediate_data_type": "FLOAT",
-                    "compute_data_type": "FLOAT", "inputs": [], "nodes": [{"kind": "no_such_op"}]}),
+        json.dumps(
+            {
+                "name": "g",
+                "io_data_type": "FLOAT",
+                "intermediate_data_type": "FLOAT",
+                "compute_data_type": "FLOAT",
+                "inputs": [],
+                "nodes": [{"kind": "no_such_op"}],
+            }
+        ),
     ],
     ids=["syntax", "missing_fields", "unknown_kind"],
 )

@@ -1,7 +1,8 @@
 """End-to-end smoke test of the core path: conv + bias + relu, NHWC, f32."""
 
-import fusilli as fs
 from conftest import random_array, run_and_check
+
+import fusilli as fs
 
 
 def test_conv_bias_relu_nhwc(cpu, rng):

@@ -24,7 +24,17 @@ EXPECTED_NUMPY = {
 
 def test_members_are_upstream_set():
     assert {m.name for m in fs.DataType} == {
-        "HALF", "BFLOAT16", "FLOAT", "DOUBLE", "UINT8", "INT4", "INT8", "INT16", "INT32", "INT64", "BOOLEAN",
+        "HALF",
+        "BFLOAT16",
+        "FLOAT",
+        "DOUBLE",
+        "UINT8",
+        "INT4",
+        "INT8",
+        "INT16",
+        "INT32",
+        "INT64",
+        "BOOLEAN",
         "FP8_E5M2",
     }
 
@@ -95,8 +105,16 @@ def test_graph_and_tensor_accept_names_and_numpy_dtypes():
 
 def test_error_codes_and_str():
     assert {c.name for c in fs.ErrorCode} == {
-        "NOT_IMPLEMENTED", "NOT_VALIDATED", "NOT_COMPILED", "ATTRIBUTE_NOT_SET", "INTERNAL_ERROR",
-        "INVALID_ATTRIBUTE", "INVALID_ARGUMENT", "VARIANT_PACK_ERROR", "COMPILE_FAILURE", "RUNTIME_FAILURE",
+        "NOT_IMPLEMENTED",
+        "NOT_VALIDATED",
+        "NOT_COMPILED",
+        "ATTRIBUTE_NOT_SET",
+        "INTERNAL_ERROR",
+        "INVALID_ATTRIBUTE",
+        "INVALID_ARGUMENT",
+        "VARIANT_PACK_ERROR",
+        "COMPILE_FAILURE",
+        "RUNTIME_FAILURE",
         "FILE_SYSTEM_FAILURE",
     }
     err = fs.FusilliError(fs.ErrorCode.INVALID_ATTRIBUTE, "conv_fprop 'c': bad")

@@ -225,11 +225,6 @@ def test_conv_rank_mismatch():
     expect(g, fs.ErrorCode.INVALID_ATTRIBUTE, "conv_fprop 'conv0'", "rank")
 
 
-@pytest.mark.xfail(
-    reason="conv_fprop post_validate checks Y's (negative) inferred dims for layout before the filter-size "
-    "rule, so the message names Y instead of W and X (fusilli/ops/conv.py)",
-    strict=False,
-)
 def test_conv_filter_larger_than_input():
     g, *_ = conv_graph(x_dim=(1, 4, 3, 3), w_dim=(8, 4, 5, 5), padding=[0, 0])
     expect(g, fs.ErrorCode.INVALID_ATTRIBUTE, "conv_fprop 'conv0'", "'w'", "'x'", "larger")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import random_array
 
 import fusilli as fs
-from conftest import random_array
 from fusilli import reference
 
 DIM = [2, 3, 4, 5]
@@ -97,7 +97,7 @@ def test_buffer_protocol_and_dlpack_objects(compiled, rng):
 
 
 def rejection_cases(ts, inputs, outputs):
-    x, b, y, z = ts["x"], ts["b"], ts["y"], ts["z"]
+    x, b, y = ts["x"], ts["b"], ts["y"]
     xa = inputs[x]
     readonly = fs.empty(y)
     readonly[...] = SENTINEL
@@ -121,8 +121,19 @@ def rejection_cases(ts, inputs, outputs):
 
 
 CASES = [
-    "missing_input", "missing_output", "unknown_name", "foreign_tensor", "virtual_tensor", "scalar_tensor",
-    "wrong_shape", "wrong_rank", "wrong_dtype", "wrong_strides", "sliced_gaps", "not_an_array", "readonly_output",
+    "missing_input",
+    "missing_output",
+    "unknown_name",
+    "foreign_tensor",
+    "virtual_tensor",
+    "scalar_tensor",
+    "wrong_shape",
+    "wrong_rank",
+    "wrong_dtype",
+    "wrong_strides",
+    "sliced_gaps",
+    "not_an_array",
+    "readonly_output",
 ]
 
 

@@ -3,8 +3,9 @@
 # Grouped and depthwise convolutions: groups = X.C / W.C is the last operand
 # of torch.aten.convolution.
 
-import fusilli as fs
 from lit_helpers import run
+
+import fusilli as fs
 
 
 def conv(name, x_dim, w_dim):

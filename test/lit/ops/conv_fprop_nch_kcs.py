@@ -3,8 +3,9 @@
 # 1-D forward convolution (NCH input, KCS filter): one-element stride, padding
 # and dilation lists.
 
-import fusilli as fs
 from lit_helpers import run
+
+import fusilli as fs
 
 
 @run

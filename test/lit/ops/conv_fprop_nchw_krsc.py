@@ -3,8 +3,9 @@
 # NCHW input and output with a channels-last (KRSC) filter: only the filter is
 # permuted to the logical KCRS order.
 
-import fusilli as fs
 from lit_helpers import run
+
+import fusilli as fs
 
 
 @run

@@ -3,8 +3,9 @@
 # 3-D forward convolution, channels-last everywhere (NDHWC input and output,
 # KDRSC filter): X and W are permuted to logical order, the result back.
 
-import fusilli as fs
 from lit_helpers import run
+
+import fusilli as fs
 
 
 @run

@@ -3,8 +3,9 @@
 # Channels-last input and output with a KCRS filter: X is permuted to NCHW and
 # the result back to NHWC; the filter is used as it is.
 
-import fusilli as fs
 from lit_helpers import run
+
+import fusilli as fs
 
 
 @run

@@ -8,8 +8,9 @@
 
 import sys
 
-import fusilli as fs
 from lit_helpers import print_stats, run
+
+import fusilli as fs
 
 
 def build(padding, epilogue=False):

@@ -3,8 +3,9 @@
 
 import sys
 
-import fusilli as fs
 from lit_helpers import print_stats, run
+
+import fusilli as fs
 
 TEMPLATE = """
 func.func private @{FUNC_NAME}(%a: {IN0_TYPE}, %b: {IN1_TYPE}) -> ({OUT0_TYPE}, {OUT1_TYPE}) {

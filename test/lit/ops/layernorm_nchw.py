@@ -3,8 +3,9 @@
 
 import sys
 
-import fusilli as fs
 from lit_helpers import print_stats, run
+
+import fusilli as fs
 
 DIMS = [2, 4, 3, 3]
 
@@ -12,7 +13,9 @@ DIMS = [2, 4, 3, 3]
 def build(phase):
     g = fs.Graph(name="layernorm_nchw_" + phase.name.lower())
     x = g.tensor(name="x", dim=DIMS, stride=fs.strides(DIMS, "NCHW"))
-    affine = [g.tensor(name=n, dim=[1, *DIMS[1:]], stride=fs.strides([1, *DIMS[1:]], "NCHW")) for n in ("scale", "bias")]
+    affine = [
+        g.tensor(name=n, dim=[1, *DIMS[1:]], stride=fs.strides([1, *DIMS[1:]], "NCHW")) for n in ("scale", "bias")
+    ]
     outs = g.layernorm(x, *affine, epsilon=1e-5, phase=phase, name="ln")
     for t in outs:
         if t is not None:

@@ -5,8 +5,9 @@
 
 import sys
 
-import fusilli as fs
 from lit_helpers import run
+
+import fusilli as fs
 
 
 def build():

@@ -3,8 +3,9 @@
 # Batch dims broadcast as in torch.matmul: extent-1 batch dims on either side,
 # and a B of lower rank than A.
 
-import fusilli as fs
 from lit_helpers import run
+
+import fusilli as fs
 
 
 def matmul(name, a_dim, b_dim):

@@ -3,8 +3,9 @@
 # A result stored with non-contiguous (column-major per batch) strides: the
 # logical result is permuted to C's physical order before it is written.
 
-import fusilli as fs
 from lit_helpers import run
+
+import fusilli as fs
 
 
 @run

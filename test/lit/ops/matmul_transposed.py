@@ -4,8 +4,9 @@
 # .stride(): a column-major A [M, K] arrives physically as [K, M] and is
 # permuted to logical order before torch.aten.matmul; likewise B.
 
-import fusilli as fs
 from lit_helpers import run
+
+import fusilli as fs
 
 
 def matmul(name, a_stride, b_stride):

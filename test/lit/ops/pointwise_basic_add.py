@@ -4,8 +4,9 @@
 # are permuted to logical order and the result back (the layout pass removes
 # the pairs this leaves between ops).
 
-import fusilli as fs
 from lit_helpers import run
+
+import fusilli as fs
 
 
 def build(layout):

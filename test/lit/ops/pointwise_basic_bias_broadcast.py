@@ -4,8 +4,9 @@
 # ([1, C, 1, 1], torch broadcasting) and by strides (dim [N, C, H, W] with
 # stride 0 in the broadcast dims, which emission expands).
 
-import fusilli as fs
 from lit_helpers import run
+
+import fusilli as fs
 
 
 @run

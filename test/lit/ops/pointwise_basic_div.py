@@ -3,8 +3,9 @@
 # Pointwise DIV: torch.aten.div.Tensor (true division), broadcasting a
 # [1, 3, 1] divisor over [2, 3, 4].
 
-import fusilli as fs
 from lit_helpers import run
+
+import fusilli as fs
 
 
 @run

@@ -4,8 +4,9 @@
 # op computes in compute_data_type (f32): operands are cast up, the result is
 # cast down once.
 
-import fusilli as fs
 from lit_helpers import run
+
+import fusilli as fs
 
 
 def build(io_type):

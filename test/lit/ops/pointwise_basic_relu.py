@@ -3,8 +3,9 @@
 # Pointwise RELU_FWD: torch.aten.relu, and its body after epilogue fusion
 # (a maximum against 0 in a linalg.generic).
 
-import fusilli as fs
 from lit_helpers import run
+
+import fusilli as fs
 
 
 def build():

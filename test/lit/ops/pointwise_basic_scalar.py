@@ -3,8 +3,9 @@
 # A scalar operand from g.scalar is a compile-time constant: a one-element
 # torch.vtensor.literal, not a function argument.
 
-import fusilli as fs
 from lit_helpers import run
+
+import fusilli as fs
 
 
 @run

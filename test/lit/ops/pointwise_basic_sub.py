@@ -2,8 +2,9 @@
 
 # Pointwise SUB: torch.aten.sub.Tensor with alpha = 1.
 
-import fusilli as fs
 from lit_helpers import run
+
+import fusilli as fs
 
 
 @run

@@ -3,8 +3,9 @@
 # Two-input pointwise modes on x [2,3] and a broadcast y [1,3]: the torch ops each
 # emits (broadcasting is left to the torch op; the result is [2,3]).
 
-import fusilli as fs
 from lit_helpers import run
+
+import fusilli as fs
 
 M = fs.PointwiseMode
 

@@ -3,8 +3,9 @@
 # Comparison and logical modes give i1 (BOOLEAN) results whatever the graph's data
 # types; binary_select(cond, a, b) is torch.where(cond, a, b).
 
-import fusilli as fs
 from lit_helpers import run
+
+import fusilli as fs
 
 M = fs.PointwiseMode
 

@@ -7,8 +7,9 @@
 
 import sys
 
-import fusilli as fs
 from lit_helpers import print_stats, run
+
+import fusilli as fs
 
 
 def one(method: str, n_inputs: int = 1, **params) -> fs.Graph:
@@ -24,8 +25,9 @@ def chain() -> fs.Graph:
     b = g.tensor(name="b", dim=[1, 8, 1])
     h = g.gelu(g.add(x, b, name="bias"), name="gelu")
     h = g.swish(g.mul(h, g.scalar(0.5, name="half"), name="scale"), beta=1.5, name="swish")
-    h = g.binary_select(g.cmp_gt(h, b, name="gt"), g.softplus(h, name="softplus"), g.tanh(h, name="tanh"),
-                        name="select")
+    h = g.binary_select(
+        g.cmp_gt(h, b, name="gt"), g.softplus(h, name="softplus"), g.tanh(h, name="tanh"), name="select"
+    )
     g.erf(h, name="erf").set_output(True).set_name("y")
     return g
 

@@ -2,8 +2,9 @@
 
 # Single-op unary pointwise modes: the torch op each emits on a [2,3] f32 input.
 
-import fusilli as fs
 from lit_helpers import run
+
+import fusilli as fs
 
 M = fs.PointwiseMode
 

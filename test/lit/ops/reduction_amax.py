@@ -6,8 +6,9 @@
 
 import sys
 
-import fusilli as fs
 from lit_helpers import print_stats, run
+
+import fusilli as fs
 
 
 def build(implied: bool = False) -> fs.Graph:

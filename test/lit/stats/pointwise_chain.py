@@ -3,8 +3,9 @@
 # A chain of five pointwise ops over an NHWC tensor and a broadcast bias is
 # one elementwise region after fusilli's passes: one dispatch on CPU.
 
-import fusilli as fs
 from lit_helpers import print_stats, run
+
+import fusilli as fs
 
 
 @run
