@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from fusilli.backend import Backend, Target
+from fusilli.backend.targets import Backend, Target
 from fusilli.errors import ErrorCode, fail
 from fusilli.log import logger, timed
 from fusilli.ops import NODE_TYPES, Node
@@ -479,7 +479,7 @@ class Graph:
         return tuple(w for w in (n.workload() for n in self.nodes) if w is not None)
 
     def _cache_key(self, target: Target) -> str:
-        from fusilli.backend import compute_key
+        from fusilli.backend.cache import compute_key
         from fusilli.passes import DEFAULT_PIPELINE
 
         if not self._validated:
@@ -487,8 +487,12 @@ class Graph:
         return compute_key(self.canonical_json(), target, DEFAULT_PIPELINE)
 
     def _build_artifact(self, backend: Any, arch: str | None):
-        """The compiled artifact: from the disk cache, or compiled in process and stored."""
-        from fusilli.backend import Artifact, compile_module, lookup, store
+        """The compiled artifact: from the disk cache, or compiled in process and stored.
+
+        A cache hit needs only the key (canonical JSON, flags, versions): no IR is
+        emitted and the compiler module is not imported.
+        """
+        from fusilli.backend.cache import Artifact, lookup, store
 
         target = Target.resolve(backend, arch, workloads=self.workloads())
         key = self._cache_key(target)
@@ -497,6 +501,8 @@ class Graph:
             logger.info("graph '%s': cache hit %s", self.name, key[:16])
             return artifact
         logger.info("graph '%s': cache miss %s; compiling for %s", self.name, key[:16], target.device_id)
+        from fusilli.backend.compiler import compile_module
+
         module = self._optimized_module()
         vmfb, stats = compile_module(module, target.flags)
         logger.info(
@@ -511,7 +517,7 @@ class Graph:
 
     def compile(self, handle: Any) -> Graph:
         """Compiles in process (or loads from the disk cache) for ``handle``'s backend."""
-        from fusilli.backend import CompiledGraph
+        from fusilli.backend.runtime import CompiledGraph
 
         with timed(f"graph '{self.name}': compile"):
             artifact = self._build_artifact(handle.backend, handle.arch)
@@ -524,7 +530,8 @@ class Graph:
 
     def load_artifact(self, handle: Any, data: bytes) -> Graph:
         """Loads an artifact made by ``compile_to_artifact`` for this same graph."""
-        from fusilli.backend import Artifact, CompiledGraph
+        from fusilli.backend.cache import Artifact
+        from fusilli.backend.runtime import CompiledGraph
 
         self._require_validated("loading a compiled artifact")
         artifact = Artifact.from_bytes(data)
@@ -554,7 +561,10 @@ class Graph:
 
     def execute(self, variant_pack: Mapping[Any, Any], workspace: Any = None) -> None:
         """Runs the compiled graph; outputs are written into the caller's arrays."""
-        self._require_compiled().execute(variant_pack, workspace)
+        compiled = self._compiled
+        if compiled is None:
+            compiled = self._require_compiled()  # raises NOT_COMPILED
+        compiled.execute(variant_pack, workspace)
 
     # ------------------------------------------------------------------ serialization
     def to_dict(self) -> dict[str, Any]:

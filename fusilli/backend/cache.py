@@ -6,6 +6,12 @@ flags, the target (host CPU or GPU arch), the pass pipeline and the compiler
 and fusilli versions. Entries are written to a temporary file and renamed into
 place (atomic); each stores a SHA-256 of its payload, and an entry that fails
 the check is deleted and rebuilt, never loaded.
+
+A cache hit is cheap: this module imports neither ``iree.compiler`` nor
+``importlib.metadata`` (the compile statistics are decoded on first use), the
+versions in the key are computed once per process, and an entry is read once
+into a 64-byte aligned buffer whose payload the runtime maps without copying
+(the payload starts on a 64-byte boundary of the file).
 """
 
 from __future__ import annotations
@@ -15,23 +21,50 @@ import hashlib
 import json
 import os
 import struct
+import sys
 import tempfile
-from dataclasses import dataclass
-from importlib import metadata
+from typing import TYPE_CHECKING, Any
 
-from fusilli.backend.compiler import CompileStats
+import numpy as np
+
 from fusilli.backend.targets import Backend, Target
 from fusilli.errors import ErrorCode, fail
 from fusilli.log import logger
 
-_MAGIC = b"FUSILLI-ARTIFACT\x01"
+if TYPE_CHECKING:
+    from fusilli.backend.compiler import CompileStats
+
+_MAGIC_V1 = b"FUSILLI-ARTIFACT\x01"  # header, then the payload unaligned (still read)
+_MAGIC = b"FUSILLI-ARTIFACT\x02"  # header padded so the payload starts at a multiple of 64
+_ALIGNMENT = 64
+
+
+def _dist_version(dist: str) -> str:
+    """The installed version of ``dist`` from its ``.dist-info`` directory name
+    (what ``importlib.metadata.version`` returns, without importing it and the
+    ``email`` parser, which costs milliseconds per process)."""
+    prefix = dist.replace("-", "_").lower() + "-"
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith(".dist-info") and name.lower().startswith(prefix):
+                return name[len(prefix) : -len(".dist-info")]
+    try:
+        from importlib import metadata
+
+        return metadata.version(dist)
+    except Exception:
+        return "unknown"
 
 
 @functools.lru_cache(maxsize=1)
 def toolchain_versions() -> str:
     """Versions of fusilli and IREE, plus a digest of fusilli's sources: a
     development checkout that changes an emitter or pass never reuses stale
-    artifacts."""
+    artifacts. Computed once per process (about 1 ms)."""
     package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     digest = hashlib.sha256()
     for dirpath, dirnames, filenames in sorted(os.walk(package_root)):
@@ -42,10 +75,7 @@ def toolchain_versions() -> str:
                     digest.update(f.read())
     versions = [f"sources={digest.hexdigest()[:16]}"]
     for dist in ("fusilli", "iree-base-compiler"):
-        try:
-            versions.append(f"{dist}={metadata.version(dist)}")
-        except metadata.PackageNotFoundError:
-            versions.append(f"{dist}=unknown")
+        versions.append(f"{dist}={_dist_version(dist)}")
     return ";".join(versions)
 
 
@@ -57,16 +87,49 @@ def compute_key(graph_json: str, target: Target, pipeline: str) -> str:
     return h.hexdigest()
 
 
-@dataclass
 class Artifact:
-    """A compiled graph: the VM flatbuffer plus what is needed to trust and run it."""
+    """A compiled graph: the VM flatbuffer plus what is needed to trust and run it.
 
-    graph_key: str
-    backend: Backend
-    arch: str | None
-    vmfb: bytes
-    stats: CompileStats
-    from_cache: bool = False
+    ``vmfb`` is any bytes-like object (a read-only view into the cache file's
+    buffer on a cache hit). ``stats`` may be given as a ``CompileStats`` or as
+    its JSON dict; the dict is decoded on first access, so loading an entry
+    does not import the compiler module.
+    """
+
+    __slots__ = ("graph_key", "backend", "arch", "vmfb", "_stats", "from_cache")
+
+    def __init__(
+        self,
+        graph_key: str,
+        backend: Backend,
+        arch: str | None,
+        vmfb: Any,
+        stats: CompileStats | dict,
+        from_cache: bool = False,
+    ):
+        self.graph_key = graph_key
+        self.backend = backend
+        self.arch = arch
+        self.vmfb = vmfb
+        self._stats = stats
+        self.from_cache = from_cache
+
+    @property
+    def stats(self) -> CompileStats:
+        if isinstance(self._stats, dict):
+            from fusilli.backend.compiler import CompileStats
+
+            self._stats = CompileStats.from_json(self._stats)
+        return self._stats
+
+    def __repr__(self) -> str:
+        return (
+            f"Artifact(key={self.graph_key[:16]}..., backend={self.backend.name}, arch={self.arch!r}, "
+            f"{len(self.vmfb)} bytes, from_cache={self.from_cache})"
+        )
+
+    def _stats_json(self) -> dict:
+        return self._stats if isinstance(self._stats, dict) else self._stats.to_json()
 
     def to_bytes(self) -> bytes:
         meta = json.dumps(
@@ -74,30 +137,34 @@ class Artifact:
                 "graph_key": self.graph_key,
                 "backend": self.backend.value,
                 "arch": self.arch,
-                "stats": self.stats.to_json(),
+                "stats": self._stats_json(),
                 "sha256": hashlib.sha256(self.vmfb).hexdigest(),
             }
         ).encode()
-        return _MAGIC + struct.pack("<Q", len(meta)) + meta + self.vmfb
+        head = _MAGIC + struct.pack("<Q", len(meta)) + meta
+        return head + bytes(-len(head) % _ALIGNMENT) + self.vmfb
 
     @staticmethod
-    def from_bytes(data: bytes) -> Artifact:
+    def from_bytes(data: Any) -> Artifact:
+        """Decodes an artifact from any bytes-like object; the payload is a view
+        into ``data`` (no copy), checked against its SHA-256."""
         try:
-            if not data.startswith(_MAGIC):
+            view = memoryview(data).cast("B")
+            magic = bytes(view[: len(_MAGIC)])
+            if magic not in (_MAGIC, _MAGIC_V1):
                 raise ValueError("not a fusilli artifact")
-            (n,) = struct.unpack_from("<Q", data, len(_MAGIC))
-            start = len(_MAGIC) + 8
-            meta = json.loads(data[start : start + n])
-            vmfb = bytes(data[start + n :])
+            (n,) = struct.unpack_from("<Q", view, len(_MAGIC))
+            end = len(_MAGIC) + 8 + n
+            if end > len(view):
+                raise ValueError("truncated header")
+            meta = json.loads(bytes(view[len(_MAGIC) + 8 : end]))
+            start = end + (-end % _ALIGNMENT if magic == _MAGIC else 0)
+            vmfb = view[start:].toreadonly()
             if hashlib.sha256(vmfb).hexdigest() != meta["sha256"]:
                 raise ValueError("payload checksum mismatch")
-            return Artifact(
-                meta["graph_key"],
-                Backend(meta["backend"]),
-                meta["arch"],
-                vmfb,
-                CompileStats.from_json(meta["stats"]),
-            )
+            if not isinstance(meta["stats"], dict):
+                raise ValueError("bad stats")
+            return Artifact(meta["graph_key"], Backend(meta["backend"]), meta["arch"], vmfb, meta["stats"])
         except (ValueError, KeyError, struct.error, TypeError) as e:
             raise fail(ErrorCode.INVALID_ARGUMENT, f"corrupt or foreign compiled artifact: {e}") from None
 
@@ -112,14 +179,29 @@ def _entry_path(root: str, key: str) -> str:
     return os.path.join(root, key[:2], f"{key}.fsa")
 
 
+def _read_aligned(path: str) -> np.ndarray:
+    """The file's bytes in a buffer whose start is 64-byte aligned (one read, no copies)."""
+    with open(path, "rb", buffering=0) as f:
+        size = os.fstat(f.fileno()).st_size
+        raw = np.empty(size + _ALIGNMENT, dtype=np.uint8)
+        offset = (-raw.ctypes.data) % _ALIGNMENT
+        buf = raw[offset : offset + size]
+        got = f.readinto(memoryview(buf))
+        while got < size:  # readinto may return short reads
+            more = f.readinto(memoryview(buf)[got:])
+            if not more:
+                break
+            got += more
+    return buf[:got]
+
+
 def lookup(key: str) -> Artifact | None:
     root = cache_dir()
     if root is None:
         return None
     path = _entry_path(root, key)
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        data = _read_aligned(path)
     except FileNotFoundError:
         return None
     except OSError as e:
