@@ -10,11 +10,14 @@ given as the EPSILON/MOMENTUM input slots as in upstream Fusilli; the graph
 methods make them from floats.
 
 Float inputs are computed in the node's ``compute_data_type`` and rounded once
-to each output's data type. Inference emits upstream's torch ops
-(``native_batch_norm``, ``layer_norm``, ``rms_norm``); training emits a
-composite of torch ops (mean, centered mean of squares, rsqrt), which compiles to
-fewer CPU dispatches than ``native_batch_norm``/``native_layer_norm`` (3 vs 4)
-and gives rmsnorm a training form torch-mlir cannot lower natively.
+to each output's data type. BatchNorm and RMSNorm inference emit upstream's torch
+ops (``native_batch_norm``, ``rms_norm``); their training forms are composites of
+torch ops (mean, centered mean of squares, rsqrt: 3 CPU dispatches vs 4 for
+``native_batch_norm``; rmsnorm training, which torch-mlir cannot lower natively).
+LayerNorm with static shapes is one pass over each row (shifted sums in one
+multi-result ``linalg.generic``): 1 CPU dispatch in inference, 2 in training
+(upstream: 2 and 4); with dynamic dims it falls back to ``layer_norm`` / the
+two-pass composite.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 
 from fusilli import ir
 from fusilli.errors import ErrorCode
+from fusilli.ir.torch import builtin_element_type
 from fusilli.ops.base import Attrs, Node, register_emitter, register_node
 from fusilli.ops.emit import EmitContext
 from fusilli.tensor import TensorAttr, contiguous_strides
@@ -333,6 +337,11 @@ def emit_layernorm(node: LayerNormNode, ctx: EmitContext) -> None:
     compute = node.compute_element()
     x = ctx.cast(ctx.input("X"), compute)
     y_type = ctx.result_type("Y", element=compute)
+    xt = node.tensor("X")
+    if not xt.dynamic_dims and compute.is_float:
+        _emit_layernorm_one_pass(node, ctx, x, compute)
+        return
+    # Dynamic shapes: upstream's op in inference, a two-pass composite in training.
     eps = b.const_float(node.scalar("EPSILON"))
     if not node.training:
         scale, bias = (_normalized_affine(ctx, slot, compute) for slot in ("SCALE", "BIAS"))
@@ -341,9 +350,7 @@ def emit_layernorm(node: LayerNormNode, ctx: EmitContext) -> None:
             b.op("torch.aten.layer_norm", [x, _normalized_shape(ctx), scale, bias, eps, b.const_bool(False)], y_type),
         )
         return
-    # Training: a composite of torch ops, which compiles to fewer CPU dispatches than native_layer_norm.
-    rank = node.tensor("X").rank
-    mean, inv_var = emit_moments(ctx, x, list(range(1, rank)), node.scalar("EPSILON"), compute)
+    mean, inv_var = emit_moments(ctx, x, list(range(1, xt.rank)), node.scalar("EPSILON"), compute)
     y = b.op("torch.aten.sub.Tensor", [x, mean, b.const_int(1)], y_type)
     y = b.op("torch.aten.mul.Tensor", [y, inv_var], y_type)
     ctx.define(
@@ -351,6 +358,144 @@ def emit_layernorm(node: LayerNormNode, ctx: EmitContext) -> None:
     )
     ctx.define("MEAN", mean)
     ctx.define("INV_VARIANCE", inv_var)
+
+
+_PARALLEL = "#linalg.iterator_type<parallel>"
+_REDUCTION = "#linalg.iterator_type<reduction>"
+
+
+def _emit_layernorm_one_pass(node: LayerNormNode, ctx: EmitContext, x: ir.Value, compute: DataType) -> None:
+    """LayerNorm from one pass over each row: shifted sums s1 = sum(x - k), s2 = sum((x - k)^2)
+    with k = the row's first element (x[b, 0, ...]), so mean = k + s1/n and
+    var = s2/n - (s1/n)^2 without the cancellation of the unshifted form.
+
+    The sums are one multi-result ``linalg.generic`` reduction. Inference finishes in
+    torch ops (which the epilogue-fusion pass makes one elementwise region with the
+    affine and any user epilogue), so IREE puts the reduction and its single
+    consumer in one dispatch (CPU: 1, vs 2 for ``layer_norm``). Training finalizes
+    the stats in a second generic ([B, 1, ...]) fused into the reduction's dispatch,
+    which also yields the stat outputs in their own data types, and Y reads them:
+    2 CPU dispatches (``native_layer_norm``: 4).
+    """
+    b = ctx.b
+    xt = node.tensor("X")
+    rank, batch = xt.rank, xt.dim[0]
+    n = 1
+    for d in xt.dim[1:]:
+        n *= d
+    eps = node.scalar("EPSILON")
+    f = builtin_element_type(compute.mlir_name)
+    xb = b.to_builtin(x)
+    dims = [ir.AffineDimExpr.get(i) for i in range(rank)]
+    zero = ir.AffineConstantExpr.get(0)
+    identity = ir.AffineMap.get(rank, 0, dims)
+    first = ir.AffineMap.get(rank, 0, [dims[0]] + [zero] * (rank - 1))  # x[b, 0, ...]
+    row = ir.AffineMap.get(rank, 0, [dims[0]])
+    parallel, reduction = ir.Attribute.parse(_PARALLEL), ir.Attribute.parse(_REDUCTION)
+
+    def maps(*ms: ir.AffineMap) -> ir.ArrayAttr:
+        return ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in ms])
+
+    init = ir.linalg.fill(ir.arith.ConstantOp(f, 0.0).result, outs=[ir.tensor.EmptyOp([batch], f).result])
+    sums = ir.linalg.GenericOp(
+        [init.type, init.type],
+        [xb, xb],
+        [init, init],
+        maps(identity, first, row, row),
+        ir.ArrayAttr.get([parallel] + [reduction] * (rank - 1)),
+    )
+    block = sums.regions[0].blocks.append(f, f, f, f)
+    with ir.InsertionPoint(block):
+        xv, kv, s1, s2 = block.arguments
+        dv = ir.arith.SubFOp(xv, kv).result
+        ir.linalg.YieldOp([ir.arith.AddFOp(s1, dv).result, ir.arith.AddFOp(s2, ir.arith.MulFOp(dv, dv).result).result])
+    stat_dims = [batch] + [1] * (rank - 1)
+    stat_type = ir.vtensor_type(stat_dims, compute.mlir_name)
+
+    if not node.training:
+        s1, s2 = (
+            b.op(
+                "torch.aten.view",
+                [_from_builtin(b, r, [batch], compute), b.int_list(stat_dims)],
+                stat_type,
+            )
+            for r in sums.results
+        )
+        k = x
+        for d in range(1, rank):
+            kd = list(ir.TensorType.of(k).dims)
+            kd[d] = 1
+            k = b.op(
+                "torch.aten.slice.Tensor",
+                [k, b.const_int(d), b.const_int(0), b.const_int(1), b.const_int(1)],
+                ir.vtensor_type(kd, compute.mlir_name),
+            )
+        shifted_mean = b.op("torch.aten.mul.Scalar", [s1, b.const_float(1.0 / n)], stat_type)
+        mean_square = b.op("torch.aten.mul.Scalar", [s2, b.const_float(1.0 / n)], stat_type)
+        square_mean = b.op("torch.aten.mul.Tensor", [shifted_mean, shifted_mean], stat_type)
+        var = b.op(
+            "torch.aten.relu",
+            [b.op("torch.aten.sub.Tensor", [mean_square, square_mean, b.const_int(1)], stat_type)],
+            stat_type,
+        )
+        inv_var = b.op(
+            "torch.aten.rsqrt",
+            [b.op("torch.aten.add.Scalar", [var, b.const_float(eps), b.const_int(1)], stat_type)],
+            stat_type,
+        )
+        mean = b.op("torch.aten.add.Tensor", [k, shifted_mean, b.const_int(1)], stat_type)
+    else:
+        # Finalize over [B, 1, ...]: f32 stats for Y, plus the stat outputs in their types.
+        out_types = [compute, compute] + [
+            node.tensor(slot).data_type for slot in ("MEAN", "INV_VARIANCE") if node.tensor(slot).data_type != compute
+        ]
+        extra = len(out_types) > 2
+        if extra and len(out_types) != 4:  # one stat in the compute type, one not: cast both
+            out_types = [compute, compute, node.tensor("MEAN").data_type, node.tensor("INV_VARIANCE").data_type]
+        elems = [builtin_element_type(t.mlir_name) for t in out_types]
+        empties = [ir.tensor.EmptyOp(stat_dims, e).result for e in elems]
+        fin = ir.linalg.GenericOp(
+            [e.type for e in empties],
+            [sums.results[0], sums.results[1], xb],
+            empties,
+            maps(row, row, first, *[identity] * len(empties)),
+            ir.ArrayAttr.get([parallel] * rank),
+        )
+        block = fin.regions[0].blocks.append(f, f, f, *elems)
+        with ir.InsertionPoint(block):
+            a1, a2, kv = block.arguments[:3]
+            inv_n = ir.arith.ConstantOp(f, 1.0 / n).result
+            ms = ir.arith.MulFOp(a1, inv_n).result
+            var = ir.arith.SubFOp(ir.arith.MulFOp(a2, inv_n).result, ir.arith.MulFOp(ms, ms).result).result
+            var = ir.arith.MaximumFOp(var, ir.arith.ConstantOp(f, 0.0).result).result
+            inv = ir.math.RsqrtOp(ir.arith.AddFOp(var, ir.arith.ConstantOp(f, eps).result).result).result
+            results = [ir.arith.AddFOp(kv, ms).result, inv]
+            for v, t, e in zip(list(results), out_types[2:], elems[2:]):
+                results.append(_round(v, compute, t, e))
+            ir.linalg.YieldOp(results)
+        mean, inv_var = (_from_builtin(b, r, stat_dims, compute) for r in fin.results[:2])
+        stat_out = [mean, inv_var]
+        if len(out_types) == 4:
+            stat_out = [_from_builtin(b, r, stat_dims, t) for r, t in zip(fin.results[2:], out_types[2:])]
+        ctx.define("MEAN", stat_out[0])
+        ctx.define("INV_VARIANCE", stat_out[1])
+    y_type = ctx.result_type("Y", element=compute)
+    y = b.op("torch.aten.sub.Tensor", [x, mean, b.const_int(1)], y_type)
+    y = b.op("torch.aten.mul.Tensor", [y, inv_var], y_type)
+    ctx.define(
+        "Y", emit_affine(ctx, y, _optional_affine(ctx, "SCALE", compute), _optional_affine(ctx, "BIAS", compute))
+    )
+
+
+def _from_builtin(b: ir.TorchBuilder, v: ir.Value, dims: list[int], dt: DataType) -> ir.Value:
+    return b.op("torch_c.from_builtin_tensor", [v], ir.vtensor_type(dims, dt.mlir_name))
+
+
+def _round(v: ir.Value, src: DataType, dst: DataType, dst_type: ir.Type) -> ir.Value:
+    """A float scalar of type ``src`` converted to ``dst`` (rounded to nearest)."""
+    if src.bits > dst.bits:
+        return ir.arith.TruncFOp(dst_type, v).result
+    return ir.arith.ExtFOp(dst_type, v).result
 
 
 @register_emitter("rmsnorm")

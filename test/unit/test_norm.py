@@ -278,3 +278,13 @@ def test_json_roundtrip_keeps_phase_and_pruned_outputs():
     g2.validate()
     assert g2.nodes[0].attrs.phase is P.INFERENCE
     assert g2.emit_mlir() == g.emit_mlir()
+
+
+def test_layernorm_large_mean_accuracy(cpu, rng):
+    """The one-pass (shifted sums) form keeps f32 accuracy when |mean| >> std."""
+    g = fs.Graph(name="ln_large_mean")
+    x = g.tensor(name="x", dim=[4, 64])
+    y, _, _ = g.layernorm(x, epsilon=1e-5, phase=P.INFERENCE, name="ln")
+    y.set_output(True)
+    g.validate()
+    run_and_check(g, cpu, {x: random_array(x, rng, 999.0, 1001.0)}, rtol=1e-3, atol=1e-3)
