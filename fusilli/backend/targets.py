@@ -84,9 +84,15 @@ class CpuFlagRule:
 CPU_FLAG_RULES = (
     CpuFlagRule("matmul", _CPU_MATMUL_FLAGS),
     # Conv as im2col + data-tiled ukernel matmul: 3x3 NHWC conv ~4x faster than
-    # IREE's direct conv. f16/bf16 convs keep the base flags: im2col on them
-    # fails to compile in IREE 3.13 ('arith.addf' op requires the same type).
-    CpuFlagRule("conv_fprop", ("--iree-global-opt-use-im2col-for-convs",) + _CPU_MATMUL_FLAGS, ("FLOAT",)),
+    # IREE's direct conv. im2col on an f16/bf16 conv fails to compile in IREE
+    # 3.13 ('arith.addf' op requires the same type), but fusilli-conv-layout
+    # (fusilli/passes/conv_layout.py) computes every f16/bf16 fprop conv in f32,
+    # so they take the f32 path too.
+    CpuFlagRule(
+        "conv_fprop",
+        ("--iree-global-opt-use-im2col-for-convs",) + _CPU_MATMUL_FLAGS,
+        ("FLOAT", "HALF", "BFLOAT16"),
+    ),
 )
 
 

@@ -93,9 +93,11 @@ class Pipeline:
                 after_each(p, module)
 
 
-from fusilli.passes import fusion, layout  # noqa: E402,F401  (registration)
+from fusilli.passes import conv_layout, fusion, layout  # noqa: E402,F401  (registration)
 
-DEFAULT_PIPELINE = ",".join([layout.FoldPermutesPass.name, fusion.EpilogueFusionPass.name])
+DEFAULT_PIPELINE = ",".join(
+    [layout.FoldPermutesPass.name, conv_layout.ConvLayoutPass.name, fusion.EpilogueFusionPass.name]
+)
 
 
 def default_pipeline() -> Pipeline:

@@ -1,0 +1,170 @@
+"""Channels-last convolutions as layout-native linalg ops (``fusilli-conv-layout``).
+
+Emission gives every convolution logical NCHW operands: a conv on NHWC tensors
+reads ``permute(x, [0, 3, 1, 2])`` and its result is permuted back to NHWC.
+IREE then runs an NCHW conv with transposes around it, several dispatches and
+a slow convolution on CPU. This pass rewrites a 2-D ``torch.aten.convolution``
+whose input comes from a channels-last permute (one group, static shapes,
+floating point) into
+
+* ``linalg.conv_2d_nhwc_hwcf`` on builtin tensors (``tensor.pad`` for the
+  padding, ``linalg.fill`` for the accumulator), the filter transposed to HWCF
+  once per call (never FHWC on CPU: IREE's FHWC convs are very slow), or
+* for 1x1 filters with unit stride and no padding, a plain ``torch.aten.mm``
+  over ``[N*H*W, C] x [C, K]``,
+
+framed by ``permute(..., [0, 2, 3, 1])`` of the input and
+``permute(y, [0, 3, 1, 2])`` of the result, then runs ``fusilli-layout`` so
+these permutes cancel against emission's: no activation transpose remains.
+f16/bf16 convs compute in f32 (inputs cast, one rounding of the result, which
+epilogue fusion folds into the epilogue); IREE 3.13 cannot im2col an f16/bf16
+conv and its direct f16 conv is very slow. Other convs (grouped, 1-D/3-D,
+NCHW inputs, dynamic shapes) stay ``torch.aten.convolution``; an f16/bf16 one
+among them is computed in f32 the same way (cast inputs, conv, one rounding),
+so the im2col flags of fusilli/backend/targets.py are safe for every
+f16/bf16 conv.
+
+``conv_2d_nhwc_hwcf`` ops with a 3x3 filter and unit stride/dilation get the
+``__winograd_conv`` attribute when ``WINOGRAD`` is set (IREE's Winograd
+preprocessing pass converts only marked convs unless told otherwise).
+"""
+
+from __future__ import annotations
+
+from fusilli import ir
+from fusilli.ir.rewrite import block_ops, constant_value, defining_op, func_blocks, int_list_value, permutation_of
+from fusilli.ir.torch import DYNAMIC, builtin_element_type
+from fusilli.passes import Pass, register_pass
+from fusilli.passes.layout import FoldPermutesPass
+
+TO_NHWC = [0, 2, 3, 1]
+TO_NCHW = [0, 3, 1, 2]
+TO_HWCF = [2, 3, 1, 0]  # logical KCYX filter -> YXCK
+# torch dtype codes of the floating element types this pass computes in f32.
+_FLOAT_CODES = {"f32": 6, "f16": 5, "bf16": 15}
+WINOGRAD = False  # mark 3x3 stride-1 convs for IREE's Winograd rewrite
+
+
+@register_pass
+class ConvLayoutPass(Pass):
+    name = "fusilli-conv-layout"
+    description = "channels-last 2-D convs as linalg.conv_2d_nhwc_hwcf (or a matmul for 1x1), f16/bf16 in f32"
+
+    def run(self, module: ir.Module) -> None:
+        changed = False
+        with module.context:
+            for block in func_blocks(module):
+                for op in block_ops(block):
+                    if op.name == "torch.aten.convolution" and (_rewrite(op) or _compute_in_f32(op)):
+                        changed = True
+        if changed:
+            FoldPermutesPass().run(module)
+
+
+def _conv_params(op: ir.Operation):
+    """(stride, padding, dilation) if ``op`` is a conv this pass handles, else None."""
+    x, w, bias = op.operands[0], op.operands[1], op.operands[2]
+    xt, wt, yt = ir.TensorType.of(x), ir.TensorType.of(w), ir.TensorType.of(op.results[0])
+    if xt.rank != 4 or wt.rank != 4 or any(d == DYNAMIC for d in xt.dims + wt.dims + yt.dims):
+        return None
+    if xt.element not in _FLOAT_CODES or wt.element != xt.element or yt.element != xt.element:
+        return None
+    if defining_op(bias) is None or defining_op(bias).name != "torch.constant.none":
+        return None
+    # The input must come from a channels-last tensor, else the rewrite adds transposes.
+    if permutation_of(defining_op(x)) != TO_NCHW:
+        return None
+    stride, padding, dilation = (int_list_value(op.operands[i]) for i in (3, 4, 5))
+    try:
+        transposed, groups = constant_value(op.operands[6]), constant_value(op.operands[8])
+    except (ValueError, KeyError):
+        return None
+    if None in (stride, padding, dilation) or transposed or groups != 1:
+        return None
+    if len(stride) != 2 or len(padding) != 2 or len(dilation) != 2:
+        return None
+    return stride, padding, dilation
+
+
+def _rewrite(op: ir.Operation) -> bool:
+    params = _conv_params(op)
+    if params is None:
+        return False
+    stride, padding, dilation = params
+    x, w = op.operands[0], op.operands[1]
+    xt, wt, yt = ir.TensorType.of(x), ir.TensorType.of(w), ir.TensorType.of(op.results[0])
+    n, c, h, wd = xt.dims
+    k, _, fy, fx = wt.dims
+    _, _, oh, ow = yt.dims
+    element = yt.element
+    b = ir.TorchBuilder()
+    with ir.InsertionPoint(op), op.location:
+        x_nhwc = b.permute(x, TO_NHWC)
+        w_hwcf = b.permute(w, TO_HWCF)
+        if element != "f32":
+            x_nhwc = b.to_dtype(x_nhwc, "f32", _FLOAT_CODES["f32"])
+            w_hwcf = b.to_dtype(w_hwcf, "f32", _FLOAT_CODES["f32"])
+        if (fy, fx) == (1, 1) and stride == [1, 1] and padding == [0, 0]:
+            y_nhwc = _matmul_1x1(b, x_nhwc, w_hwcf, (n, h, wd, c, k))
+        else:
+            y_nhwc = _linalg_conv(b, x_nhwc, w_hwcf, (n, oh, ow, k), stride, padding, dilation, (fy, fx))
+        if element != "f32":
+            y_nhwc = b.to_dtype(y_nhwc, element, _FLOAT_CODES[element])
+        y = b.permute(y_nhwc, TO_NCHW)
+    op.results[0].replace_all_uses_with(y)
+    op.erase()
+    return True
+
+
+def _compute_in_f32(op: ir.Operation) -> bool:
+    """A f16/bf16 ``torch.aten.convolution`` this pass does not rewrite runs in f32, rounded once."""
+    yt = ir.TensorType.of(op.results[0])
+    if yt.element not in ("f16", "bf16") or any(ir.TensorType.of(v).element != yt.element for v in op.operands[:2]):
+        return False
+    if defining_op(op.operands[2]) is None or defining_op(op.operands[2]).name != "torch.constant.none":
+        return False
+    b = ir.TorchBuilder()
+    with ir.InsertionPoint(op), op.location:
+        x, w = (b.to_dtype(v, "f32", _FLOAT_CODES["f32"]) for v in op.operands[:2])
+        y = b.op(op.name, [x, w, *op.operands[2:]], yt.with_element("f32").to_type())
+        y = b.to_dtype(y, yt.element, _FLOAT_CODES[yt.element])
+    op.results[0].replace_all_uses_with(y)
+    op.erase()
+    return True
+
+
+def _matmul_1x1(b: ir.TorchBuilder, x_nhwc, w_hwcf, dims) -> ir.Value:
+    n, h, wd, c, k = dims
+    rows = n * h * wd
+    x2 = b.op("torch.aten.view", [x_nhwc, b.int_list([rows, c])], ir.vtensor_type([rows, c], "f32"))
+    w2 = b.op("torch.aten.view", [w_hwcf, b.int_list([c, k])], ir.vtensor_type([c, k], "f32"))
+    y2 = b.op("torch.aten.mm", [x2, w2], ir.vtensor_type([rows, k], "f32"))
+    return b.op("torch.aten.view", [y2, b.int_list([n, h, wd, k])], ir.vtensor_type([n, h, wd, k], "f32"))
+
+
+def _linalg_conv(b: ir.TorchBuilder, x_nhwc, w_hwcf, out_dims, stride, padding, dilation, kernel) -> ir.Value:
+    f32 = builtin_element_type("f32")
+    xin = b.to_builtin(x_nhwc)
+    win = b.to_builtin(w_hwcf)
+    zero = ir.arith.ConstantOp(f32, 0.0).result
+    if any(padding):
+        xin = _pad(xin, padding, zero)
+    empty = ir.tensor.EmptyOp(list(out_dims), f32).result
+    init = ir.linalg.fill(zero, outs=[empty])
+    conv = ir.linalg.conv_2d_nhwc_hwcf(xin, win, outs=[init], strides=list(stride), dilations=list(dilation))
+    conv_op = defining_op(conv)
+    if WINOGRAD and list(kernel) == [3, 3] and list(stride) == [1, 1] and list(dilation) == [1, 1]:
+        conv_op.attributes["__winograd_conv"] = ir.UnitAttr.get()
+    return b.op("torch_c.from_builtin_tensor", [conv], ir.vtensor_type(list(out_dims), "f32"))
+
+
+def _pad(value: ir.Value, padding: list[int], zero: ir.Value) -> ir.Value:
+    src = ir.RankedTensorType(value.type)
+    dims = [src.get_dim_size(i) for i in range(4)]
+    low = [0, padding[0], padding[1], 0]
+    out_dims = [d + 2 * p for d, p in zip(dims, low)]
+    pad = ir.tensor.PadOp(ir.RankedTensorType.get(out_dims, src.element_type), value, [], [], low, low)
+    block = pad.regions[0].blocks.append(*[ir.IndexType.get()] * 4)
+    with ir.InsertionPoint(block):
+        ir.tensor.YieldOp(zero)
+    return pad.result

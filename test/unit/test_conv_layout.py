@@ -1,0 +1,141 @@
+"""fusilli-conv-layout: channels-last convs as linalg.conv_2d_nhwc_hwcf / a 1x1 matmul,
+f16/bf16 convs computed in f32. Numerics against the NumPy reference for every
+case the pass rewrites, and the IR it leaves (no activation transposes)."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import random_array, run_and_check
+
+import fusilli as fs
+from fusilli.backend.targets import cpu_flags_for_workloads
+
+F32, F16, BF16 = fs.DataType.FLOAT, fs.DataType.HALF, fs.DataType.BFLOAT16
+TOL = {
+    F32: dict(rtol=1e-4, atol=1e-4),
+    F16: dict(rtol=2e-2, atol=2e-2),
+    BF16: dict(rtol=5e-2, atol=5e-2),
+}
+
+# name: x dims, w dims, padding, stride, dilation, x layout, w layout
+CASES = {
+    "3x3_pad1": ([2, 8, 7, 6], [16, 8, 3, 3], [1, 1], [1, 1], [1, 1], "NHWC", "NHWC"),
+    "3x3_nopad": ([1, 4, 6, 6], [8, 4, 3, 3], [0, 0], [1, 1], [1, 1], "NHWC", "NHWC"),
+    "strided_dilated": ([1, 4, 11, 10], [8, 4, 3, 3], [1, 0], [2, 3], [2, 1], "NHWC", "NHWC"),
+    "rect_5x2_pad21": ([2, 3, 9, 8], [5, 3, 5, 2], [2, 1], [1, 2], [1, 1], "NHWC", "NHWC"),
+    "1x1": ([2, 16, 5, 4], [8, 16, 1, 1], [0, 0], [1, 1], [1, 1], "NHWC", "NHWC"),
+    "1x1_strided": ([1, 8, 7, 7], [4, 8, 1, 1], [0, 0], [2, 2], [1, 1], "NHWC", "NHWC"),
+    "1x1_padded": ([1, 8, 4, 4], [4, 8, 1, 1], [1, 1], [1, 1], [1, 1], "NHWC", "NHWC"),
+    "filter_kcrs": ([1, 4, 6, 6], [8, 4, 3, 3], [1, 1], [1, 1], [1, 1], "NHWC", "NCHW"),
+}
+# Cases left to torch.aten.convolution (the pass must not change their results).
+FALLBACK = {
+    "nchw": ([1, 4, 6, 6], [8, 4, 3, 3], [1, 1], [1, 1], [1, 1], "NCHW", "NCHW"),
+    "grouped_nhwc": ([1, 8, 6, 6], [8, 4, 3, 3], [1, 1], [1, 1], [1, 1], "NHWC", "NHWC"),
+    "conv1d_nwc": ([2, 4, 9], [6, 4, 3], [1], [1], [1], "NHWC", "NHWC"),
+    "conv3d_ndhwc": ([1, 4, 5, 5, 5], [6, 4, 3, 3, 3], [1, 1, 1], [1, 1, 1], [1, 1, 1], "NHWC", "NHWC"),
+}
+
+
+def _layout(name, rank):
+    """'NHWC' means channels-last at any rank, 'NCHW' contiguous."""
+    if name == "NCHW":
+        return "contiguous"
+    return {3: "NHC", 4: "NHWC", 5: "NDHWC"}[rank]
+
+
+def build(name, spec, dtype, epilogue=False):
+    x_dim, w_dim, padding, stride, dilation, x_layout, w_layout = spec
+    x_layout, w_layout = _layout(x_layout, len(x_dim)), _layout(w_layout, len(w_dim))
+    g = fs.Graph(name=f"cl_{name}_{dtype.short_name}_{int(epilogue)}", io_data_type=dtype, compute_data_type=F32)
+    x = g.tensor(name="x", dim=x_dim, stride=fs.strides(x_dim, x_layout))
+    w = g.tensor(name="w", dim=w_dim, stride=fs.strides(w_dim, w_layout))
+    y = g.conv_fprop(x, w, padding=padding, stride=stride, dilation=dilation, name="conv")
+    if epilogue:
+        k = w_dim[0]
+        b_dim = [1, k] + [1] * (len(x_dim) - 2)
+        b = g.tensor(name="b", dim=b_dim, stride=fs.strides(b_dim, x_layout))
+        y = g.relu(g.add(y, b, name="bias"), name="relu")
+    y.set_output(True).set_name("y")
+    g.validate()
+    return g
+
+
+def inputs_for(g, rng):
+    return {t: random_array(t, rng) for t in g.input_tensors()}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_rewritten_f32(cpu, rng, name):
+    g = build(name, CASES[name], F32)
+    ir_text = g.mlir("optimized")
+    assert "torch.aten.convolution" not in ir_text
+    if name == "1x1":
+        assert "torch.aten.mm" in ir_text and "linalg.conv_2d" not in ir_text
+    else:
+        assert "linalg.conv_2d_nhwc_hwcf" in ir_text
+    run_and_check(g, cpu, inputs_for(g, rng), **TOL[F32])
+
+
+def test_no_activation_transposes(cpu):
+    """Only the filter is transposed (to HWCF); X and Y stay NHWC."""
+    g = build("3x3_pad1", CASES["3x3_pad1"], F32)
+    ir_text = g.mlir("optimized")
+    permutes = [line for line in ir_text.splitlines() if "torch.aten.permute" in line]
+    assert len(permutes) == 1 and "-> !torch.vtensor<[3,3,8,16],f32>" in permutes[0]
+
+
+@pytest.mark.parametrize("name", ["3x3_pad1", "1x1", "strided_dilated"])
+def test_rewritten_bias_relu_fused(cpu, rng, name):
+    g = build(name, CASES[name], F32, epilogue=True)
+    ir_text = g.mlir("optimized")
+    assert "torch.aten.convolution" not in ir_text
+    assert ir_text.count("linalg.generic") == 1  # bias + relu in one epilogue region
+    assert "torch.aten.relu" not in ir_text and "torch.aten.add" not in ir_text
+    run_and_check(g, cpu, inputs_for(g, rng), **TOL[F32])
+
+
+@pytest.mark.parametrize("dtype", [F16, BF16], ids=lambda d: d.short_name)
+@pytest.mark.parametrize("name", ["3x3_pad1", "1x1", "strided_dilated"])
+def test_rewritten_half(cpu, rng, name, dtype):
+    """f16/bf16 convs compute in f32 and round once."""
+    g = build(name, CASES[name], dtype, epilogue=True)
+    ir_text = g.mlir("optimized")
+    assert "torch.aten.convolution" not in ir_text
+    assert "f32" in ir_text
+    run_and_check(g, cpu, inputs_for(g, rng), **TOL[dtype])
+
+
+@pytest.mark.parametrize("name", sorted(FALLBACK))
+def test_fallback_f32(cpu, rng, name):
+    g = build(name, FALLBACK[name], F32)
+    assert "torch.aten.convolution" in g.mlir("optimized")
+    run_and_check(g, cpu, inputs_for(g, rng), **TOL[F32])
+
+
+@pytest.mark.parametrize("dtype", [F16, BF16], ids=lambda d: d.short_name)
+@pytest.mark.parametrize("name", ["nchw", "grouped_nhwc", "conv1d_nwc"])
+def test_fallback_half_in_f32(cpu, rng, name, dtype):
+    """f16/bf16 convs the rewrite leaves alone still run as an f32 torch convolution."""
+    g = build(name, FALLBACK[name], dtype)
+    ir_text = g.mlir("optimized")
+    conv_lines = [line for line in ir_text.splitlines() if "torch.aten.convolution" in line]
+    assert len(conv_lines) == 1 and conv_lines[0].rstrip().endswith("f32>")
+    run_and_check(g, cpu, inputs_for(g, rng), **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, BF16], ids=lambda d: d.short_name)
+def test_heavy_conv_flags(dtype):
+    """Heavy fprop convs of every float type get im2col + data tiling (f16/bf16 compute in f32)."""
+    g = build("big", ([4, 64, 56, 56], [64, 64, 3, 3], [1, 1], [1, 1], [1, 1], "NHWC", "NHWC"), dtype)
+    assert "--iree-global-opt-use-im2col-for-convs" in cpu_flags_for_workloads(g.workloads())
+
+
+@pytest.mark.parametrize("dtype", [F16, BF16], ids=lambda d: d.short_name)
+@pytest.mark.parametrize("name", ["3x3_pad1", "nchw"])
+def test_half_conv_with_im2col(cpu, rng, monkeypatch, name, dtype):
+    """im2col on an f16/bf16 conv fails to compile in IREE 3.13; through the f32 path it works."""
+    monkeypatch.setenv("FUSILLI_EXTRA_COMPILER_FLAGS", "--iree-global-opt-use-im2col-for-convs")
+    spec = CASES.get(name) or FALLBACK[name]
+    g = build(f"im2col_{name}", spec, dtype)
+    run_and_check(g, cpu, inputs_for(g, rng), **TOL[dtype])
