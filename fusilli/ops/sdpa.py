@@ -7,17 +7,30 @@ aligned lower triangle; ``scale`` defaults to ``1/sqrt(D)``; with
 ``enable_gqa`` the query heads share K/V heads (``Hq`` a multiple of ``Hk`` and
 of ``Hv``, independently).
 
-Emission keeps ``torch.aten.scaled_dot_product_attention`` (IREE lowers it to
-``iree_linalg_ext.attention``) and shapes its operands so that IREE makes one
-attention dispatch where it can:
+Two emissions, chosen per problem (measured on a 2-core CPU against PyTorch,
+``fusilli-benchmark --compare torch sdpa``; see BENCHMARKS.md):
 
-* an explicit ``scale`` is passed to the op (IREE 3.13 lowers it correctly;
-  upstream's #404 XFAIL does not reproduce, and the numerics tests check it);
-* GQA: K and V are brought to one head count L (repeating the one with fewer
-  heads only when Hk != Hv), then each group of Hq/L query heads is folded
-  into q's sequence dim (a free reshape), so Hk == Hv needs no copy of K/V;
-* ``is_causal`` becomes a constant additive ``[1, 1, Sq, Skv]`` mask (top-left
-  aligned like torch's), boolean masks become additive float masks.
+* **Decomposed** (static shapes, at least ``DECOMPOSE_MIN_FLOPS`` of work and
+  at most ``DECOMPOSE_MAX_SCORES_BYTES`` of f32 scores): ``Q @ K^T``
+  (``torch.aten.matmul`` on a permuted K), ``* scale``, mask add (causal: a
+  ``where`` on an iota comparison, no constant), ``torch.aten._softmax``,
+  ``@ V``, in f32 (f16/bf16 inputs are widened, the result narrowed). IREE
+  turns this into 3 dispatches (matmul, softmax, matmul) with its tuned matmul
+  codegen; its ``iree_linalg_ext.attention`` CPU kernel runs at 1-4 GFLOP/s
+  (1x8x512x64 f32: ~15x faster decomposed). The matmul flags (O3, data tiling,
+  ukernels) measured slower here (more dispatches), so no CPU flag rule.
+* **Fused** ``torch.aten.scaled_dot_product_attention`` (IREE lowers it to
+  ``iree_linalg_ext.attention``) for tiny problems (same speed, 1 dispatch),
+  dynamic dims, and scores too large to materialize. An explicit ``scale`` is
+  passed to the op (IREE 3.13 lowers it correctly; upstream's #404 XFAIL does
+  not reproduce); ``is_causal`` becomes a constant additive mask of the full
+  attention shape when small (so it stays 1 dispatch), else a computed
+  ``[1, 1, Sq, Skv]`` mask; boolean masks become additive float masks.
+
+Both fold GQA the same way: K and V are brought to one head count L
+(repeating the one with fewer heads only when Hk != Hv), then each group of
+Hq/L query heads is folded into q's sequence dim (a free reshape), so
+Hk == Hv needs no copy of K/V. Causal rows are top-left aligned like torch's.
 """
 
 from __future__ import annotations
@@ -187,14 +200,55 @@ def _repeat_heads(b: ir.TorchBuilder, x: ir.Value, heads: int) -> ir.Value:
     return b.op("torch.aten.reshape", [x, b.int_list([bsz, heads, s, d])], tt.with_dims([bsz, heads, s, d]).to_type())
 
 
-def _causal_mask(b: ir.TorchBuilder, sq: int, skv: int, groups: int, element: DataType) -> ir.Value:
-    """A constant ``[1, 1, groups*Sq, Skv]`` additive mask: 0 where ``j <= i`` (top-left aligned,
-    as torch's is_causal), -inf above the diagonal; rows repeat per grouped query head."""
-    rows = np.where(np.tril(np.ones((sq, skv), dtype=bool)), 0.0, -np.inf)
-    values = np.tile(rows, (groups, 1)).reshape(1, 1, groups * sq, skv).astype(element.numpy_dtype)
-    tt = ir.TensorType(values.shape, element.mlir_name)
-    attr = ir.DenseElementsAttr.get(np.ascontiguousarray(values), type=ir.builtin_tensor_type(tt))
-    return ir.Operation.create("torch.vtensor.literal", results=[tt.to_type()], attributes={"value": attr}).result
+# Decompose when the problem does at least this much arithmetic (4*B*Hq*Sq*Skv*D):
+# below it both emissions run in the same few microseconds and the fused op is
+# 1 dispatch instead of 3 (1x2x8x4: 0.03 ms either way; 1x8x32x64, 2 MFLOP:
+# fused 0.37 ms, decomposed 0.05 ms).
+DECOMPOSE_MIN_FLOPS = 1 << 20
+# ... and when the [B, Hq, Sq, Skv] f32 scores it materializes fit in this.
+DECOMPOSE_MAX_SCORES_BYTES = 1 << 30
+# A causal mask of at most this many elements is a constant of the full
+# attention shape (IREE then keeps the fused op one dispatch).
+CONST_CAUSAL_MASK_MAX_ELEMENTS = 1 << 16
+
+
+def _causal_keep(b: ir.TorchBuilder, rows: int, sq: int, skv: int) -> ir.Value:
+    """A boolean ``[rows, Skv]`` tensor, True where key ``j <= i`` for row ``r`` (``i = r % Sq``):
+    the top-left aligned causal pattern, repeated per group of folded query heads."""
+    i64 = "si64"
+    r = b.op(
+        "torch.aten.arange",
+        [b.const_int(rows), b.const_int(4), b.const_none(), b.const_none(), b.const_none()],
+        ir.vtensor_type([rows], i64),
+    )
+    if rows != sq:
+        r = b.op("torch.aten.remainder.Scalar", [r, b.const_int(sq)], ir.vtensor_type([rows], i64))
+    r = b.op("torch.aten.unsqueeze", [r, b.const_int(1)], ir.vtensor_type([rows, 1], i64))
+    c = b.op(
+        "torch.aten.arange",
+        [b.const_int(skv), b.const_int(4), b.const_none(), b.const_none(), b.const_none()],
+        ir.vtensor_type([skv], i64),
+    )
+    return b.op("torch.aten.le.Tensor", [c, r], ir.vtensor_type([rows, skv], "i1"))
+
+
+def _causal_mask(b: ir.TorchBuilder, shape: list[int], sq: int, skv: int, element: DataType) -> ir.Value:
+    """An additive causal mask (0 where attended, -inf above the diagonal) for the fused op:
+    a constant of the full ``shape`` = [B, L, rows, Skv] when small, else computed as
+    ``[1, 1, rows, Skv]``."""
+    rows = shape[2]
+    if math.prod(shape) <= CONST_CAUSAL_MASK_MAX_ELEMENTS:
+        tri = np.where(np.tril(np.ones((sq, skv), dtype=bool)), 0.0, -np.inf)
+        values = np.broadcast_to(np.tile(tri, (rows // sq, 1)), shape).astype(element.numpy_dtype)
+        tt = ir.TensorType(tuple(shape), element.mlir_name)
+        attr = ir.DenseElementsAttr.get(np.ascontiguousarray(values), type=ir.builtin_tensor_type(tt))
+        return ir.Operation.create("torch.vtensor.literal", results=[tt.to_type()], attributes={"value": attr}).result
+    keep = _causal_keep(b, rows, sq, skv)
+    zero = b.scalar_literal(0.0, "f32")
+    ninf = b.scalar_literal(-math.inf, "f32")
+    m = b.op("torch.aten.where.self", [keep, zero, ninf], ir.vtensor_type([rows, skv], "f32"))
+    m = _reshape(b, m, [1, 1, rows, skv])
+    return m if element == DataType.FLOAT else b.to_dtype(m, element.mlir_name, element.torch_code)
 
 
 def _reshape(b: ir.TorchBuilder, x: ir.Value, dims: list[int]) -> ir.Value:
@@ -210,6 +264,43 @@ def _float_mask(ctx: EmitContext, mask_t: TensorAttr, element: DataType) -> ir.V
         ninf = b.scalar_literal(-math.inf, "f32")
         m = b.op("torch.aten.where.self", [m, zero, ninf], ir.TensorType.of(m).with_element("f32").to_type())
     return ctx.cast(m, element)
+
+
+def decomposes(node: SdpaNode) -> bool:
+    """Whether ``node`` is emitted as matmul/softmax/matmul rather than the fused op."""
+    q, k, v = (node.tensor(s) for s in ("Q", "K", "V"))
+    if any(t.dynamic_dims for t in (q, k, v)):
+        return False
+    bsz, hq, sq, d = q.dim
+    skv = k.dim[2]
+    return 4 * bsz * hq * sq * skv * d >= DECOMPOSE_MIN_FLOPS and 4 * bsz * hq * sq * skv <= DECOMPOSE_MAX_SCORES_BYTES
+
+
+def _emit_decomposed(
+    ctx: EmitContext,
+    q: ir.Value,
+    k: ir.Value,
+    v: ir.Value,
+    mask: ir.Value | None,
+    causal_sq: int | None,
+    scale: float,
+) -> ir.Value:
+    """``softmax(q @ k^T * scale + mask) @ v`` in f32 on ``[B, L, M, *]`` operands (f32 result)."""
+    b = ctx.b
+    q, k, v = (ctx.cast(x, DataType.FLOAT) for x in (q, k, v))
+    qt = ir.TensorType.of(q)
+    bsz, groups, rows, _ = qt.dims
+    skv, dv = ir.TensorType.of(k).dims[2], ir.TensorType.of(v).dims[3]
+    st = qt.with_dims([bsz, groups, rows, skv]).to_type()
+    s = b.op("torch.aten.matmul", [q, b.permute(k, [0, 1, 3, 2])], st)
+    s = b.op("torch.aten.mul.Scalar", [s, b.const_float(scale)], st)
+    if causal_sq is not None:
+        keep = _causal_keep(b, rows, causal_sq, skv)
+        s = b.op("torch.aten.where.self", [keep, s, b.scalar_literal(-math.inf, "f32")], st)
+    if mask is not None:
+        s = b.op("torch.aten.add.Tensor", [s, ctx.cast(mask, DataType.FLOAT), b.const_int(1)], st)
+    p = b.op("torch.aten._softmax", [s, b.const_int(-1), b.const_bool(False)], st)
+    return b.op("torch.aten.matmul", [p, v], qt.with_dims([bsz, groups, rows, dv]).to_type())
 
 
 @register_emitter("sdpa")
@@ -236,15 +327,30 @@ def emit_sdpa(node: SdpaNode, ctx: EmitContext) -> None:
     if rep > 1:
         q = _reshape(b, q, [bsz, groups, rep * sq, q_t.dim[3]])
     mask_t = node.inputs.get("MASK")
-    if node.attrs.is_causal:
-        mask = _causal_mask(b, sq, skv, rep, dt)
-    elif mask_t is None:
-        mask = b.const_none()
-    else:
-        mask = _float_mask(ctx, mask_t, dt)
+    mask = None
+    if mask_t is not None:
+        mask = _float_mask(ctx, mask_t, DataType.FLOAT if decomposes(node) else dt)
         if rep > 1:
             mask = _reshape(b, b.expand(mask, [bsz, hq, sq, skv]), [bsz, groups, rep * sq, skv])
     scale = node.attrs.scale
+    if decomposes(node):
+        o = _emit_decomposed(
+            ctx,
+            q,
+            k,
+            v,
+            mask,
+            sq if node.attrs.is_causal else None,
+            scale if scale is not None else 1.0 / math.sqrt(q_t.dim[3]),
+        )
+        if rep > 1:
+            o = _reshape(b, o, [bsz, hq, sq, dv])
+        ctx.define("O", o)  # casts back to O's data type
+        return
+    if node.attrs.is_causal:
+        mask = _causal_mask(b, [bsz, groups, rep * sq, skv], sq, skv, dt)
+    elif mask is None:
+        mask = b.const_none()
     o_type = ir.TensorType.of(q).with_dims([bsz, groups, rep * sq, dv]).with_element(dt.mlir_name)
     o = b.op(
         "torch.aten.scaled_dot_product_attention",

@@ -6,13 +6,17 @@ import pytest
 from conftest import random_array, run_and_check
 
 import fusilli as fs
+from fusilli.ops import sdpa as sdpa_mod
 
 B, S, D = 1, 8, 4
+# A size that takes the decomposed (matmul / softmax / matmul) emission: 4*B*H*S*S*D >= 2^20.
+BIG_S, BIG_D = 64, 64
 
 
-def build(variant: str):
-    g = fs.Graph(name=f"sdpa_{variant}")
+def build(variant: str, s: int = S, d: int = D, dt: fs.DataType = fs.DataType.FLOAT):
+    g = fs.Graph(name=f"sdpa_{variant}_s{s}_d{d}_{dt.name}", io_data_type=dt, compute_data_type=fs.DataType.FLOAT)
     hq = hk = hv = 2
+    S, D = s, d
     skv = S
     kw = {}
     if variant == "gqa":
@@ -20,7 +24,7 @@ def build(variant: str):
     if variant == "gqa_hk_ne_hv":
         hq, hk, hv, kw["enable_gqa"] = 4, 2, 1, True
     if variant == "cross":
-        skv = 6
+        skv = S - 2
     q = g.tensor(name="q", dim=[B, hq, S, D])
     k = g.tensor(name="k", dim=[B, hk, skv, D])
     # V stored with S and H swapped in memory: layouts come from strides.
@@ -28,7 +32,7 @@ def build(variant: str):
     if variant == "causal":
         kw["is_causal"] = True
     if variant == "mask":
-        kw["mask"] = g.tensor(name="m", dim=[1, 1, S, skv])
+        kw["mask"] = g.tensor(name="m", dim=[1, 1, S, skv], data_type=dt)
     if variant == "bool_mask":
         kw["mask"] = g.tensor(name="m", dim=[B, 1, S, skv], data_type=fs.DataType.BOOLEAN)
     if variant == "scale":
@@ -38,14 +42,73 @@ def build(variant: str):
     return g.validate()
 
 
-@pytest.mark.parametrize("variant", ["basic", "causal", "mask", "bool_mask", "scale", "gqa", "gqa_hk_ne_hv", "cross"])
+VARIANTS = ["basic", "causal", "mask", "bool_mask", "scale", "gqa", "gqa_hk_ne_hv", "cross"]
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
 def test_sdpa_numerics(variant, cpu, rng):
     g = build(variant)
+    assert not sdpa_mod.decomposes(g.nodes[0])
     inputs = {t: random_array(t, rng, -2, 2) for t in g.input_tensors()}
     for t, a in inputs.items():
         if t.data_type == fs.DataType.BOOLEAN:
             a[..., 0] = True  # no fully masked row (torch gives NaN there)
     run_and_check(g, cpu, inputs, rtol=1e-4, atol=1e-4)
+
+
+def _check(g, cpu, rng, tol):
+    inputs = {t: random_array(t, rng, -2, 2) for t in g.input_tensors()}
+    for t, a in inputs.items():
+        if t.data_type == fs.DataType.BOOLEAN:
+            a[..., 0] = True
+    run_and_check(g, cpu, inputs, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_sdpa_decomposed_numerics(variant, cpu, rng):
+    g = build(variant, BIG_S, BIG_D)
+    assert sdpa_mod.decomposes(g.nodes[0])
+    text = g.emit_mlir()
+    assert "torch.aten._softmax" in text and "scaled_dot_product_attention" not in text
+    _check(g, cpu, rng, 1e-4)
+
+
+@pytest.mark.parametrize("dt", [fs.DataType.HALF, fs.DataType.BFLOAT16])
+@pytest.mark.parametrize("variant", ["basic", "causal", "mask", "gqa_hk_ne_hv"])
+def test_sdpa_decomposed_low_precision(variant, dt, cpu, rng):
+    """f16/bf16 are computed in f32 (widened, softmax and matmuls in f32, narrowed once)."""
+    g = build(variant, BIG_S, BIG_D, dt)
+    assert sdpa_mod.decomposes(g.nodes[0])
+    text = g.emit_mlir()
+    assert "torch.aten._softmax" in text and f"[1,2,{BIG_S},{BIG_S}],f32>" in text
+    _check(g, cpu, rng, 1e-2 if dt == fs.DataType.HALF else 5e-2)
+
+
+@pytest.mark.parametrize("variant", ["basic", "causal", "mask", "gqa"])
+def test_sdpa_fused_large_fallback(variant, cpu, rng, monkeypatch):
+    """Scores over the memory bound keep the fused op; a large causal mask is then computed, not a constant."""
+    monkeypatch.setenv("FUSILLI_DISABLE_CACHE", "1")  # the emission below differs for the same graph
+    monkeypatch.setattr(sdpa_mod, "DECOMPOSE_MAX_SCORES_BYTES", 1024)
+    monkeypatch.setattr(sdpa_mod, "CONST_CAUSAL_MASK_MAX_ELEMENTS", 16)
+    g = build(variant, 16, 8)
+    assert not sdpa_mod.decomposes(g.nodes[0])
+    text = g.emit_mlir()
+    assert "torch.aten.scaled_dot_product_attention" in text and "_softmax" not in text
+    if variant == "causal":
+        assert "torch.aten.arange" in text and "tensor<1x2x16x16xf32>" not in text
+    _check(g, cpu, rng, 1e-4)
+
+
+def test_sdpa_decompose_selection():
+    node = build("basic", BIG_S, BIG_D).nodes[0]
+    assert sdpa_mod.decomposes(node)
+    assert not sdpa_mod.decomposes(build("basic", 8, 4).nodes[0])  # tiny: the fused op, 1 dispatch
+    g = fs.Graph(name="sdpa_dynamic")
+    dims = [1, 2, 512, 64]
+    q, k, v = (g.tensor(name=n, dim=dims, dynamic_dims=[2]) for n in "qkv")
+    g.sdpa(q, k, v, name="attn").set_output(True)
+    g.validate()
+    assert not sdpa_mod.decomposes(g.nodes[0])  # dynamic dims: the fused op
 
 
 def _graph(q_dim=(1, 2, 8, 4), k_dim=(1, 2, 8, 4), v_dim=(1, 2, 8, 4), **kw):

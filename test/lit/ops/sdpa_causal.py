@@ -24,7 +24,7 @@ if len(sys.argv) > 1 and sys.argv[1] == "stats":
         print_stats(build())
 
     # STATS-LABEL: TEST: stats_sdpa_causal
-    # STATS: dispatch-count: 2
+    # STATS: dispatch-count: 1
 else:
 
     @run
@@ -32,6 +32,6 @@ else:
         print(build().emit_mlir())
 
     # CHECK-LABEL: TEST: sdpa_causal
-    # CHECK: %[[MASK:.*]] = torch.vtensor.literal({{.*}}) : !torch.vtensor<[1,1,8,8],f32>
+    # CHECK: %[[MASK:.*]] = torch.vtensor.literal({{.*}}) : !torch.vtensor<[1,2,8,8],f32>
     # CHECK: %[[SCALE:.*]] = torch.constant.float 5.000000e-01
     # CHECK: torch.aten.scaled_dot_product_attention %{{.*}}, %{{.*}}, %{{.*}}, %[[MASK]], %{{.*}}, %{{.*}}, %[[SCALE]], %{{.*}} : {{.*}} -> !torch.vtensor<[1,2,8,4],f32>

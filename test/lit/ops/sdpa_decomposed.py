@@ -1,0 +1,81 @@
+# RUN: %python %s | filecheck %s
+# RUN: %python %s stats | filecheck %s --check-prefix=STATS
+
+# Above DECOMPOSE_MIN_FLOPS, SDPA is emitted as matmul / softmax / matmul in f32
+# (IREE's fused attention kernel is ~15x slower on CPU).
+
+import sys
+
+from lit_helpers import print_stats, run
+
+import fusilli as fs
+
+
+def build(variant, dt=fs.DataType.FLOAT):
+    g = fs.Graph(name=f"sdpa_dec_{variant}", io_data_type=dt, compute_data_type=fs.DataType.FLOAT)
+    hq, hk, hv, kw = 2, 2, 2, {}
+    if variant == "gqa_hk_ne_hv":
+        hq, hk, hv, kw["enable_gqa"] = 4, 2, 1, True
+    if variant == "causal":
+        kw["is_causal"] = True
+    if variant == "mask":
+        kw["mask"] = g.tensor(name="m", dim=[1, 1, 64, 64], data_type=fs.DataType.BOOLEAN)
+    q = g.tensor(name="q", dim=[1, hq, 64, 64])
+    k = g.tensor(name="k", dim=[1, hk, 64, 64])
+    v = g.tensor(name="v", dim=[1, hv, 64, 64])
+    g.sdpa(q, k, v, name="attn", **kw).set_output(True).set_name("o")
+    return g
+
+
+if len(sys.argv) > 1 and sys.argv[1] == "stats":
+    for variant in ("basic", "causal", "mask", "gqa_hk_ne_hv"):
+        print(f"TEST: stats_{variant}", flush=True)
+        print_stats(build(variant))
+        print(flush=True)
+
+    # STATS-LABEL: TEST: stats_basic
+    # STATS: dispatch-count: 3
+    # STATS-LABEL: TEST: stats_causal
+    # STATS: dispatch-count: 3
+    # STATS-LABEL: TEST: stats_mask
+    # STATS: dispatch-count: 3
+    # STATS-LABEL: TEST: stats_gqa_hk_ne_hv
+    # STATS: dispatch-count: 3
+else:
+
+    @run
+    def sdpa_decomposed():
+        print(build("basic").emit_mlir())
+
+    # CHECK-LABEL: TEST: sdpa_decomposed
+    # CHECK-NOT: scaled_dot_product_attention
+    # CHECK: %[[KT:.*]] = torch.aten.permute %{{.*}}, %{{.*}} : !torch.vtensor<[1,2,64,64],f32>, !torch.list<int> -> !torch.vtensor<[1,2,64,64],f32>
+    # CHECK: %[[S:.*]] = torch.aten.matmul %{{.*}}, %[[KT]] : {{.*}} -> !torch.vtensor<[1,2,64,64],f32>
+    # CHECK: %[[SC:.*]] = torch.aten.mul.Scalar %[[S]], %{{.*}}
+    # CHECK: %[[P:.*]] = torch.aten._softmax %[[SC]], %{{.*}}, %{{.*}} : !torch.vtensor<[1,2,64,64],f32>, !torch.int, !torch.bool -> !torch.vtensor<[1,2,64,64],f32>
+    # CHECK: torch.aten.matmul %[[P]], %{{.*}} : {{.*}} -> !torch.vtensor<[1,2,64,64],f32>
+
+    @run
+    def sdpa_decomposed_causal_f16():
+        print(build("causal", fs.DataType.HALF).emit_mlir())
+
+    # CHECK-LABEL: TEST: sdpa_decomposed_causal_f16
+    # CHECK: torch.aten.to.dtype %{{.*}} : !torch.vtensor<[1,2,64,64],f16>, {{.*}} -> !torch.vtensor<[1,2,64,64],f32>
+    # CHECK: %[[S:.*]] = torch.aten.matmul {{.*}} -> !torch.vtensor<[1,2,64,64],f32>
+    # CHECK: torch.aten.arange
+    # CHECK: %[[KEEP:.*]] = torch.aten.le.Tensor {{.*}} -> !torch.vtensor<[64,64],i1>
+    # CHECK: %[[M:.*]] = torch.aten.where.self %[[KEEP]], %{{.*}}, %{{.*}} : {{.*}} -> !torch.vtensor<[1,2,64,64],f32>
+    # CHECK: %[[P:.*]] = torch.aten._softmax %[[M]]
+    # CHECK: %[[O:.*]] = torch.aten.matmul %[[P]], {{.*}} -> !torch.vtensor<[1,2,64,64],f32>
+    # CHECK: torch.aten.to.dtype %[[O]], {{.*}} -> !torch.vtensor<[1,2,64,64],f16>
+
+    @run
+    def sdpa_decomposed_gqa_hk_ne_hv():
+        print(build("gqa_hk_ne_hv").emit_mlir())
+
+    # CHECK-LABEL: TEST: sdpa_decomposed_gqa_hk_ne_hv
+    # CHECK: torch.aten.reshape {{.*}} -> !torch.vtensor<[1,2,128,64],f32>
+    # CHECK: torch.aten.matmul {{.*}} -> !torch.vtensor<[1,2,128,64],f32>
+    # CHECK: torch.aten._softmax {{.*}} -> !torch.vtensor<[1,2,128,64],f32>
+    # CHECK: torch.aten.matmul {{.*}} -> !torch.vtensor<[1,2,128,64],f32>
+    # CHECK: torch.aten.reshape {{.*}} -> !torch.vtensor<[1,4,64,64],f32>
