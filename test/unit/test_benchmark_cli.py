@@ -161,8 +161,8 @@ def test_per_op_class_cpu_flags(monkeypatch):
     assert cpu_flags_for_workloads([heavy_mm, heavy_mm]) == list(matmul_flags)
     # Small problems keep the base flags (and so their single fused dispatch).
     assert cpu_flags_for_workloads([Workload("matmul", f32, CPU_HEAVY_MIN_FLOPS - 1)]) == []
-    # f16 convs keep the base flags: im2col does not compile for them in IREE 3.13.
-    assert cpu_flags_for_workloads([Workload("conv_fprop", fs.DataType.HALF, CPU_HEAVY_MIN_FLOPS)]) == []
+    # f16 convs get the conv flags too: they are computed in f32, where im2col compiles.
+    assert cpu_flags_for_workloads([Workload("conv_fprop", fs.DataType.HALF, CPU_HEAVY_MIN_FLOPS)])
     assert cpu_flags_for_workloads([Workload("conv_fprop", f32, CPU_HEAVY_MIN_FLOPS)])
     # User flags come last, so they override the per-op-class defaults.
     monkeypatch.setenv("FUSILLI_EXTRA_COMPILER_FLAGS", "--iree-opt-data-tiling=false")

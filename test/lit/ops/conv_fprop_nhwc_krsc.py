@@ -4,7 +4,8 @@
 
 # 2-D forward convolution with channels-last input, filter and output. The
 # emitter permutes X and W to logical (NCHW / KCRS) order and the result back;
-# the layout pass leaves one permute per graph input and output.
+# fusilli-conv-layout then runs the conv natively in NHWC
+# (linalg.conv_2d_nhwc_hwcf): only the filter is transposed, to HWCF.
 
 import sys
 
@@ -41,10 +42,10 @@ elif len(sys.argv) > 1 and sys.argv[1] == "linalg":
         print(build([0, 0]).mlir("input"))
 
     # LINALG-LABEL: TEST: linalg_conv_nhwc_krsc
-    # LINALG: %[[XT:.*]] = linalg.transpose ins(%{{.*}} : tensor<2x8x8x8xf32>) {{.*}} permutation = [0, 3, 1, 2]
-    # LINALG: %[[WT:.*]] = linalg.transpose ins(%{{.*}} : tensor<16x3x3x8xf32>) outs(%{{.*}} : tensor<16x8x3x3xf32>) permutation = [0, 3, 1, 2]
-    # LINALG: %[[CONV:.*]] = linalg.conv_2d_nchw_fchw {{.*}} ins(%[[XT]], %[[WT]] : {{.*}}) {{.*}} -> tensor<2x16x6x6xf32>
-    # LINALG: linalg.transpose ins(%[[CONV]] : tensor<2x16x6x6xf32>) outs(%{{.*}} : tensor<2x6x6x16xf32>) permutation = [0, 2, 3, 1]
+    # LINALG-NOT: permutation = [0, 3, 1, 2]
+    # LINALG: %[[WT:.*]] = linalg.transpose ins(%{{.*}} : tensor<16x3x3x8xf32>) outs(%{{.*}} : tensor<3x3x8x16xf32>) permutation = [1, 2, 3, 0]
+    # LINALG: linalg.conv_2d_nhwc_hwcf {{.*}} ins(%{{.*}}, %[[WT]] : tensor<2x8x8x8xf32>, tensor<3x3x8x16xf32>) {{.*}} -> tensor<2x6x6x16xf32>
+    # LINALG-NOT: linalg.transpose
 else:
 
     @run
@@ -65,16 +66,18 @@ else:
     def conv_nhwc_krsc_bias_relu_optimized():
         print(build([1, 1], epilogue=True).mlir("optimized"))
 
-    # The bias add and relu become one linalg.generic whose output map writes
-    # NHWC directly: the trailing permute is absorbed, the bias is broadcast.
+    # The conv runs natively in NHWC; the bias add and relu become one
+    # linalg.generic reading and writing NHWC, with the bias broadcast.
     # CHECK-LABEL: TEST: conv_nhwc_krsc_bias_relu_optimized
-    # CHECK-DAG: #[[ID:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
-    # CHECK-DAG: #[[BIAS:.*]] = affine_map<(d0, d1, d2, d3) -> (0, d1, 0, 0)>
     # CHECK-DAG: #[[NHWC:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3, d1)>
-    # CHECK: %[[Y:.*]] = torch.aten.convolution {{.*}} -> !torch.vtensor<[2,16,8,8],f32>
+    # CHECK-DAG: #[[BIAS:.*]] = affine_map<(d0, d1, d2, d3) -> (0, d1, 0, 0)>
+    # CHECK: torch.aten.permute %{{.*}} -> !torch.vtensor<[3,3,8,16],f32>
+    # CHECK: %[[PAD:.*]] = tensor.pad
+    # CHECK: %[[CONV:.*]] = linalg.conv_2d_nhwc_hwcf {{.*}} ins(%[[PAD]], %{{.*}} : tensor<2x10x10x8xf32>, tensor<3x3x8x16xf32>)
+    # CHECK: %[[Y:.*]] = torch_c.from_builtin_tensor %[[CONV]]
     # CHECK: %[[YB:.*]] = torch_c.to_builtin_tensor %[[Y]]
-    # CHECK: %[[G:.*]] = linalg.generic {indexing_maps = [#[[ID]], #[[BIAS]], #[[NHWC]]]
-    # CHECK-SAME: ins(%[[YB]], %{{.*}} : tensor<2x16x8x8xf32>, tensor<1x16x1x1xf32>) outs(%{{.*}} : tensor<2x8x8x16xf32>)
+    # CHECK: %[[G:.*]] = linalg.generic {indexing_maps = [#[[NHWC]], #[[BIAS]], #[[NHWC]]]
+    # CHECK-SAME: ins(%[[YB]], %{{.*}} : tensor<2x8x8x16xf32>, tensor<1x16x1x1xf32>) outs(%{{.*}} : tensor<2x8x8x16xf32>)
     # CHECK: arith.addf
     # CHECK: arith.maximumf
     # CHECK: %[[R:.*]] = torch_c.from_builtin_tensor %[[G]]
