@@ -232,11 +232,7 @@ class Graph:
         return self.scalar(float(value), DataType.FLOAT)
 
     def _add_norm_node(self, node_type, inputs, phase, name) -> tuple:
-        if phase is not None and not isinstance(phase, NormPhase):
-            try:
-                phase = NormPhase[str(phase).upper()]
-            except KeyError:
-                raise fail(ErrorCode.INVALID_ARGUMENT, f"unknown norm phase {phase!r}") from None
+        phase = _coerce_enum(NormPhase, phase, "norm phase")
         self._add_node(node_type, inputs, NormAttrs(phase=phase), name)
         node = self.nodes[-1]
         node.prune_outputs()
@@ -301,11 +297,7 @@ class Graph:
         **params: float,
     ) -> TensorAttr:
         """An elementwise op of 1-3 inputs; ``mode`` is a ``PointwiseMode``."""
-        if isinstance(mode, str):
-            try:
-                mode = PointwiseMode[mode.upper()]
-            except KeyError:
-                raise fail(ErrorCode.INVALID_ARGUMENT, f"unknown pointwise mode {mode!r}") from None
+        mode = _coerce_enum(PointwiseMode, mode, "pointwise mode")
         attrs = PointwiseAttrs(mode=mode)
         for key, value in params.items():
             field = _POINTWISE_PARAMS.get((mode, key))
@@ -325,13 +317,7 @@ class Graph:
         name: str | None = None,
     ) -> TensorAttr:
         """Reduces ``x`` over ``axes`` (or the dims where the result's set dim is 1), keeping them as 1."""
-        if isinstance(mode, str):
-            try:
-                mode = ReductionMode[mode.upper()]
-            except KeyError:
-                raise fail(ErrorCode.INVALID_ARGUMENT, f"unknown reduction mode {mode!r}") from None
-        if not isinstance(mode, ReductionMode):
-            raise fail(ErrorCode.INVALID_ARGUMENT, f"reduction mode must be a ReductionMode, got {mode!r}")
+        mode = _coerce_enum(ReductionMode, mode, "reduction mode")
         (y,) = self._add_node(ReductionNode, {"X": x}, ReductionAttrs(mode=mode, axes=_int_list(axes)), name)
         return y
 
@@ -674,6 +660,18 @@ def _make_pointwise_method(mode: PointwiseMode):
 
 for _mode in PointwiseMode:
     setattr(Graph, _mode.method_name, _make_pointwise_method(_mode))
+
+
+def _coerce_enum(enum_type: type, value: Any, what: str) -> Any:
+    """An enum member given as the member itself or its (case-insensitive) name.
+
+    None passes through: validate() then reports the attribute as not set.
+    """
+    if value is None or isinstance(value, enum_type):
+        return value
+    if isinstance(value, str) and value.upper() in enum_type.__members__:
+        return enum_type[value.upper()]
+    raise fail(ErrorCode.INVALID_ARGUMENT, f"unknown {what} {value!r}; expected a {enum_type.__name__}")
 
 
 def _int_list(values: Sequence[int] | None) -> list[int] | None:

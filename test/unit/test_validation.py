@@ -358,3 +358,25 @@ def test_user_settings_after_validate_survive_revalidation():
     a.set_dim([3, 4]).set_stride([4, 1])  # C's dims re-infer; its user-set stride no longer fits
     expect(g, fs.ErrorCode.INVALID_ATTRIBUTE, "matmul 'mm0'", "'mm0_C'")
     assert c.dim == [3, 6]
+
+
+@pytest.mark.parametrize("op", ["pointwise", "reduction"])
+def test_mode_left_unset_is_reported_by_validate(op):
+    g = fs.Graph(name="mode_unset")
+    x = g.tensor(name="x", dim=[2, 4])
+    if op == "pointwise":
+        g.pointwise(x, mode=None, name="node").set_output(True)
+    else:
+        g.reduction(x, mode=None, name="node").set_output(True)
+    expect(g, fs.ErrorCode.ATTRIBUTE_NOT_SET, f"{op} 'node'", "mode not set")
+
+
+def test_norm_phase_by_name_and_unknown_phase():
+    g = fs.Graph(name="phase_names")
+    x = g.tensor(name="x", dim=[2, 4])
+    y, mean, inv_var = g.layernorm(x, epsilon=1e-5, phase="training")
+    assert mean is not None and inv_var is not None
+    with pytest.raises(fs.FusilliError) as e:
+        g.layernorm(x, epsilon=1e-5, phase="sideways")
+    assert e.value.code == fs.ErrorCode.INVALID_ARGUMENT
+    assert "norm phase 'sideways'" in str(e.value) and "NormPhase" in str(e.value)
