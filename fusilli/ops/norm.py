@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from fusilli import ir
 from fusilli.errors import ErrorCode
 from fusilli.ir.torch import builtin_element_type
-from fusilli.ops.base import Attrs, Node, register_emitter, register_node
+from fusilli.ops.base import Attrs, Node, Workload, register_emitter, register_node
 from fusilli.ops.emit import EmitContext
 from fusilli.tensor import TensorAttr, contiguous_strides
 from fusilli.types import DataType
@@ -300,6 +300,16 @@ class LayerNormNode(FeatureNormNodeBase):
     output_slots = ("Y", "MEAN", "INV_VARIANCE")
     stat_slots = ("MEAN", "INV_VARIANCE")
     affine_slots = ("SCALE", "BIAS")
+
+    def workload(self) -> Workload | None:
+        """~8 flops per element for the static one-pass form (it selects the CPU layernorm flag rule)."""
+        x = self.tensor("X")
+        if x.dynamic_dims or not self.compute_element().is_float:
+            return None
+        n = 1
+        for d in x.dim:
+            n *= d
+        return Workload(self.kind, x.data_type, 8 * n)
 
 
 @register_node

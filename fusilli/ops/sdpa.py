@@ -212,8 +212,15 @@ DECOMPOSE_MAX_SCORES_BYTES = 1 << 30
 CONST_CAUSAL_MASK_MAX_ELEMENTS = 1 << 16
 
 
-def _causal_keep(b: ir.TorchBuilder, rows: int, sq: int, skv: int) -> ir.Value:
-    """A boolean ``[rows, Skv]`` tensor, True where key ``j <= i`` for row ``r`` (``i = r % Sq``):
+# Causal decomposed SDPA with at least this many query rows (and no folded GQA
+# heads) is split into CAUSAL_ROW_BLOCKS query blocks, block i attending only to
+# keys [0, end of block i): 4 blocks compute 10/16 of the scores.
+CAUSAL_BLOCK_MIN_ROWS = 256
+CAUSAL_ROW_BLOCKS = 4
+
+
+def _causal_keep(b: ir.TorchBuilder, rows: int, sq: int, skv: int, offset: int = 0) -> ir.Value:
+    """A boolean ``[rows, Skv]`` tensor, True where key ``j <= i`` for row ``r`` (``i = (r + offset) % Sq``):
     the top-left aligned causal pattern, repeated per group of folded query heads."""
     i64 = "si64"
     r = b.op(
@@ -221,6 +228,8 @@ def _causal_keep(b: ir.TorchBuilder, rows: int, sq: int, skv: int) -> ir.Value:
         [b.const_int(rows), b.const_int(4), b.const_none(), b.const_none(), b.const_none()],
         ir.vtensor_type([rows], i64),
     )
+    if offset:
+        r = b.op("torch.aten.add.Scalar", [r, b.const_int(offset), b.const_int(1)], ir.vtensor_type([rows], i64))
     if rows != sq:
         r = b.op("torch.aten.remainder.Scalar", [r, b.const_int(sq)], ir.vtensor_type([rows], i64))
     r = b.op("torch.aten.unsqueeze", [r, b.const_int(1)], ir.vtensor_type([rows, 1], i64))
@@ -288,17 +297,60 @@ def _emit_decomposed(
     """``softmax(q @ k^T * scale + mask) @ v`` in f32 on ``[B, L, M, *]`` operands (f32 result)."""
     b = ctx.b
     q, k, v = (ctx.cast(x, DataType.FLOAT) for x in (q, k, v))
+    if mask is not None:
+        mask = ctx.cast(mask, DataType.FLOAT)
+    qt = ir.TensorType.of(q)
+    bsz, groups, rows, _ = qt.dims
+    skv, dv = ir.TensorType.of(k).dims[2], ir.TensorType.of(v).dims[3]
+    if causal_sq is not None and rows == causal_sq and rows >= CAUSAL_BLOCK_MIN_ROWS and mask is None:
+        # Query blocks: block [r0, r1) attends to keys [0, min(r1, Skv)) only.
+        bounds = [rows * i // CAUSAL_ROW_BLOCKS for i in range(CAUSAL_ROW_BLOCKS + 1)]
+        outs = []
+        for r0, r1 in zip(bounds, bounds[1:]):
+            kv_end = min(r1, skv)
+            qb = _slice(b, q, 2, r0, r1)
+            kb, vb = _slice(b, k, 2, 0, kv_end), _slice(b, v, 2, 0, kv_end)
+            outs.append(_attend(b, qb, kb, vb, (causal_sq, r0), scale))
+        ot = qt.with_dims([bsz, groups, rows, dv]).to_type()
+        return b.op("torch.aten.cat", [b.list_of(outs, "vtensor"), b.const_int(2)], ot)
+    return _attend(b, q, k, v, None if causal_sq is None else (causal_sq, 0), scale, mask)
+
+
+def _slice(b: ir.TorchBuilder, x: ir.Value, dim: int, start: int, end: int) -> ir.Value:
+    t = ir.TensorType.of(x)
+    dims = list(t.dims)
+    if start == 0 and end == dims[dim]:
+        return x
+    dims[dim] = end - start
+    return b.op(
+        "torch.aten.slice.Tensor",
+        [x, b.const_int(dim), b.const_int(start), b.const_int(end), b.const_int(1)],
+        t.with_dims(dims).to_type(),
+    )
+
+
+def _attend(
+    b: ir.TorchBuilder,
+    q: ir.Value,
+    k: ir.Value,
+    v: ir.Value,
+    causal: tuple[int, int] | None,
+    scale: float,
+    mask: ir.Value | None = None,
+) -> ir.Value:
+    """``softmax(q @ k^T * scale [causal] [+ mask]) @ v`` on f32 ``[B, L, M, *]`` operands; ``causal``
+    is (Sq, the first query row's index) for a top-left aligned causal mask."""
     qt = ir.TensorType.of(q)
     bsz, groups, rows, _ = qt.dims
     skv, dv = ir.TensorType.of(k).dims[2], ir.TensorType.of(v).dims[3]
     st = qt.with_dims([bsz, groups, rows, skv]).to_type()
     s = b.op("torch.aten.matmul", [q, b.permute(k, [0, 1, 3, 2])], st)
     s = b.op("torch.aten.mul.Scalar", [s, b.const_float(scale)], st)
-    if causal_sq is not None:
-        keep = _causal_keep(b, rows, causal_sq, skv)
+    if causal is not None:
+        keep = _causal_keep(b, rows, causal[0], skv, causal[1])
         s = b.op("torch.aten.where.self", [keep, s, b.scalar_literal(-math.inf, "f32")], st)
     if mask is not None:
-        s = b.op("torch.aten.add.Tensor", [s, ctx.cast(mask, DataType.FLOAT), b.const_int(1)], st)
+        s = b.op("torch.aten.add.Tensor", [s, mask, b.const_int(1)], st)
     p = b.op("torch.aten._softmax", [s, b.const_int(-1), b.const_bool(False)], st)
     return b.op("torch.aten.matmul", [p, v], qt.with_dims([bsz, groups, rows, dv]).to_type())
 

@@ -23,13 +23,13 @@ def build(variant: str, s: int = S, d: int = D, dt: fs.DataType = fs.DataType.FL
         hq, hk, hv, kw["enable_gqa"] = 4, 2, 2, True
     if variant == "gqa_hk_ne_hv":
         hq, hk, hv, kw["enable_gqa"] = 4, 2, 1, True
-    if variant == "cross":
+    if variant in ("cross", "causal_cross"):
         skv = S - 2
     q = g.tensor(name="q", dim=[B, hq, S, D])
     k = g.tensor(name="k", dim=[B, hk, skv, D])
     # V stored with S and H swapped in memory: layouts come from strides.
     v = g.tensor(name="v", dim=[B, hv, skv, D], stride=fs.strides([B, hv, skv, D], "NHWC"))
-    if variant == "causal":
+    if variant in ("causal", "causal_cross"):
         kw["is_causal"] = True
     if variant == "mask":
         kw["mask"] = g.tensor(name="m", dim=[1, 1, S, skv], data_type=dt)
@@ -165,3 +165,25 @@ def test_sdpa_infers_output():
     assert o.dim == [B, 4, S, D] and o.stride == fs.strides(o.dim)
     text = g.emit_mlir()
     assert "torch.aten.scaled_dot_product_attention" in text
+
+
+@pytest.mark.parametrize(
+    "variant,dt",
+    [("causal", fs.DataType.FLOAT), ("causal_cross", fs.DataType.FLOAT), ("causal", fs.DataType.HALF)],
+)
+def test_sdpa_causal_row_blocks(variant, dt, cpu, rng):
+    """Long causal problems run as CAUSAL_ROW_BLOCKS query blocks, block i attending to its key prefix only."""
+    s = sdpa_mod.CAUSAL_BLOCK_MIN_ROWS
+    g = build(variant, s, 16, dt)
+    assert sdpa_mod.decomposes(g.nodes[0])
+    text = g.emit_mlir()
+    n = sdpa_mod.CAUSAL_ROW_BLOCKS
+    assert text.count("torch.aten._softmax") == n and "torch.aten.cat" in text
+    skv = s - 2 if variant == "causal_cross" else s
+    assert f"[1,2,{s // n},{min(s // n, skv)}],f32>" in text  # the first block's scores: its key prefix only
+    _check(g, cpu, rng, 1e-4 if dt == fs.DataType.FLOAT else 1e-2)
+
+
+def test_sdpa_causal_short_not_blocked():
+    g = build("causal", BIG_S, BIG_D)
+    assert BIG_S < sdpa_mod.CAUSAL_BLOCK_MIN_ROWS and g.emit_mlir().count("torch.aten._softmax") == 1
