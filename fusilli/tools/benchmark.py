@@ -621,8 +621,11 @@ def run_problem(ns: argparse.Namespace, label: str) -> dict[str, Any]:
     import fusilli as fs
 
     row: dict[str, Any] = {"command": label, "subcommand": ns.subcommand, "status": "ok", "iter": ns.iter}
+    # --Xiree-compile flags apply to this row only: restore the variable afterwards
+    # so later rows of a suite do not inherit them.
+    saved_extra = os.environ.get("FUSILLI_EXTRA_COMPILER_FLAGS")
     if ns.xiree:
-        extra = os.environ.get("FUSILLI_EXTRA_COMPILER_FLAGS", "")
+        extra = saved_extra or ""
         os.environ["FUSILLI_EXTRA_COMPILER_FLAGS"] = (extra + " " + " ".join(shlex.quote(f) for f in ns.xiree)).strip()
     try:
         torch = _import_torch() if ns.compare == "torch" else None
@@ -681,6 +684,11 @@ def run_problem(ns: argparse.Namespace, label: str) -> dict[str, Any]:
         row.update(status="error", error=f"{type(e).__name__}: {e}")
     except Exception as e:  # keep a suite going past one broken row
         row.update(status="error", error=f"{type(e).__name__}: {e}")
+    finally:
+        if saved_extra is None:
+            os.environ.pop("FUSILLI_EXTRA_COMPILER_FLAGS", None)
+        else:
+            os.environ["FUSILLI_EXTRA_COMPILER_FLAGS"] = saved_extra
     return row
 
 

@@ -184,3 +184,20 @@ def test_graph_key_depends_on_op_class_flags():
     (w,) = g.workloads()
     assert w.kind == "matmul" and w.flops == 2 * 1024**3
     assert g.key("cpu") != g._cache_key(Target.resolve("cpu"))
+
+
+def test_xiree_flags_apply_to_their_row_only(capsys, monkeypatch, tmp_path):
+    # A suite row's --Xiree-compile flags must not leak into later rows.
+    monkeypatch.setenv("FUSILLI_EXTRA_COMPILER_FLAGS", "--iree-opt-level=O1")
+    suite = tmp_path / "suite.txt"
+    suite.write_text(
+        "--iter 1 --warmup 0 --Xiree-compile=--iree-opt-level=O2 --label flagged pointwise -N 32\n"
+        "--iter 1 --warmup 0 --dump --label plain pointwise -N 48\n"
+    )
+    rc, out, _ = _run(capsys, ["--suite", str(suite), "--no-progress"])
+    assert rc == 0
+    plain_dump = out[out.index("=== ") :]
+    assert "--iree-opt-level=O1" in plain_dump and "--iree-opt-level=O2" not in plain_dump
+    import os
+
+    assert os.environ["FUSILLI_EXTRA_COMPILER_FLAGS"] == "--iree-opt-level=O1"
