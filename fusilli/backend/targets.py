@@ -93,19 +93,14 @@ CPU_FLAG_RULES = (
     CpuFlagRule("matmul", _CPU_MATMUL_FLAGS),
     CpuFlagRule("layernorm", ("--iree-opt-level=O3",), min_flops=CPU_LAYERNORM_MIN_FLOPS),
     # Conv as im2col + data-tiled ukernel matmul: 3x3 NHWC conv ~4x faster than
-    # IREE's direct conv. fusilli-conv-layout (fusilli/passes/conv_layout.py)
-    # emits channels-last convs of >= 2**27 FLOPs as an explicit im2col +
-    # linalg.matmul (bf16 operands kept, f32 accumulation); the im2col flag
-    # covers the convs it leaves as convs. im2col on an f16/bf16 conv fails to
-    # compile in IREE 3.13 ('arith.addf' op requires the same type), but the
-    # pass computes those in f32. The lower threshold (vs matmul's 2**28) gives
-    # data tiling to mid-size convs: 1x1 4x256x28x28->128 (205 MFLOP) ran
-    # ~1.4x faster with it.
+    # IREE's direct conv. im2col on an f16/bf16 conv fails to compile in IREE
+    # 3.13 ('arith.addf' op requires the same type), but fusilli-conv-layout
+    # (fusilli/passes/conv_layout.py) computes every f16/bf16 fprop conv in f32,
+    # so they take the f32 path too.
     CpuFlagRule(
         "conv_fprop",
         ("--iree-global-opt-use-im2col-for-convs",) + _CPU_MATMUL_FLAGS,
         ("FLOAT", "HALF", "BFLOAT16"),
-        min_flops=1 << 27,
     ),
 )
 

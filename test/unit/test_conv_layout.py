@@ -139,3 +139,83 @@ def test_half_conv_with_im2col(cpu, rng, monkeypatch, name, dtype):
     spec = CASES.get(name) or FALLBACK[name]
     g = build(f"im2col_{name}", spec, dtype)
     run_and_check(g, cpu, inputs_for(g, rng), **TOL[dtype])
+
+
+# --- explicit im2col + matmul (heavy convs; forced on small ones here) -------------
+
+
+def _im2col_graph(monkeypatch, name, spec, dtype, epilogue=False):
+    """The graph built with conv_layout.LOWERING forced to 'im2col' (distinct
+    graph names keep the compile cache from mixing the two lowerings)."""
+    from fusilli.passes import conv_layout
+
+    monkeypatch.setattr(conv_layout, "LOWERING", "im2col")
+    return build(f"im2col_{name}", spec, dtype, epilogue=epilogue)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, BF16], ids=lambda d: d.short_name)
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_im2col_numerics(cpu, rng, monkeypatch, name, dtype):
+    """Every rewritten case (padded, strided, dilated, 1x1, KCRS filter) through im2col + matmul."""
+    g = _im2col_graph(monkeypatch, name, CASES[name], dtype)
+    ir_text = g.mlir("optimized")
+    assert "torch.aten.convolution" not in ir_text and "linalg.conv_2d" not in ir_text
+    assert "linalg.matmul" in ir_text
+    if name == "1x1":  # the patch matrix is a reshape, no gather
+        assert "d1 + d3" not in ir_text and "tensor.collapse_shape" in ir_text
+    run_and_check(g, cpu, inputs_for(g, rng), **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16], ids=lambda d: d.short_name)
+@pytest.mark.parametrize("name", ["3x3_pad1", "1x1", "strided_dilated"])
+def test_im2col_bias_relu(cpu, rng, monkeypatch, name, dtype):
+    g = _im2col_graph(monkeypatch, name, CASES[name], dtype, epilogue=True)
+    ir_text = g.mlir("optimized")
+    assert "torch.aten.relu" not in ir_text and "torch.aten.add" not in ir_text
+    run_and_check(g, cpu, inputs_for(g, rng), **TOL[dtype])
+
+
+def test_im2col_operand_types(monkeypatch):
+    """bf16 operands stay bf16 (f32 accumulator); f16 operands are widened to f32."""
+    import re
+
+    for dtype, operand in ((BF16, "bf16"), (F16, "f32"), (F32, "f32")):
+        ir_text = _im2col_graph(monkeypatch, "3x3_pad1", CASES["3x3_pad1"], dtype).mlir("optimized")
+        mm = [line for line in ir_text.splitlines() if "linalg.matmul" in line]
+        assert len(mm) == 1
+        assert re.search(rf"ins\(.*tensor<\d+x\d+x{operand}>, tensor<\d+x\d+x{operand}>\) outs\(.*xf32>\)", mm[0])
+
+
+def test_im2col_no_transposes(monkeypatch):
+    """A channels-last filter is read as [K, R*S*C]: no permute at all; a KCRS one keeps one."""
+    ir_text = _im2col_graph(monkeypatch, "3x3_pad1", CASES["3x3_pad1"], F32).mlir("optimized")
+    assert "torch.aten.permute" not in ir_text
+    ir_text = _im2col_graph(monkeypatch, "filter_kcrs", CASES["filter_kcrs"], F32).mlir("optimized")
+    assert ir_text.count("torch.aten.permute ") == 1
+
+
+HEAVY = ([4, 64, 32, 32], [64, 64, 3, 3], [1, 1], [1, 1], [1, 1], "NHWC", "NHWC")  # 302 MFLOP
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, BF16], ids=lambda d: d.short_name)
+def test_heavy_conv_auto(cpu, rng, dtype):
+    """By default heavy bf16 convs take im2col + a bf16 matmul; f32/f16 keep the linalg conv.
+    All get data tiling (the conv_fprop rule)."""
+    g = build("heavy", HEAVY, dtype, epilogue=True)
+    ir_text = g.mlir("optimized")
+    if dtype == BF16:
+        assert "linalg.matmul" in ir_text and "linalg.conv_2d" not in ir_text
+    else:
+        assert "linalg.conv_2d_nhwc_hwcf" in ir_text and "linalg.matmul" not in ir_text
+    assert "--iree-opt-data-tiling=true" in cpu_flags_for_workloads(g.workloads())
+    run_and_check(g, cpu, inputs_for(g, rng), **TOL[dtype])
+
+
+def test_im2col_threshold_matches_conv_rule():
+    from fusilli.backend.targets import CPU_FLAG_RULES, CPU_HEAVY_MIN_FLOPS
+    from fusilli.passes.conv_layout import IM2COL_MIN_FLOPS
+
+    (rule,) = [r for r in CPU_FLAG_RULES if r.kind == "conv_fprop"]
+    assert getattr(rule, "min_flops", CPU_HEAVY_MIN_FLOPS) == IM2COL_MIN_FLOPS
+    small = build("small_bf16", CASES["3x3_pad1"], BF16)
+    assert "linalg.conv_2d_nhwc_hwcf" in small.mlir("optimized")  # below it: one linalg conv
