@@ -466,11 +466,11 @@ class Graph:
 
     def _cache_key(self, target: Target) -> str:
         from fusilli.backend.cache import compute_key
-        from fusilli.passes import DEFAULT_PIPELINE
+        from fusilli.passes import default_pipeline_fingerprint
 
         if not self._validated:
             self.validate()
-        return compute_key(self.canonical_json(), target, DEFAULT_PIPELINE)
+        return compute_key(self.canonical_json(), target, default_pipeline_fingerprint())
 
     def _build_artifact(self, backend: Any, arch: str | None):
         """The compiled artifact: from the disk cache, or compiled in process and stored.

@@ -32,6 +32,11 @@ class Pass:
     def run(self, module: ir.Module) -> None:
         raise NotImplementedError
 
+    @classmethod
+    def options(cls) -> str:
+        """Settings outside the IR that change what the pass emits (part of cache keys)."""
+        return ""
+
 
 def split_pipeline(text: str) -> list[str]:
     """Splits at top-level commas (not inside parentheses or braces)."""
@@ -104,4 +109,17 @@ def default_pipeline() -> Pipeline:
     return Pipeline.parse(DEFAULT_PIPELINE)
 
 
-__all__ = ["DEFAULT_PIPELINE", "PASSES", "Pass", "Pipeline", "default_pipeline", "register_pass"]
+def default_pipeline_fingerprint() -> str:
+    """DEFAULT_PIPELINE with each pass's options: what a compiled artifact depends on."""
+    return ",".join(f"{p.name}{{{p.options()}}}" for p in default_pipeline().passes)
+
+
+__all__ = [
+    "DEFAULT_PIPELINE",
+    "default_pipeline_fingerprint",
+    "PASSES",
+    "Pass",
+    "Pipeline",
+    "default_pipeline",
+    "register_pass",
+]

@@ -9,6 +9,7 @@ from conftest import random_array, run_and_check
 
 import fusilli as fs
 from fusilli.backend.targets import cpu_flags_for_workloads
+from fusilli.passes import conv_layout
 
 F32, F16, BF16 = fs.DataType.FLOAT, fs.DataType.HALF, fs.DataType.BFLOAT16
 TOL = {
@@ -219,3 +220,18 @@ def test_im2col_threshold_matches_conv_rule():
     assert getattr(rule, "min_flops", CPU_HEAVY_MIN_FLOPS) == IM2COL_MIN_FLOPS
     small = build("small_bf16", CASES["3x3_pad1"], BF16)
     assert "linalg.conv_2d_nhwc_hwcf" in small.mlir("optimized")  # below it: one linalg conv
+
+
+def test_conv_lowering_choice_is_part_of_the_cache_key(monkeypatch):
+    # FUSILLI_CONV_LOWERING changes the IR fusilli hands IREE, so it must change
+    # the artifact's key (a stale artifact would otherwise be reused).
+    g = fs.Graph(name="key_lowering")
+    x = g.tensor(name="x", dim=[1, 4, 6, 6], stride=fs.strides([1, 4, 6, 6], "NHWC"))
+    w = g.tensor(name="w", dim=[4, 4, 3, 3], stride=fs.strides([4, 4, 3, 3], "NHWC"))
+    g.conv_fprop(x, w, padding=[0, 0], stride=[1, 1], dilation=[1, 1]).set_output(True)
+    g.validate()
+    keys = set()
+    for mode in ("auto", "im2col", "linalg"):
+        monkeypatch.setattr(conv_layout, "LOWERING", mode)
+        keys.add(g.key())
+    assert len(keys) == 3
