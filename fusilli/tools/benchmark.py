@@ -35,7 +35,24 @@ from typing import Any
 
 import numpy as np
 
-PEAK_GFLOPS_DEFAULT = 157.0  # 2 cores x 32 f32 FLOP/cycle x 2.45 GHz (the dev machine)
+F32_FLOP_PER_CYCLE = 32  # two 256-bit FMA pipes per core (Zen 3/4, and AVX2/AVX-512 Intel cores alike)
+
+
+def nominal_peak_gflops() -> float:
+    """f32 peak at the nominal clock: cores x 32 FLOP/cycle x the clock /proc/cpuinfo
+    reports. Turbo clocks run above it, so well-tuned kernels can exceed 100%."""
+    mhz = []
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            mhz = [float(line.split(":", 1)[1]) for line in f if line.startswith("cpu MHz")]
+    except (OSError, ValueError):
+        pass
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    ghz = (max(mhz) / 1e3) if mhz else 2.45
+    return round(cores * F32_FLOP_PER_CYCLE * ghz, 1)
+
+
+PEAK_GFLOPS_DEFAULT = nominal_peak_gflops()
 _TYPES = ("f32", "f16", "bf16")
 
 
@@ -74,7 +91,7 @@ def _add_global_options(p: argparse.ArgumentParser, *, defaults: bool) -> None:
         help="extra IREE compiler flag (repeatable; appended to FUSILLI_EXTRA_COMPILER_FLAGS)",
     )
     p.add_argument(
-        "--peak-gflops", type=float, default=d(PEAK_GFLOPS_DEFAULT), help="machine peak used for the %%-of-peak column"
+        "--peak-gflops", type=float, default=d(PEAK_GFLOPS_DEFAULT), help="machine peak for the %%-of-peak column (default: f32 peak at the nominal clock, %(default)s)"
     )
     p.add_argument("--label", default=d(None), help="row label (default: the command line)")
 
