@@ -91,7 +91,10 @@ def _add_global_options(p: argparse.ArgumentParser, *, defaults: bool) -> None:
         help="extra IREE compiler flag (repeatable; appended to FUSILLI_EXTRA_COMPILER_FLAGS)",
     )
     p.add_argument(
-        "--peak-gflops", type=float, default=d(PEAK_GFLOPS_DEFAULT), help="machine peak for the %%-of-peak column (default: f32 peak at the nominal clock, %(default)s)"
+        "--peak-gflops",
+        type=float,
+        default=d(PEAK_GFLOPS_DEFAULT),
+        help="machine peak for the %%-of-peak column (default: f32 peak at the nominal clock, %(default)s)",
     )
     p.add_argument("--label", default=d(None), help="row label (default: the command line)")
 
