@@ -15,6 +15,7 @@ from fusilli import ir
 from fusilli.errors import ErrorCode, fail
 from fusilli.ops import EMITTERS
 from fusilli.ops.emit import EmitContext, physical_type
+from fusilli.tensor import data_type_of, scalar_value_of
 
 if TYPE_CHECKING:
     from fusilli.graph import Graph
@@ -43,12 +44,12 @@ def emit_module(graph: Graph) -> ir.Module:
         with ir.InsertionPoint(block):
             for t in scalars:
                 with ir.Location.name(t.name):
-                    emit.physical[id(t)] = b.scalar_literal(t.scalar_value, t.data_type.mlir_name)
+                    emit.physical[id(t)] = b.scalar_literal(scalar_value_of(t), data_type_of(t).mlir_name)
             for node in graph.nodes:
                 emitter = EMITTERS.get(node.kind)
                 if emitter is None:
                     raise fail(ErrorCode.NOT_IMPLEMENTED, f"no emitter registered for op kind {node.kind!r}")
-                emit.node = node
+                emit.current_node = node
                 with ir.Location.name(node.name):
                     emitter(node, emit)
             for t, arg in zip(outputs, args[: len(outputs)]):

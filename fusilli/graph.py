@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import enum
 import json
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from fusilli.backend.targets import Backend, Target
 from fusilli.errors import ErrorCode, fail
@@ -13,15 +14,35 @@ from fusilli.ops import NODE_TYPES, Node
 from fusilli.ops.conv import ConvAttrs, ConvDGradNode, ConvFPropNode, ConvWGradNode
 from fusilli.ops.custom import CustomOpAttrs, CustomOpNode, input_slot, output_slot
 from fusilli.ops.matmul import MatmulAttrs, MatmulNode
-from fusilli.ops.norm import BatchNormNode, LayerNormNode, NormAttrs, NormPhase, RmsNormNode
+from fusilli.ops.norm import BatchNormNode, LayerNormNode, NormAttrs, NormNodeBase, NormPhase, RmsNormNode
 from fusilli.ops.pointwise import INPUT_SLOTS, PointwiseAttrs, PointwiseMode, PointwiseNode
 from fusilli.ops.reduction import ReductionAttrs, ReductionMode, ReductionNode
 from fusilli.ops.sdpa import SdpaAttrs, SdpaNode
 from fusilli.tensor import TensorAttr, as_numpy, contiguous_strides
 from fusilli.types import DataType
 
+if TYPE_CHECKING:
+    from fusilli.backend.runtime import CompiledGraph
+
 JSON_FORMAT_VERSION = 1
 MLIR_STAGES = ("emitted", "optimized", "input", "global-optimization", "dispatch-creation", "flow")
+
+NodeT = TypeVar("NodeT", bound=Node)
+EnumT = TypeVar("EnumT", bound=enum.Enum)
+
+
+class _PointwiseMethod(Protocol):
+    """The type of the per-mode ``Graph`` methods (``g.add(a, b)``, ``g.relu(x)``, ...)."""
+
+    def __call__(
+        self,
+        a: TensorAttr,
+        b: TensorAttr | None = None,
+        c: TensorAttr | None = None,
+        *,
+        name: str | None = None,
+        **params: float,
+    ) -> TensorAttr: ...
 
 
 class Graph:
@@ -30,6 +51,52 @@ class Graph:
     Build it with ``tensor()`` and the op methods, then ``validate()``,
     ``compile(handle)`` and ``execute(variant_pack)``.
     """
+
+    # One method per PointwiseMode (its ``method_name``), attached after the class by
+    # ``_make_pointwise_method``; declared here so that type checkers know them.
+    abs: _PointwiseMethod
+    add: _PointwiseMethod
+    add_square: _PointwiseMethod
+    binary_select: _PointwiseMethod
+    ceil: _PointwiseMethod
+    cmp_eq: _PointwiseMethod
+    cmp_neq: _PointwiseMethod
+    cmp_lt: _PointwiseMethod
+    cmp_le: _PointwiseMethod
+    cmp_gt: _PointwiseMethod
+    cmp_ge: _PointwiseMethod
+    div: _PointwiseMethod
+    elu: _PointwiseMethod
+    erf: _PointwiseMethod
+    exp: _PointwiseMethod
+    floor: _PointwiseMethod
+    gelu: _PointwiseMethod
+    gelu_approx_tanh: _PointwiseMethod
+    gelu_bwd: _PointwiseMethod
+    gelu_approx_tanh_bwd: _PointwiseMethod
+    identity: _PointwiseMethod
+    log: _PointwiseMethod
+    logical_and: _PointwiseMethod
+    logical_or: _PointwiseMethod
+    logical_not: _PointwiseMethod
+    max: _PointwiseMethod
+    min: _PointwiseMethod
+    mul: _PointwiseMethod
+    neg: _PointwiseMethod
+    reciprocal: _PointwiseMethod
+    relu: _PointwiseMethod
+    relu_bwd: _PointwiseMethod
+    rsqrt: _PointwiseMethod
+    sigmoid: _PointwiseMethod
+    sin: _PointwiseMethod
+    softplus: _PointwiseMethod
+    sqrt: _PointwiseMethod
+    sub: _PointwiseMethod
+    swish: _PointwiseMethod
+    swish_bwd: _PointwiseMethod
+    tan: _PointwiseMethod
+    tanh: _PointwiseMethod
+    tanh_bwd: _PointwiseMethod
 
     def __init__(
         self,
@@ -46,7 +113,7 @@ class Graph:
         self._inputs: list[TensorAttr] = []
         self._inferred: list[tuple[TensorAttr, str, Any]] = []  # (tensor, field, inferred value)
         self._validated = False
-        self._compiled = None  # fusilli.backend.CompiledGraph once compiled or loaded
+        self._compiled: CompiledGraph | None = None  # once compiled or loaded
 
     # ------------------------------------------------------------------ tensors
     def tensor(
@@ -231,10 +298,23 @@ class Graph:
             )
         return self.scalar(float(value), DataType.FLOAT)
 
-    def _add_norm_node(self, node_type, inputs, phase, name) -> tuple:
-        phase = _coerce_enum(NormPhase, phase, "norm phase")
-        self._add_node(node_type, inputs, NormAttrs(phase=phase), name)
+    def _last_node(self, node_type: type[NodeT]) -> NodeT:
+        """The node just added by ``_add_node``, as the ``node_type`` it was built as."""
         node = self.nodes[-1]
+        if not isinstance(node, node_type):
+            raise fail(ErrorCode.INTERNAL_ERROR, f"last node '{node.name}' is not a {node_type.__name__}")
+        return node
+
+    def _add_norm_node(
+        self,
+        node_type: type[NormNodeBase],
+        inputs: Mapping[str, TensorAttr | None],
+        phase: NormPhase | str | None,
+        name: str | None,
+    ) -> tuple:
+        attrs = NormAttrs(phase=_coerce_enum(NormPhase, phase, "norm phase"))
+        self._add_node(node_type, inputs, attrs, name)
+        node = self._last_node(node_type)
         node.prune_outputs()
         return tuple(node.outputs[slot] for slot in node_type.output_slots)
 
@@ -283,7 +363,7 @@ class Graph:
         outs = self._add_node(
             CustomOpNode, slots, attrs, name, output_slots=[output_slot(i) for i in range(max(int(num_outputs), 0))]
         )
-        self.nodes[-1].reference = reference
+        self._last_node(CustomOpNode).reference = reference
         return outs
 
     def pointwise(
@@ -297,14 +377,23 @@ class Graph:
         **params: float,
     ) -> TensorAttr:
         """An elementwise op of 1-3 inputs; ``mode`` is a ``PointwiseMode``."""
-        mode = _coerce_enum(PointwiseMode, mode, "pointwise mode")
+        return self._pointwise((a, b, c), _coerce_enum(PointwiseMode, mode, "pointwise mode"), name, params)
+
+    def _pointwise(
+        self,
+        operands: tuple[TensorAttr, TensorAttr | None, TensorAttr | None],
+        mode: PointwiseMode | None,
+        name: str | None,
+        params: Mapping[str, float],
+    ) -> TensorAttr:
         attrs = PointwiseAttrs(mode=mode)
         for key, value in params.items():
-            field = _POINTWISE_PARAMS.get((mode, key))
+            field = _POINTWISE_PARAMS.get((mode, key)) if mode is not None else None
             if field is None:
-                raise fail(ErrorCode.INVALID_ARGUMENT, f"pointwise mode {mode.name} takes no parameter {key!r}")
+                mode_name = mode.name if mode is not None else None
+                raise fail(ErrorCode.INVALID_ARGUMENT, f"pointwise mode {mode_name} takes no parameter {key!r}")
             setattr(attrs, field, float(value))
-        inputs = dict(zip(INPUT_SLOTS, (a, b, c)))
+        inputs = dict(zip(INPUT_SLOTS, operands))
         (out,) = self._add_node(PointwiseNode, inputs, attrs, name)
         return out
 
@@ -317,8 +406,8 @@ class Graph:
         name: str | None = None,
     ) -> TensorAttr:
         """Reduces ``x`` over ``axes`` (or the dims where the result's set dim is 1), keeping them as 1."""
-        mode = _coerce_enum(ReductionMode, mode, "reduction mode")
-        (y,) = self._add_node(ReductionNode, {"X": x}, ReductionAttrs(mode=mode, axes=_int_list(axes)), name)
+        attrs = ReductionAttrs(mode=_coerce_enum(ReductionMode, mode, "reduction mode"), axes=_int_list(axes))
+        (y,) = self._add_node(ReductionNode, {"X": x}, attrs, name)
         return y
 
     # ------------------------------------------------------------------ validation
@@ -355,14 +444,14 @@ class Graph:
             node.infer()
             self._inferred += [(t, f, getattr(t, f"_{f}")) for t, f in unset]
             node.post_validate()
-            for slot, t in node.outputs.items():
-                if t is None:
+            for slot, out in node.outputs.items():
+                if out is None:
                     continue
-                self._check_tensor(t, f"{node.kind} '{node.name}' output {slot}")
-                if t.broadcast_dims:
+                self._check_tensor(out, f"{node.kind} '{node.name}' output {slot}")
+                if out.broadcast_dims:
                     raise fail(
                         ErrorCode.INVALID_ATTRIBUTE,
-                        f"{node.kind} '{node.name}': output {slot} '{t.name}' has broadcast strides (stride=0), "
+                        f"{node.kind} '{node.name}': output {slot} '{out.name}' has broadcast strides (stride=0), "
                         "which are not supported on operation outputs",
                     )
         if not self.output_tensors():
@@ -648,9 +737,17 @@ _POINTWISE_PARAMS = {
 }
 
 
-def _make_pointwise_method(mode: PointwiseMode):
-    def method(self: Graph, *inputs: TensorAttr, name: str | None = None, **params: float) -> TensorAttr:
-        return self.pointwise(*inputs, mode=mode, name=name, **params)
+def _make_pointwise_method(mode: PointwiseMode) -> Callable[..., TensorAttr]:
+    def method(
+        self: Graph,
+        a: TensorAttr,
+        b: TensorAttr | None = None,
+        c: TensorAttr | None = None,
+        *,
+        name: str | None = None,
+        **params: float,
+    ) -> TensorAttr:
+        return self._pointwise((a, b, c), mode, name, params)
 
     method.__name__ = mode.method_name
     method.__qualname__ = f"Graph.{mode.method_name}"
@@ -662,7 +759,7 @@ for _mode in PointwiseMode:
     setattr(Graph, _mode.method_name, _make_pointwise_method(_mode))
 
 
-def _coerce_enum(enum_type: type, value: Any, what: str) -> Any:
+def _coerce_enum(enum_type: type[EnumT], value: EnumT | str | None, what: str) -> EnumT | None:
     """An enum member given as the member itself or its (case-insensitive) name.
 
     None passes through: validate() then reports the attribute as not set.

@@ -9,12 +9,15 @@ varying, which is the shape the compiled function sees.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from fusilli.errors import ErrorCode, fail
 from fusilli.types import DataType
+
+if TYPE_CHECKING:
+    from fusilli.ops.base import Node
 
 # Layout names -> the logical dims listed from slowest to fastest in memory.
 _LAYOUT_ORDERS: dict[str, tuple[int, ...]] = {
@@ -151,7 +154,7 @@ class TensorAttr:
         self._is_virtual = is_virtual
         self._scalar_value = scalar_value
         self._dynamic_dims = sorted({int(d) for d in dynamic_dims})
-        self.producer = None  # the Node that computes this tensor, if any
+        self.producer: Node | None = None  # the Node that computes this tensor, if any
 
     # ---- properties -------------------------------------------------------
     @property
@@ -270,6 +273,23 @@ class TensorAttr:
         return (
             f"TensorAttr(name={self.name!r}, dim={self.dim}, stride={self.stride}, data_type={self._data_type}, {role})"
         )
+
+
+def data_type_of(t: TensorAttr) -> DataType:
+    """``t``'s data type where validation guarantees one (``Graph.validate`` sets every
+    tensor's); INTERNAL_ERROR if it is unset all the same."""
+    dt = t.data_type
+    if dt is None:
+        raise fail(ErrorCode.INTERNAL_ERROR, f"tensor '{t.name}' has no data type (is the graph validated?)")
+    return dt
+
+
+def scalar_value_of(t: TensorAttr) -> float | int | bool:
+    """The value of a scalar constant tensor (``t.is_scalar``); INTERNAL_ERROR otherwise."""
+    value = t.scalar_value
+    if value is None:
+        raise fail(ErrorCode.INTERNAL_ERROR, f"tensor '{t.name}' is not a scalar constant")
+    return value
 
 
 def as_numpy(array: Any) -> np.ndarray:

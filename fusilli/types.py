@@ -112,6 +112,14 @@ class DataType(enum.Enum):
         return f"DataType.{self.name}"
 
 
+def torch_code_of(dt: DataType) -> int:
+    """``dt``'s c10::ScalarType code; NOT_IMPLEMENTED for a type PyTorch lacks (INT4)."""
+    code = dt.torch_code
+    if code is None:
+        raise fail(ErrorCode.NOT_IMPLEMENTED, f"data type {dt.name} has no PyTorch ScalarType code")
+    return code
+
+
 def promote(a: DataType, b: DataType) -> DataType:
     """PyTorch-style promotion of two tensor element types."""
     if a == b:

@@ -186,9 +186,9 @@ def _read_aligned(path: str) -> np.ndarray:
         raw = np.empty(size + _ALIGNMENT, dtype=np.uint8)
         offset = (-raw.ctypes.data) % _ALIGNMENT
         buf = raw[offset : offset + size]
-        got = f.readinto(memoryview(buf))
+        got = f.readinto(buf.data) or 0  # ndarray.data: a memoryview of the buffer; None: nothing read
         while got < size:  # readinto may return short reads
-            more = f.readinto(memoryview(buf)[got:])
+            more = f.readinto(buf.data[got:])
             if not more:
                 break
             got += more

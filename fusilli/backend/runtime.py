@@ -30,7 +30,7 @@ from fusilli.backend.cache import Artifact
 from fusilli.backend.targets import Backend, resolve_amdgpu_arch
 from fusilli.errors import ErrorCode, FusilliError, fail
 from fusilli.log import logger
-from fusilli.tensor import TensorAttr, as_numpy, physical_order
+from fusilli.tensor import TensorAttr, as_numpy, data_type_of, physical_order
 
 _instance_lock = threading.Lock()
 _cpu_config = None
@@ -109,7 +109,7 @@ class CompiledGraph:
         # Argument order of @main: outputs then non-scalar inputs, each sorted by name.
         self.outputs = sorted(graph.output_tensors(), key=lambda t: t.name)
         self.inputs = sorted((t for t in graph.input_tensors() if not t.is_scalar), key=lambda t: t.name)
-        self._by_name = {t.name: t for t in graph.all_tensors()}
+        self._by_name: dict[str, TensorAttr] = {t.name: t for t in graph.all_tensors()}
         self._own_workspace = None
         self._binding: _Binding | None = None
         self._invoke_fn = self._context.invoke  # pre-bound for the fast path
@@ -139,11 +139,11 @@ class CompiledGraph:
                 )
             resolved[id(t)] = (t, array)
         for role, tensors in (("output", self.outputs), ("input", self.inputs)):
-            for t in tensors:
-                if id(t) not in resolved:
+            for needed in tensors:
+                if id(needed) not in resolved:
                     raise fail(
                         ErrorCode.VARIANT_PACK_ERROR,
-                        f"graph '{self.graph_name}': {role} tensor '{t.name}' missing from variant pack",
+                        f"graph '{self.graph_name}': {role} tensor '{needed.name}' missing from variant pack",
                     )
         return resolved
 
@@ -157,10 +157,11 @@ class CompiledGraph:
             a != d for i, (a, d) in enumerate(zip(arr.shape, t.dim)) if i not in t.dynamic_dims
         ):
             raise fail(ErrorCode.VARIANT_PACK_ERROR, f"{where}: array shape {list(arr.shape)} != dim {t.dim}")
-        if arr.dtype != t.data_type.numpy_dtype:
+        dt = data_type_of(t)
+        if arr.dtype != dt.numpy_dtype:
             raise fail(
                 ErrorCode.VARIANT_PACK_ERROR,
-                f"{where}: array dtype {arr.dtype} != {t.data_type.name} ({t.data_type.numpy_dtype})",
+                f"{where}: array dtype {arr.dtype} != {dt.name} ({dt.numpy_dtype})",
             )
         itemsize = arr.dtype.itemsize
         if any(s % itemsize for s in arr.strides):
@@ -248,7 +249,7 @@ class CompiledGraph:
     def _import(self, t: TensorAttr, phys: np.ndarray):
         rt = _rt()
         flat = phys.reshape(-1).view(np.uint8)
-        if t.data_type.name == "INT4":
+        if data_type_of(t).name == "INT4":
             flat = _pack_int4(t, flat, any(o is t for o in self.outputs))
         buf = self.handle.device.allocator.import_host_allocation(
             flat,
@@ -424,7 +425,7 @@ def _dense(shape, strides) -> bool:
 
 def _hal_element_type(t: TensorAttr):
     rt = _rt()
-    return getattr(rt.HalElementType, _HAL_TYPES[t.data_type.name])
+    return getattr(rt.HalElementType, _HAL_TYPES[data_type_of(t).name])
 
 
 _HAL_TYPES = {

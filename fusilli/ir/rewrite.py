@@ -24,7 +24,9 @@ def has_single_user(value: Value) -> bool:
 def constant_value(value: Value):
     """The Python value of a ``torch.constant.*`` (None for ``torch.constant.none``)."""
     owner = defining_op(value)
-    name = owner.name if owner is not None else ""
+    if owner is None:
+        raise ValueError("not a torch constant: a block argument")
+    name = owner.name
     if name == "torch.constant.none":
         return None
     attr = owner.attributes["value"]
@@ -62,7 +64,7 @@ def defining_op(value: Value) -> Operation | None:
     return _as_operation(value.owner)
 
 
-def permutation_of(op: Operation) -> list[int] | None:
+def permutation_of(op: Operation | None) -> list[int] | None:
     """The permutation of a ``torch.aten.permute`` op, else None."""
     if op is None or op.name != "torch.aten.permute":
         return None

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
 from fusilli.errors import ErrorCode, FusilliError, fail
-from fusilli.tensor import TensorAttr, contiguous_strides, is_valid_layout
+from fusilli.tensor import TensorAttr, contiguous_strides, data_type_of, is_valid_layout
 from fusilli.types import DataType
 
 if TYPE_CHECKING:
@@ -25,17 +25,23 @@ if TYPE_CHECKING:
 NODE_TYPES: dict[str, type[Node]] = {}
 EMITTERS: dict[str, Callable[[Node, EmitContext], None]] = {}
 
+NodeT = TypeVar("NodeT", bound="Node")
 
-def register_node(cls: type[Node]) -> type[Node]:
+
+def register_node(cls: type[NodeT]) -> type[NodeT]:
     if cls.kind in NODE_TYPES:
         raise RuntimeError(f"op kind {cls.kind!r} registered twice")
     NODE_TYPES[cls.kind] = cls
     return cls
 
 
-def register_emitter(kind: str) -> Callable[[Callable[[Node, EmitContext], None]], Callable]:
-    def wrap(fn: Callable[[Node, EmitContext], None]) -> Callable:
-        EMITTERS[kind] = fn
+def register_emitter(
+    kind: str,
+) -> Callable[[Callable[[NodeT, EmitContext], None]], Callable[[NodeT, EmitContext], None]]:
+    def wrap(fn: Callable[[NodeT, EmitContext], None]) -> Callable[[NodeT, EmitContext], None]:
+        # The emit driver looks emitters up by ``node.kind``, so each one only ever
+        # sees nodes of the class registered for that kind.
+        EMITTERS[kind] = cast("Callable[[Node, EmitContext], None]", fn)
         return fn
 
     return wrap
@@ -79,22 +85,23 @@ class Node:
     """One op of a graph: named input/output tensor slots plus attributes."""
 
     kind: ClassVar[str]
-    input_slots: ClassVar[tuple[str, ...]]
-    output_slots: ClassVar[tuple[str, ...]]
+    # Class-level for every op family but custom_op, which sets them per instance.
+    input_slots: tuple[str, ...]
+    output_slots: tuple[str, ...]
     optional_inputs: ClassVar[frozenset[str]] = frozenset()
     attrs_type: ClassVar[type[Attrs]]
 
     def __init__(
         self,
         name: str,
-        inputs: dict[str, TensorAttr | None],
-        outputs: dict[str, TensorAttr | None],
+        inputs: Mapping[str, TensorAttr | None],
+        outputs: Mapping[str, TensorAttr | None],
         attrs: Attrs,
         compute_data_type: DataType | None = None,
     ):
         self.name = name
-        self.inputs = dict(inputs)
-        self.outputs = dict(outputs)
+        self.inputs: dict[str, TensorAttr | None] = dict(inputs)
+        self.outputs: dict[str, TensorAttr | None] = dict(outputs)
         self.attrs = attrs
         self.compute_data_type = compute_data_type
 
@@ -119,6 +126,10 @@ class Node:
         if t is None:
             raise self.error(ErrorCode.ATTRIBUTE_NOT_SET, f"tensor {slot} not set")
         return t
+
+    def data_type(self, slot: str) -> DataType:
+        """The data type of the tensor in ``slot``, once validate has set it."""
+        return data_type_of(self.tensor(slot))
 
     # ---- validation lifecycle (called by Graph.validate in this order) ---------
     def pre_validate(self) -> None:

@@ -20,7 +20,8 @@ from fusilli import ir
 from fusilli.errors import ErrorCode
 from fusilli.ops.base import Attrs, Node, Workload, register_emitter, register_node
 from fusilli.ops.emit import EmitContext
-from fusilli.tensor import TensorAttr, channels_last_order, contiguous_strides, strides_for_order
+from fusilli.tensor import TensorAttr, channels_last_order, contiguous_strides, data_type_of, strides_for_order
+from fusilli.types import torch_code_of
 
 
 @dataclass
@@ -74,9 +75,9 @@ class ConvNodeBase(Node):
                 f"conv {field} {list(values)} has {len(values)} entries but the conv has {spatial} spatial dims",
             )
         self.check(
-            all(p >= 0 for p in self.attrs.padding),
+            all(p >= 0 for p in self.padding),
             ErrorCode.INVALID_ATTRIBUTE,
-            f"conv padding {self.attrs.padding} must be non-negative",
+            f"conv padding {self.padding} must be non-negative",
         )
         for field in ("stride", "dilation"):
             self.check(
@@ -84,6 +85,24 @@ class ConvNodeBase(Node):
                 ErrorCode.INVALID_ATTRIBUTE,
                 f"conv {field} {getattr(self.attrs, field)} must be positive",
             )
+
+    def _param(self, field: str, values: list[int] | None) -> list[int]:
+        if values is None:
+            raise self.error(ErrorCode.ATTRIBUTE_NOT_SET, f"conv {field} not set")
+        return values
+
+    @property
+    def padding(self) -> list[int]:
+        """The padding attribute; ATTRIBUTE_NOT_SET while unset (pre_validate checks it)."""
+        return self._param("padding", self.attrs.padding)
+
+    @property
+    def stride(self) -> list[int]:
+        return self._param("stride", self.attrs.stride)
+
+    @property
+    def dilation(self) -> list[int]:
+        return self._param("dilation", self.attrs.dilation)
 
     def check_groups(self, x_slot: str, x: TensorAttr, w: TensorAttr, out_channels: int, w_slot: str = "W") -> int:
         """Validates the implied group count and returns it."""
@@ -110,11 +129,11 @@ class ConvNodeBase(Node):
         """2 * |Y| * C/groups * |filter| multiply-adds, for fprop, dgrad and wgrad alike."""
         x, w, y = self.conv_operands()
         taps = math.prod(w.dim[1:])  # C/groups * kernel extents
-        return Workload(self.kind, x.data_type, 2 * math.prod(y.dim) * taps)
+        return Workload(self.kind, data_type_of(x), 2 * math.prod(y.dim) * taps)
 
     def checked_output_dims(self, x_slot: str, x: TensorAttr, w_slot: str, w: TensorAttr) -> list[int]:
         """The forward conv's output dims, after checking the filter fits the padded input."""
-        expected = infer_conv_output_dims(x.dim, w.dim, self.attrs.padding, self.attrs.stride, self.attrs.dilation)
+        expected = infer_conv_output_dims(x.dim, w.dim, self.padding, self.stride, self.dilation)
         self.check(
             all(d > 0 for d in expected[2:]),
             ErrorCode.INVALID_ATTRIBUTE,
@@ -178,9 +197,9 @@ def emit_conv_fprop(node: ConvFPropNode, ctx: EmitContext) -> None:
             x,
             w,
             b.const_none(),
-            b.int_list(node.attrs.stride),
-            b.int_list(node.attrs.padding),
-            b.int_list(node.attrs.dilation),
+            b.int_list(node.stride),
+            b.int_list(node.padding),
+            b.int_list(node.dilation),
             b.const_bool(False),
             b.int_list([]),
             b.const_int(node.groups),
@@ -264,8 +283,7 @@ class ConvWGradNode(ConvGradNodeBase):
 def emit_conv_backward(node: ConvGradNodeBase, ctx: EmitContext) -> None:
     """``torch.aten.convolution_backward`` with the result's operand replaced by an empty tensor."""
     b = ctx.b
-    dy_t = node.tensor("DY")
-    element = dy_t.data_type
+    element = node.data_type("DY")
     dy = ctx.input("DY")
     operands = {}
     for role, slot in node.FORWARD.items():
@@ -273,7 +291,7 @@ def emit_conv_backward(node: ConvGradNodeBase, ctx: EmitContext) -> None:
             t = node.tensor(slot)
             operands[role] = b.op(
                 "torch.aten.empty.memory_format",
-                [b.int_list(t.dim), b.const_int(element.torch_code), *[b.const_none() for _ in range(4)]],
+                [b.int_list(t.dim), b.const_int(torch_code_of(element)), *[b.const_none() for _ in range(4)]],
                 ctx.result_type(slot, element=element),
             )
         else:
@@ -287,9 +305,9 @@ def emit_conv_backward(node: ConvGradNodeBase, ctx: EmitContext) -> None:
             operands["X"],
             operands["W"],
             b.const_none(),
-            b.int_list(node.attrs.stride),
-            b.int_list(node.attrs.padding),
-            b.int_list(node.attrs.dilation),
+            b.int_list(node.stride),
+            b.int_list(node.padding),
+            b.int_list(node.dilation),
             b.const_bool(False),
             b.int_list([]),
             b.const_int(node.groups),

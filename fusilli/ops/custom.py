@@ -18,7 +18,7 @@ one place fusilli takes MLIR text from a user) and emits a ``func.call``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +27,8 @@ from fusilli.errors import ErrorCode
 from fusilli.ir.torch import DYNAMIC
 from fusilli.ops.base import Attrs, Node, register_emitter, register_node
 from fusilli.ops.emit import EmitContext, logical_type
-from fusilli.tensor import TensorAttr, contiguous_strides
+from fusilli.tensor import TensorAttr, contiguous_strides, data_type_of
+from fusilli.types import DataType
 
 _PLACEHOLDER = re.compile(r"\{(FUNC_NAME|(IN|OUT)(\d+)_(TYPE|DTYPE|DIM(\d+)))\}")
 
@@ -51,12 +52,19 @@ class CustomOpNode(Node):
     """A node with ``IN0..INn-1`` inputs and ``OUT0..OUTm-1`` outputs (set per instance)."""
 
     kind = "custom_op"
-    input_slots = ()
-    output_slots = ()
+    input_slots: tuple[str, ...] = ()
+    output_slots: tuple[str, ...] = ()
     attrs_type = CustomOpAttrs
     attrs: CustomOpAttrs
 
-    def __init__(self, name: str, inputs: dict, outputs: dict, attrs: CustomOpAttrs, compute_data_type=None):
+    def __init__(
+        self,
+        name: str,
+        inputs: Mapping[str, TensorAttr | None],
+        outputs: Mapping[str, TensorAttr | None],
+        attrs: CustomOpAttrs,
+        compute_data_type: DataType | None = None,
+    ):
         super().__init__(name, inputs, outputs, attrs, compute_data_type)
         self.input_slots = tuple(inputs)
         self.output_slots = tuple(outputs)
@@ -72,13 +80,13 @@ class CustomOpNode(Node):
         self.check(self.input_slots, ErrorCode.ATTRIBUTE_NOT_SET, "custom op has no inputs")
         self.check(self.output_slots, ErrorCode.ATTRIBUTE_NOT_SET, "custom op has no outputs (num_outputs >= 1)")
         super().pre_validate()
-        for slot, t in self.inputs.items():
+        for slot, t in self._slot_tensors("IN"):
             self.check(
                 not t.is_scalar,
                 ErrorCode.INVALID_ATTRIBUTE,
                 f"input {slot} '{t.name}' is a scalar, which custom ops do not support",
             )
-        for slot, t in self.outputs.items():
+        for slot, t in self._slot_tensors("OUT"):
             self.check(
                 t.has_dim,
                 ErrorCode.ATTRIBUTE_NOT_SET,
@@ -91,18 +99,22 @@ class CustomOpNode(Node):
         )
 
     def infer(self) -> None:
-        for t in self.outputs.values():
+        for t in self._tensors("OUT"):
             if not t.has_stride:
                 t.set_stride(contiguous_strides(t.dim))
 
     def post_validate(self) -> None:
-        for slot, t in list(self.inputs.items()) + list(self.outputs.items()):
+        for slot, t in self._slot_tensors("IN") + self._slot_tensors("OUT"):
             self.check_layout(slot, t)
         self._parse(self.instantiate())
 
     # ---- template ------------------------------------------------------------
+    def _slot_tensors(self, role: str) -> list[tuple[str, TensorAttr]]:
+        """(slot, tensor) of the inputs (role "IN") or outputs ("OUT"), in slot order (set after pre_validate)."""
+        return [(slot, self.tensor(slot)) for slot in (self.input_slots if role == "IN" else self.output_slots)]
+
     def _tensors(self, role: str) -> list[TensorAttr]:
-        return list((self.inputs if role == "IN" else self.outputs).values())
+        return [t for _, t in self._slot_tensors(role)]
 
     def instantiate(self) -> str:
         """The template with every placeholder replaced."""
@@ -123,7 +135,7 @@ class CustomOpNode(Node):
             if what == "TYPE":
                 return str(tt.to_type())
             if what == "DTYPE":
-                return t.data_type.mlir_name
+                return data_type_of(t).mlir_name
             dim = int(m.group(5))
             self.check(
                 dim < t.rank,
@@ -132,8 +144,11 @@ class CustomOpNode(Node):
             )
             return "?" if tt.dims[dim] == DYNAMIC else str(tt.dims[dim])
 
+        template = self.attrs.mlir
+        if template is None:
+            raise self.error(ErrorCode.ATTRIBUTE_NOT_SET, "MLIR not set (pass mlir=<function template>)")
         with ir.fusilli_context():
-            return _PLACEHOLDER.sub(replace, self.attrs.mlir)
+            return _PLACEHOLDER.sub(replace, template)
 
     def _parse(self, text: str) -> ir.Module:
         """Parses the instantiated template; checks it defines @FUNC_NAME with the node's signature."""

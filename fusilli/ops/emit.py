@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from fusilli import ir
-from fusilli.errors import ErrorCode
+from fusilli.errors import ErrorCode, fail
 from fusilli.ops.base import Node
-from fusilli.tensor import TensorAttr, inverse_permutation, is_identity
-from fusilli.types import DataType
+from fusilli.tensor import TensorAttr, data_type_of, inverse_permutation, is_identity
+from fusilli.types import DataType, torch_code_of
 
 
 def logical_type(t: TensorAttr, dims: Sequence[int] | None = None, element: DataType | None = None) -> ir.TensorType:
@@ -24,7 +24,7 @@ def logical_type(t: TensorAttr, dims: Sequence[int] | None = None, element: Data
     dims = list(t.dim if dims is None else dims)
     for d in t.dynamic_dims:
         dims[d] = -1
-    dt = element or t.data_type
+    dt = element or data_type_of(t)
     return ir.TensorType(tuple(dims), dt.mlir_name)
 
 
@@ -32,7 +32,7 @@ def physical_type(t: TensorAttr, *, value_semantics: bool = True) -> ir.TensorTy
     order = t.physical_order
     dims = t.physical_dim
     dims = [-1 if order[i] in t.dynamic_dims else d for i, d in enumerate(dims)]
-    return ir.TensorType(tuple(dims), t.data_type.mlir_name, value_semantics)
+    return ir.TensorType(tuple(dims), data_type_of(t).mlir_name, value_semantics)
 
 
 @dataclass
@@ -41,7 +41,14 @@ class EmitContext:
 
     b: ir.TorchBuilder
     physical: dict[int, ir.Value] = field(default_factory=dict)  # id(TensorAttr) -> value
-    node: Node | None = None
+    current_node: Node | None = None  # set by the emit driver before each op emitter runs
+
+    @property
+    def node(self) -> Node:
+        """The node being emitted."""
+        if self.current_node is None:
+            raise fail(ErrorCode.INTERNAL_ERROR, "no node is being emitted")
+        return self.current_node
 
     # ---- inputs ----------------------------------------------------------------
     def value(self, t: TensorAttr) -> ir.Value:
@@ -72,7 +79,7 @@ class EmitContext:
     def cast(self, value: ir.Value, dt: DataType) -> ir.Value:
         if ir.element_type(value) == dt.mlir_name:
             return value
-        return self.b.to_dtype(value, dt.mlir_name, dt.torch_code)
+        return self.b.to_dtype(value, dt.mlir_name, torch_code_of(dt))
 
     # ---- outputs ---------------------------------------------------------------
     def result_type(self, slot: str, element: DataType | None = None) -> ir.Type:
@@ -82,7 +89,7 @@ class EmitContext:
     def define(self, slot: str, logical_value: ir.Value) -> None:
         """Stores an op result: cast to the tensor's data type, permuted to physical order."""
         t = self.node.tensor(slot)
-        v = self.cast(logical_value, t.data_type)
+        v = self.cast(logical_value, data_type_of(t))
         perm = t.physical_order
         if not is_identity(perm):
             v = self.b.permute(v, perm)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from fusilli.errors import ErrorCode
 from fusilli.ops.base import Attrs, Node, Workload, register_emitter, register_node
 from fusilli.ops.emit import EmitContext
-from fusilli.tensor import TensorAttr
+from fusilli.tensor import TensorAttr, data_type_of
 from fusilli.types import DataType
 
 
@@ -77,11 +77,11 @@ class MatmulNode(Node):
             f"A has K={a.dim[-1]}, B has K={b.dim[-2]}",
         )
         batch = broadcast_batch_dims(a.dim[:-2], b.dim[:-2])
-        self.check(
-            batch is not None,
-            ErrorCode.INVALID_ATTRIBUTE,
-            f"batch dims of A '{a.name}' {a.dim[:-2]} and B '{b.name}' {b.dim[:-2]} cannot be broadcast",
-        )
+        if batch is None:
+            raise self.error(
+                ErrorCode.INVALID_ATTRIBUTE,
+                f"batch dims of A '{a.name}' {a.dim[:-2]} and B '{b.name}' {b.dim[:-2]} cannot be broadcast",
+            )
         for slot, t in (("A", a), ("B", b), ("C", c)):
             self.check_batch_outermost(slot, t)
         for slot, t in (("A", a), ("B", b), ("C", c)):
@@ -104,7 +104,7 @@ class MatmulNode(Node):
 
     def workload(self) -> Workload:
         a, c = self.tensor("A"), self.tensor("C")
-        return Workload(self.kind, a.data_type, 2 * math.prod(c.dim) * a.dim[-1])
+        return Workload(self.kind, data_type_of(a), 2 * math.prod(c.dim) * a.dim[-1])
 
     def check_batch_outermost(self, slot: str, t: TensorAttr) -> None:
         batch_rank = t.rank - 2
@@ -137,12 +137,12 @@ def accumulator_type(a: DataType, b: DataType, c: DataType, compute: DataType | 
 @register_emitter("matmul")
 def emit_matmul(node: MatmulNode, ctx: EmitContext) -> None:
     a_t, b_t, c_t = node.tensor("A"), node.tensor("B"), node.tensor("C")
-    acc = accumulator_type(a_t.data_type, b_t.data_type, c_t.data_type, node.compute_data_type)
+    a_dt, b_dt = data_type_of(a_t), data_type_of(b_t)
+    acc = accumulator_type(a_dt, b_dt, data_type_of(c_t), node.compute_data_type)
     # Same-typed operands go in as they are with an accumulator-typed result:
     # torch-mlir lowers that to a linalg.matmul extending its operands in the
     # body (f16 x f16 -> f32, i8 x i8 -> i32), one dispatch. Mixed operands
     # (int4 x f16) are first brought to the wider type, so they work at any rank.
-    a_dt, b_dt = a_t.data_type, b_t.data_type
     operand = a_dt if a_dt == b_dt else acc if a_dt.is_float == b_dt.is_float else (a_dt if a_dt.is_float else b_dt)
     a, b = ctx.cast(ctx.input("A"), operand), ctx.cast(ctx.input("B"), operand)
     c = ctx.b.op("torch.aten.matmul", [a, b], ctx.result_type("C", element=acc))

@@ -30,7 +30,7 @@ from fusilli.errors import ErrorCode
 from fusilli.ir.torch import builtin_element_type
 from fusilli.ops.base import Attrs, Node, Workload, register_emitter, register_node
 from fusilli.ops.emit import EmitContext
-from fusilli.tensor import TensorAttr, contiguous_strides
+from fusilli.tensor import TensorAttr, contiguous_strides, data_type_of, scalar_value_of
 from fusilli.types import DataType
 
 
@@ -74,7 +74,7 @@ class NormNodeBase(Node):
         for slot in self.scalar_slots:
             t = self.tensor(slot)
             self.check(
-                t.is_scalar and t.data_type.is_float,
+                t.is_scalar and data_type_of(t).is_float,
                 ErrorCode.INVALID_ATTRIBUTE,
                 f"{slot} '{t.name}' must be a floating-point scalar constant (made by Graph.scalar)",
             )
@@ -83,18 +83,18 @@ class NormNodeBase(Node):
             x.rank >= 2, ErrorCode.INVALID_ATTRIBUTE, f"input tensor X '{x.name}' must have rank >= 2 (got {x.rank})"
         )
         for slot in self.stat_slots:
-            t = self.outputs.get(slot)
+            stat = self.outputs.get(slot)
             if self.training:
-                self.check(t is not None, ErrorCode.ATTRIBUTE_NOT_SET, f"{self.label} output tensor {slot} not set")
+                self.check(stat is not None, ErrorCode.ATTRIBUTE_NOT_SET, f"{self.label} output tensor {slot} not set")
             else:
                 self.check(
-                    t is None,
+                    stat is None,
                     ErrorCode.INVALID_ATTRIBUTE,
-                    f"{self.label} output tensor {slot} '{t.name if t else ''}' must not be set in inference",
+                    f"{self.label} output tensor {slot} '{stat.name if stat else ''}' must not be set in inference",
                 )
 
     def scalar(self, slot: str) -> float:
-        return float(self.tensor(slot).scalar_value)
+        return float(scalar_value_of(self.tensor(slot)))
 
     def infer_y(self) -> None:
         x, y = self.tensor("X"), self.tensor("Y")
@@ -133,7 +133,7 @@ class NormNodeBase(Node):
             )
 
     def compute_element(self) -> DataType:
-        x = self.tensor("X").data_type
+        x = self.data_type("X")
         cdt = self.compute_data_type
         return cdt if x.is_float and cdt is not None and cdt.is_float else x
 
@@ -309,7 +309,7 @@ class LayerNormNode(FeatureNormNodeBase):
         n = 1
         for d in x.dim:
             n *= d
-        return Workload(self.kind, x.data_type, 8 * n)
+        return Workload(self.kind, data_type_of(x), 8 * n)
 
 
 @register_node
@@ -457,11 +457,11 @@ def _emit_layernorm_one_pass(node: LayerNormNode, ctx: EmitContext, x: ir.Value,
     else:
         # Finalize over [B, 1, ...]: f32 stats for Y, plus the stat outputs in their types.
         out_types = [compute, compute] + [
-            node.tensor(slot).data_type for slot in ("MEAN", "INV_VARIANCE") if node.tensor(slot).data_type != compute
+            node.data_type(slot) for slot in ("MEAN", "INV_VARIANCE") if node.data_type(slot) != compute
         ]
         extra = len(out_types) > 2
         if extra and len(out_types) != 4:  # one stat in the compute type, one not: cast both
-            out_types = [compute, compute, node.tensor("MEAN").data_type, node.tensor("INV_VARIANCE").data_type]
+            out_types = [compute, compute, node.data_type("MEAN"), node.data_type("INV_VARIANCE")]
         elems = [builtin_element_type(t.mlir_name) for t in out_types]
         empties = [ir.tensor.EmptyOp(stat_dims, e).result for e in elems]
         fin = ir.linalg.GenericOp(

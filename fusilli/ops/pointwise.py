@@ -31,7 +31,7 @@ from fusilli.ir import scalar as sc
 from fusilli.ir.rewrite import constant_value
 from fusilli.ops.base import Attrs, Node, register_emitter, register_node
 from fusilli.ops.emit import EmitContext
-from fusilli.tensor import TensorAttr
+from fusilli.tensor import TensorAttr, data_type_of
 from fusilli.types import DataType, promote
 
 
@@ -155,29 +155,37 @@ class PointwiseNode(Node):
     attrs: PointwiseAttrs
 
     @property
+    def checked_mode(self) -> PointwiseMode:
+        """The mode attribute; ATTRIBUTE_NOT_SET while it is unset."""
+        mode = self.attrs.mode
+        if mode is None:
+            raise self.error(ErrorCode.ATTRIBUTE_NOT_SET, "pointwise mode not set")
+        return mode
+
+    @property
     def spec(self) -> ModeSpec:
-        spec = MODES.get(self.attrs.mode)
+        mode = self.checked_mode
+        spec = MODES.get(mode)
         if spec is None:
-            raise self.error(ErrorCode.NOT_IMPLEMENTED, f"pointwise mode {self.attrs.mode.name} is not implemented")
+            raise self.error(ErrorCode.NOT_IMPLEMENTED, f"pointwise mode {mode.name} is not implemented")
         return spec
 
     def pre_validate(self) -> None:
-        if self.attrs.mode is None:
-            raise self.error(ErrorCode.ATTRIBUTE_NOT_SET, "pointwise mode not set")
+        mode = self.checked_mode
         spec = self.spec
         for i, slot in enumerate(INPUT_SLOTS):
             t = self.inputs.get(slot)
             if i < spec.arity and t is None:
-                raise self.error(ErrorCode.ATTRIBUTE_NOT_SET, f"{self.attrs.mode.name} mode requires {slot} input")
+                raise self.error(ErrorCode.ATTRIBUTE_NOT_SET, f"{mode.name} mode requires {slot} input")
             if i >= spec.arity and t is not None:
                 raise self.error(
                     ErrorCode.INVALID_ATTRIBUTE,
-                    f"{self.attrs.mode.name} mode should not have {slot} input '{t.name}' set",
+                    f"{mode.name} mode should not have {slot} input '{t.name}' set",
                 )
         super().pre_validate()
 
     def operands(self) -> list[TensorAttr]:
-        return [self.inputs[s] for s in INPUT_SLOTS[: self.spec.arity]]
+        return [self.tensor(s) for s in INPUT_SLOTS[: self.spec.arity]]
 
     def infer(self) -> None:
         ins = self.operands()
@@ -224,7 +232,7 @@ class PointwiseNode(Node):
             self.check(
                 any(t.data_type != DataType.BOOLEAN for _, t in values),
                 ErrorCode.INVALID_ATTRIBUTE,
-                f"{self.attrs.mode.name} is not defined on BOOLEAN inputs ("
+                f"{self.checked_mode.name} is not defined on BOOLEAN inputs ("
                 + ", ".join(f"{s} '{t.name}'" for s, t in values)
                 + ")",
             )
@@ -236,7 +244,7 @@ class PointwiseNode(Node):
 
     def compute_element(self) -> DataType:
         """Float computations run in compute_data_type; otherwise the promoted input type."""
-        promoted = reduce(promote, [t.data_type for t in self.value_operands()])
+        promoted = reduce(promote, [data_type_of(t) for t in self.value_operands()])
         if not (promoted.is_float or self.spec.domain == "float"):
             return promoted
         cdt = self.compute_data_type
@@ -436,6 +444,14 @@ def constant_operand(op: ir.Operation, index: int) -> float | int | bool | str |
     return constant_value(op.operands[index])
 
 
+def numeric_operand(op: ir.Operation, index: int) -> float | int | bool:
+    """The value of a ``torch.constant.{int,float,bool}`` operand (TypeError for other constants)."""
+    value = constant_operand(op, index)
+    if not isinstance(value, (float, int, bool)):
+        raise TypeError(f"operand {index} of {op.name} is not a numeric constant: {value!r}")
+    return value
+
+
 def _as(args: list[tuple[ir.Value, str]], elem: str) -> list[ir.Value]:
     return [sc.convert(v, e, elem) for v, e in args]
 
@@ -460,7 +476,7 @@ def _arith_binary(float_op, int_op) -> ScalarBody:
 def _alpha_body(float_op, int_op) -> ScalarBody:
     def body(op: ir.Operation, args: list[tuple[ir.Value, str]], out: str) -> ir.Value:
         a, b = _as(args, out)
-        alpha = constant_operand(op, 2)
+        alpha = numeric_operand(op, 2)
         if alpha != 1:
             mul = ir.arith.MulFOp if sc.is_float(out) else ir.arith.MulIOp
             b = mul(b, sc.constant(out, alpha)).result
@@ -539,7 +555,7 @@ elementwise_body("torch.aten.tanh_backward")(
 @elementwise_body("torch.aten.mul.Scalar")
 def _mul_scalar_body(op: ir.Operation, args: list[tuple[ir.Value, str]], out: str) -> ir.Value:
     (x,) = _as(args, out)
-    other = sc.constant(out, constant_operand(op, 1))
+    other = sc.constant(out, numeric_operand(op, 1))
     return (ir.arith.MulFOp if sc.is_float(out) else ir.arith.MulIOp)(x, other).result
 
 
@@ -547,7 +563,7 @@ def _mul_scalar_body(op: ir.Operation, args: list[tuple[ir.Value, str]], out: st
 def _rsub_scalar_body(op: ir.Operation, args: list[tuple[ir.Value, str]], out: str) -> ir.Value:
     """other - alpha * self."""
     (x,) = _as(args, out)
-    other, alpha = constant_operand(op, 1), constant_operand(op, 2)
+    other, alpha = numeric_operand(op, 1), numeric_operand(op, 2)
     fl = sc.is_float(out)
     if alpha != 1:
         x = (ir.arith.MulFOp if fl else ir.arith.MulIOp)(x, sc.constant(out, alpha)).result
@@ -560,7 +576,7 @@ def _elu_body(op: ir.Operation, args: list[tuple[ir.Value, str]], out: str) -> i
 
     def formula(op: ir.Operation, xs: list[ir.Value], elem: str) -> ir.Value:
         (x,) = xs
-        alpha, scale, input_scale = (float(constant_operand(op, i)) for i in (1, 2, 3))
+        alpha, scale, input_scale = (float(numeric_operand(op, i)) for i in (1, 2, 3))
         neg = ir.math.ExpM1Op(_mul(x, _c(elem, input_scale))).result
         neg = _mul(neg, _c(elem, alpha * scale))
         pos = _mul(x, _c(elem, scale))
@@ -627,7 +643,7 @@ def _softplus_body(op: ir.Operation, args: list[tuple[ir.Value, str]], out: str)
 
     def formula(op: ir.Operation, xs: list[ir.Value], elem: str) -> ir.Value:
         (x,) = xs
-        beta, threshold = float(constant_operand(op, 1)), float(constant_operand(op, 2))
+        beta, threshold = float(numeric_operand(op, 1)), float(numeric_operand(op, 2))
         scaled = _mul(x, _c(elem, beta))
         soft = _div(ir.math.Log1pOp(ir.math.ExpOp(scaled).result).result, _c(elem, beta))
         linear = ir.arith.CmpFOp(ir.arith.CmpFPredicate.OGT, scaled, _c(elem, threshold)).result
@@ -728,7 +744,7 @@ def _compare_tensor_body(pred: str) -> ScalarBody:
 def _compare_scalar_body(pred: str) -> ScalarBody:
     def body(op: ir.Operation, args: list[tuple[ir.Value, str]], out: str) -> ir.Value:
         ((x, elem),) = args
-        other = constant_operand(op, 1)
+        other = numeric_operand(op, 1)
         if isinstance(other, float) and not sc.is_float(elem):
             x, elem = sc.convert(x, elem, "f64"), "f64"
         return sc.convert(_compare(pred, x, sc.constant(elem, other), elem), "i1", out)
@@ -765,7 +781,7 @@ def _where_body(op: ir.Operation, args: list[tuple[ir.Value, str]], out: str) ->
 def _where_scalar_other_body(op: ir.Operation, args: list[tuple[ir.Value, str]], out: str) -> ir.Value:
     cond = sc.convert(*args[0], "i1")
     (a,) = _as(args[1:], out)
-    return ir.arith.SelectOp(cond, a, sc.constant(out, constant_operand(op, 2))).result
+    return ir.arith.SelectOp(cond, a, sc.constant(out, numeric_operand(op, 2))).result
 
 
 @elementwise_body("torch.aten.threshold_backward")
@@ -773,7 +789,7 @@ def _threshold_backward_body(op: ir.Operation, args: list[tuple[ir.Value, str]],
     """self <= threshold ? 0 : grad."""
     (dy, _), (x, x_elem) = args
     dy = sc.convert(dy, args[0][1], out)
-    threshold = constant_operand(op, 2)
+    threshold = numeric_operand(op, 2)
     if isinstance(threshold, float) and not sc.is_float(x_elem):
         x, x_elem = sc.convert(x, x_elem, "f64"), "f64"
     below = _compare("le", x, sc.constant(x_elem, threshold), x_elem)

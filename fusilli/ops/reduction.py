@@ -119,14 +119,15 @@ class ReductionNode(Node):
         )
         self.check_layout("Y", y)
         if mode == ReductionMode.AVG:
+            x_dt = self.data_type("X")
             self.check(
-                x.data_type.is_float,
+                x_dt.is_float,
                 ErrorCode.INVALID_ATTRIBUTE,
-                f"AVG reduction needs a floating-point input but X '{x.name}' is {x.data_type.name}",
+                f"AVG reduction needs a floating-point input but X '{x.name}' is {x_dt.name}",
             )
 
     def compute_element(self) -> DataType:
-        x = self.tensor("X").data_type
+        x = self.data_type("X")
         cdt = self.compute_data_type
         float_compute = cdt if cdt is not None and cdt.is_float else DataType.FLOAT
         if x.is_float:
@@ -142,6 +143,8 @@ class ReductionNode(Node):
 def emit_reduction(node: ReductionNode, ctx: EmitContext) -> None:
     b = ctx.b
     mode = node.attrs.mode
+    if mode is None:
+        raise node.error(ErrorCode.ATTRIBUTE_NOT_SET, "reduction mode not set")
     compute = node.compute_element()
     x = ctx.cast(ctx.input("X"), compute)
     dims = node.reduced_dims()

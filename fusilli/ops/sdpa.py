@@ -44,8 +44,8 @@ from fusilli import ir
 from fusilli.errors import ErrorCode
 from fusilli.ops.base import Attrs, Node, register_emitter, register_node
 from fusilli.ops.emit import EmitContext
-from fusilli.tensor import TensorAttr
-from fusilli.types import DataType
+from fusilli.tensor import TensorAttr, data_type_of
+from fusilli.types import DataType, torch_code_of
 
 
 @dataclass
@@ -103,11 +103,13 @@ class SdpaNode(Node):
                 ErrorCode.INVALID_ATTRIBUTE,
                 f"tensor {slot} '{t.name}' must have rank 4 [batch, heads, seq, head_dim] (got dims {t.dim})",
             )
-            self.check(
-                t.data_type is None or t.data_type.is_float,
-                ErrorCode.INVALID_ATTRIBUTE,
-                f"tensor {slot} '{t.name}' must have a floating-point data type (got {t.data_type.name})",
-            )
+            dt = t.data_type
+            if dt is not None:
+                self.check(
+                    dt.is_float,
+                    ErrorCode.INVALID_ATTRIBUTE,
+                    f"tensor {slot} '{t.name}' must have a floating-point data type (got {dt.name})",
+                )
 
     def infer(self) -> None:
         q, v, o = self.tensor("Q"), self.tensor("V"), self.tensor("O")
@@ -124,7 +126,7 @@ class SdpaNode(Node):
             q.data_type == k.data_type == v.data_type,
             ErrorCode.INVALID_ATTRIBUTE,
             f"Q '{q.name}', K '{k.name}' and V '{v.name}' must have the same data type (got "
-            f"{q.data_type.name}, {k.data_type.name}, {v.data_type.name})",
+            f"{data_type_of(q).name}, {data_type_of(k).name}, {data_type_of(v).name})",
         )
         self.check(
             q.dim[0] == k.dim[0] == v.dim[0],
@@ -168,10 +170,11 @@ class SdpaNode(Node):
                 f"attention mask MASK '{mask.name}' dims {mask.dim} must have rank 4 with each dim 1 or equal to "
                 f"[B, Hq, Sq, Skv] = {target}",
             )
+            mask_dt = data_type_of(mask)
             self.check(
-                mask.data_type.is_float or mask.data_type == DataType.BOOLEAN,
+                mask_dt.is_float or mask_dt == DataType.BOOLEAN,
                 ErrorCode.INVALID_ATTRIBUTE,
-                f"attention mask MASK '{mask.name}' must be boolean or floating point (got {mask.data_type.name})",
+                f"attention mask MASK '{mask.name}' must be boolean or floating point (got {mask_dt.name})",
             )
         expected = [q.dim[0], hq, q.dim[2], v.dim[3]]
         self.check(
@@ -257,7 +260,7 @@ def _causal_mask(b: ir.TorchBuilder, shape: list[int], sq: int, skv: int, elemen
     ninf = b.scalar_literal(-math.inf, "f32")
     m = b.op("torch.aten.where.self", [keep, zero, ninf], ir.vtensor_type([rows, skv], "f32"))
     m = _reshape(b, m, [1, 1, rows, skv])
-    return m if element == DataType.FLOAT else b.to_dtype(m, element.mlir_name, element.torch_code)
+    return m if element == DataType.FLOAT else b.to_dtype(m, element.mlir_name, torch_code_of(element))
 
 
 def _reshape(b: ir.TorchBuilder, x: ir.Value, dims: list[int]) -> ir.Value:
@@ -359,7 +362,7 @@ def _attend(
 def emit_sdpa(node: SdpaNode, ctx: EmitContext) -> None:
     b = ctx.b
     q_t, k_t, v_t = node.tensor("Q"), node.tensor("K"), node.tensor("V")
-    dt = q_t.data_type
+    dt = data_type_of(q_t)
     q, k, v = ctx.input("Q"), ctx.input("K"), ctx.input("V")
     bsz, hq, sq, _ = q_t.dim
     hk, hv, skv, dv = k_t.dim[1], v_t.dim[1], k_t.dim[2], v_t.dim[3]

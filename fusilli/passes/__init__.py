@@ -9,7 +9,7 @@ MLIR's ``PassManager`` as an upstream pass (``canonicalize``, ``cse``,
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from fusilli import ir
 from fusilli.errors import ErrorCode, fail
@@ -18,7 +18,10 @@ from fusilli.log import logger
 PASSES: dict[str, type[Pass]] = {}
 
 
-def register_pass(cls: type[Pass]) -> type[Pass]:
+PassT = TypeVar("PassT", bound="Pass")
+
+
+def register_pass(cls: type[PassT]) -> type[PassT]:
     PASSES[cls.name] = cls
     return cls
 
@@ -40,7 +43,9 @@ class Pass:
 
 def split_pipeline(text: str) -> list[str]:
     """Splits at top-level commas (not inside parentheses or braces)."""
-    parts, depth, cur = [], 0, []
+    parts: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in text:
         if ch in "({":
             depth += 1

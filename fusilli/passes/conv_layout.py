@@ -38,6 +38,7 @@ IREE's Winograd rewrite was measured too (see below) and is not used.
 from __future__ import annotations
 
 import os
+from typing import ClassVar
 
 from fusilli import ir
 from fusilli.ir.rewrite import block_ops, constant_value, defining_op, func_blocks, int_list_value, permutation_of
@@ -72,7 +73,7 @@ IM2COL_MIN_FLOPS = 1 << 28
 
 @register_pass
 class ConvLayoutPass(Pass):
-    name = "fusilli-conv-layout"
+    name: ClassVar[str] = "fusilli-conv-layout"
     description = "channels-last 2-D convs as linalg.conv_2d_nhwc_hwcf (or a matmul for 1x1), f16/bf16 in f32"
 
     @classmethod
@@ -98,7 +99,8 @@ def _conv_params(op: ir.Operation):
         return None
     if xt.element not in _FLOAT_CODES or wt.element != xt.element or yt.element != xt.element:
         return None
-    if defining_op(bias) is None or defining_op(bias).name != "torch.constant.none":
+    bias_op = defining_op(bias)
+    if bias_op is None or bias_op.name != "torch.constant.none":
         return None
     # The input must come from a channels-last tensor, else the rewrite adds transposes.
     if permutation_of(defining_op(x)) != TO_NCHW:
@@ -108,7 +110,7 @@ def _conv_params(op: ir.Operation):
         transposed, groups = constant_value(op.operands[6]), constant_value(op.operands[8])
     except (ValueError, KeyError):
         return None
-    if None in (stride, padding, dilation) or transposed or groups != 1:
+    if stride is None or padding is None or dilation is None or transposed or groups != 1:
         return None
     if len(stride) != 2 or len(padding) != 2 or len(dilation) != 2:
         return None
@@ -165,7 +167,8 @@ def _compute_in_f32(op: ir.Operation) -> bool:
     yt = ir.TensorType.of(op.results[0])
     if yt.element not in ("f16", "bf16") or any(ir.TensorType.of(v).element != yt.element for v in op.operands[:2]):
         return False
-    if defining_op(op.operands[2]) is None or defining_op(op.operands[2]).name != "torch.constant.none":
+    bias_op = defining_op(op.operands[2])
+    if bias_op is None or bias_op.name != "torch.constant.none":
         return False
     b = ir.TorchBuilder()
     with ir.InsertionPoint(op), op.location:

@@ -18,6 +18,7 @@ rounds once where they cast to the output type.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar, TypeGuard
 
 from fusilli import ir
 from fusilli.ir.rewrite import block_ops, defining_op, erase_dead, func_blocks, op_alive, op_key, permutation_of, users
@@ -30,7 +31,7 @@ def _is_vtensor(v: ir.Value) -> bool:
     return str(v.type).startswith("!torch.vtensor")
 
 
-def _is_elementwise(op: ir.Operation | None) -> bool:
+def _is_elementwise(op: ir.Operation | None) -> TypeGuard[ir.Operation]:
     return op is not None and op.name in ELEMENTWISE_BODIES and len(op.results) == 1 and _is_vtensor(op.results[0])
 
 
@@ -51,7 +52,7 @@ class _Region:
 
 @register_pass
 class EpilogueFusionPass(Pass):
-    name = "fusilli-epilogue-fusion"
+    name: ClassVar[str] = "fusilli-epilogue-fusion"
     description = "fuse single-use chains of elementwise torch ops into one linalg.generic"
 
     def run(self, module: ir.Module) -> None:

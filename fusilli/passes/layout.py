@@ -9,6 +9,8 @@ layout change per graph input and output at most.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from fusilli import ir
 from fusilli.ir.rewrite import block_ops, defining_op, erase_dead, func_blocks, permutation_of
 from fusilli.ops.pointwise import ELEMENTWISE_BODIES
@@ -23,7 +25,7 @@ def _compose(first: list[int], second: list[int]) -> list[int]:
 
 @register_pass
 class FoldPermutesPass(Pass):
-    name = "fusilli-layout"
+    name: ClassVar[str] = "fusilli-layout"
     description = "fold inverse/identity permutes and sink permutes through elementwise ops"
 
     def run(self, module: ir.Module) -> None:
@@ -43,7 +45,7 @@ class FoldPermutesPass(Pass):
             src = op.operands[0]
             inner = defining_op(src)
             inner_perm = permutation_of(inner)
-            if inner_perm is not None:
+            if inner is not None and inner_perm is not None:
                 perm = _compose(inner_perm, perm)
                 src = inner.operands[0]
             if is_identity(perm):
@@ -72,13 +74,14 @@ class FoldPermutesPass(Pass):
                     sources.append(None)
                     continue
                 tt = ir.TensorType.of(v)
-                p = permutation_of(defining_op(v))
-                if p is not None and tt.rank == result_tt.rank:
+                producer = defining_op(v)
+                p = permutation_of(producer)
+                if producer is not None and p is not None and tt.rank == result_tt.rank:
                     if perm is not None and p != perm:
                         ok = False
                         break
                     perm = p
-                    sources.append(defining_op(v).operands[0])
+                    sources.append(producer.operands[0])
                 elif all(d == 1 for d in tt.dims):
                     sources.append(v)  # a broadcast scalar is layout-free
                 else:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from fusilli.errors import ErrorCode, fail
-from fusilli.tensor import TensorAttr, as_numpy
+from fusilli.tensor import TensorAttr, as_numpy, data_type_of
 
 # kind -> kernel(node, {slot: array}) -> {slot: array}
 KERNELS: dict[str, Callable[[Any, dict[str, np.ndarray]], dict[str, np.ndarray]]] = {}
@@ -37,7 +37,7 @@ def compute_array(a: np.ndarray) -> np.ndarray:
 
 
 def cast_to(t: TensorAttr, a: np.ndarray) -> np.ndarray:
-    dt = t.data_type.numpy_dtype
+    dt = data_type_of(t).numpy_dtype
     a = np.asarray(a)
     if dt.kind in "iu" and a.dtype.kind == "f":
         a = np.trunc(a)

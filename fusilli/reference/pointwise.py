@@ -83,11 +83,16 @@ def _common(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
+def _select(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``c ? a : b`` (torch.where order; a non-boolean ``c`` means ``c != 0``)."""
+    return np.where(c.astype(bool), a, b)
+
+
 MODE_KERNELS: dict[PointwiseMode, Callable[..., np.ndarray]] = {
     PointwiseMode.ABS: lambda attrs, x: np.abs(x),
     PointwiseMode.ADD: lambda attrs, a, b: a + b,
     PointwiseMode.ADD_SQUARE: lambda attrs, a, b: a + b * b,
-    PointwiseMode.BINARY_SELECT: lambda attrs, c, a, b: np.where(c.astype(bool), a, b),
+    PointwiseMode.BINARY_SELECT: lambda attrs, c, a, b: _select(c, a, b),
     PointwiseMode.CEIL: _ceil_floor(np.ceil),
     PointwiseMode.CMP_EQ: lambda attrs, a, b: np.equal(*_common(a, b)),
     PointwiseMode.CMP_NEQ: lambda attrs, a, b: np.not_equal(*_common(a, b)),

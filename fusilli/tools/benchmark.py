@@ -226,7 +226,7 @@ def parse_command(argv: Sequence[str], defaults: Sequence[str] = ()) -> argparse
 
 def read_suite(path: str) -> list[tuple[str, list[str] | None]]:
     """(line, argv) per command of a suite file; argv is None for a [SKIP] line."""
-    rows = []
+    rows: list[tuple[str, list[str] | None]] = []
     with open(path, encoding="utf-8") as f:
         for raw in f:
             line = raw.split("#", 1)[0].strip()
@@ -490,7 +490,7 @@ def _layernorm_problem(ns: argparse.Namespace) -> Problem:
     for t in stats:
         pack[t] = fs.empty(t)
     sa = ba = None
-    if scale is not None:
+    if scale is not None and bias is not None:  # both or neither (elementwise affine)
         sa, ba = _fill(fs.empty(scale), rng), _fill(fs.empty(bias), rng)
         pack[scale], pack[bias] = sa, ba
     flops = 8.0 * math.prod(dims)
@@ -670,6 +670,8 @@ def run_problem(ns: argparse.Namespace, label: str) -> dict[str, Any]:
         if torch is not None:
             if ns.backend != "cpu":
                 raise BenchmarkError("--compare torch times PyTorch on the CPU; use it with --backend cpu")
+            if problem.torch_builder is None:
+                raise BenchmarkError(f"--compare torch: {problem.name} has no PyTorch counterpart")
             with torch.inference_mode():
                 torch_run = problem.torch_builder(torch)
                 runners.append(("torch", torch_run))
@@ -843,6 +845,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if "--suite" in argv or any(a.startswith("--suite=") for a in argv):
             prefix, suite, progress = _global_prefix(argv)
+            if suite is None:
+                raise BenchmarkError("--suite needs a suite file")
             commands = read_suite(suite)
             fmt = parse_command(["pointwise", "-N", "1"], prefix)
             progress = True if progress is None else progress

@@ -84,6 +84,14 @@ def test_mode_table_is_complete():
     assert set(F32_OPERANDS) == set(M)
 
 
+def test_every_mode_has_a_declared_graph_method():
+    """Each mode's Graph method exists and is declared on Graph for type checkers."""
+    declared = {name for name, hint in fs.Graph.__annotations__.items() if hint == "_PointwiseMethod"}
+    assert declared == {m.method_name for m in M}
+    for m in M:
+        assert callable(getattr(fs.Graph, m.method_name))
+
+
 def test_every_mode_f32(cpu, rng):
     g = fs.Graph(name="pointwise_all_modes_f32")
     t = {
