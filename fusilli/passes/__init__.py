@@ -29,7 +29,8 @@ def register_pass(cls: type[PassT]) -> type[PassT]:
 class Pass:
     """A transformation of a module in place. Subclasses set ``name`` and ``description``."""
 
-    name: ClassVar[str]
+    # Class-level for registered fusilli passes; per instance for upstream passes.
+    name: str
     description: ClassVar[str]
 
     def run(self, module: ir.Module) -> None:
@@ -65,7 +66,7 @@ class _UpstreamPass(Pass):
     description = "an MLIR/IREE/torch-mlir pass run through PassManager"
 
     def __init__(self, spec: str):
-        self.name = spec  # type: ignore[misc]
+        self.name = spec
         self.spec = spec
 
     def run(self, module: ir.Module) -> None:

@@ -38,7 +38,6 @@ IREE's Winograd rewrite was measured too (see below) and is not used.
 from __future__ import annotations
 
 import os
-from typing import ClassVar
 
 from fusilli import ir
 from fusilli.ir.rewrite import block_ops, constant_value, defining_op, func_blocks, int_list_value, permutation_of
@@ -73,7 +72,7 @@ IM2COL_MIN_FLOPS = 1 << 28
 
 @register_pass
 class ConvLayoutPass(Pass):
-    name: ClassVar[str] = "fusilli-conv-layout"
+    name: str = "fusilli-conv-layout"
     description = "channels-last 2-D convs as linalg.conv_2d_nhwc_hwcf (or a matmul for 1x1), f16/bf16 in f32"
 
     @classmethod

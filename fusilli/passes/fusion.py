@@ -18,7 +18,7 @@ rounds once where they cast to the output type.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar, TypeGuard
+from typing import TypeGuard
 
 from fusilli import ir
 from fusilli.ir.rewrite import block_ops, defining_op, erase_dead, func_blocks, op_alive, op_key, permutation_of, users
@@ -52,7 +52,7 @@ class _Region:
 
 @register_pass
 class EpilogueFusionPass(Pass):
-    name: ClassVar[str] = "fusilli-epilogue-fusion"
+    name: str = "fusilli-epilogue-fusion"
     description = "fuse single-use chains of elementwise torch ops into one linalg.generic"
 
     def run(self, module: ir.Module) -> None:

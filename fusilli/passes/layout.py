@@ -9,8 +9,6 @@ layout change per graph input and output at most.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from fusilli import ir
 from fusilli.ir.rewrite import block_ops, defining_op, erase_dead, func_blocks, permutation_of
 from fusilli.ops.pointwise import ELEMENTWISE_BODIES
@@ -25,7 +23,7 @@ def _compose(first: list[int], second: list[int]) -> list[int]:
 
 @register_pass
 class FoldPermutesPass(Pass):
-    name: ClassVar[str] = "fusilli-layout"
+    name: str = "fusilli-layout"
     description = "fold inverse/identity permutes and sink permutes through elementwise ops"
 
     def run(self, module: ir.Module) -> None:
