@@ -125,6 +125,12 @@ class ConvNodeBase(Node):
         """The forward conv's (X, W, Y) in this node's tensors."""
         raise NotImplementedError
 
+    @property
+    def groups(self) -> int:
+        """Implied by the channel counts: X.C / W.C (upstream has no groups attribute)."""
+        x, w, _ = self.conv_operands()
+        return x.dim[1] // w.dim[1]
+
     def workload(self) -> Workload:
         """2 * |Y| * C/groups * |filter| multiply-adds, for fprop, dgrad and wgrad alike."""
         x, w, y = self.conv_operands()
@@ -179,12 +185,23 @@ class ConvFPropNode(ConvNodeBase):
             f"output tensor Y '{y.name}' dims {y.dim} do not match the inferred conv output dims {expected}",
         )
 
-    @property
-    def groups(self) -> int:
-        return self.tensor("X").dim[1] // self.tensor("W").dim[1]
-
     def conv_operands(self) -> tuple[TensorAttr, TensorAttr, TensorAttr]:
         return self.tensor("X"), self.tensor("W"), self.tensor("Y")
+
+
+def conv_parameters(node: ConvNodeBase, ctx: EmitContext) -> list[ir.Value]:
+    """The operands torch.aten.convolution and its backward share after the tensors:
+    bias (none), stride, padding, dilation, transposed (false), output padding ([]), groups."""
+    b = ctx.b
+    return [
+        b.const_none(),
+        b.int_list(node.stride),
+        b.int_list(node.padding),
+        b.int_list(node.dilation),
+        b.const_bool(False),
+        b.int_list([]),
+        b.const_int(node.groups),
+    ]
 
 
 @register_emitter("conv_fprop")
@@ -196,13 +213,7 @@ def emit_conv_fprop(node: ConvFPropNode, ctx: EmitContext) -> None:
         [
             x,
             w,
-            b.const_none(),
-            b.int_list(node.stride),
-            b.int_list(node.padding),
-            b.int_list(node.dilation),
-            b.const_bool(False),
-            b.int_list([]),
-            b.const_int(node.groups),
+            *conv_parameters(node, ctx),
         ],
         ctx.result_type("Y", element=node.tensor("X").data_type),
     )
@@ -256,10 +267,6 @@ class ConvGradNodeBase(ConvNodeBase):
             f"of {x_slot} '{x.name}' {x.dim} and {w_slot} '{w.name}' {w.dim}",
         )
 
-    @property
-    def groups(self) -> int:
-        return self.tensor(self.FORWARD["X"]).dim[1] // self.tensor(self.FORWARD["W"]).dim[1]
-
     def conv_operands(self) -> tuple[TensorAttr, TensorAttr, TensorAttr]:
         return self.tensor(self.FORWARD["X"]), self.tensor(self.FORWARD["W"]), self.tensor("DY")
 
@@ -304,13 +311,7 @@ def emit_conv_backward(node: ConvGradNodeBase, ctx: EmitContext) -> None:
             dy,
             operands["X"],
             operands["W"],
-            b.const_none(),
-            b.int_list(node.stride),
-            b.int_list(node.padding),
-            b.int_list(node.dilation),
-            b.const_bool(False),
-            b.int_list([]),
-            b.const_int(node.groups),
+            *conv_parameters(node, ctx),
             b.list_of([b.const_bool(m) for m in mask], "bool"),
         ],
         [
