@@ -89,6 +89,15 @@ class CpuFlagRule:
 # From 1 MFLOP (~128K elements, where x stops fitting in L2 twice over).
 CPU_LAYERNORM_MIN_FLOPS = 1 << 20
 
+# Convs take the im2col + data-tiled path from 1 MFLOP: IREE's direct conv
+# (what the base flags give) is slow at every size measured. 3x3 NHWC conv +
+# bias + relu, pad 1, fusilli-benchmark --iter 30, min ms direct -> im2col:
+# 1x16x16x16->16 (1.2 MFLOP) 0.122 -> 0.054; 1x32x28x28->32 (14 MFLOP)
+# 2.09 -> 0.18; 1x64x28x28->64 (58 MFLOP) 8.2 -> 0.50; 1x64x56x56->64
+# (231 MFLOP) 33 -> 1.8 (PyTorch 1.1). Smaller convs (unit tests, tiny
+# fused graphs) keep one dispatch with their epilogue.
+CPU_CONV_MIN_FLOPS = 1 << 20
+
 CPU_FLAG_RULES = (
     CpuFlagRule("matmul", _CPU_MATMUL_FLAGS),
     CpuFlagRule("layernorm", ("--iree-opt-level=O3",), min_flops=CPU_LAYERNORM_MIN_FLOPS),
@@ -101,6 +110,7 @@ CPU_FLAG_RULES = (
         "conv_fprop",
         ("--iree-global-opt-use-im2col-for-convs",) + _CPU_MATMUL_FLAGS,
         ("FLOAT", "HALF", "BFLOAT16"),
+        min_flops=CPU_CONV_MIN_FLOPS,
     ),
 )
 

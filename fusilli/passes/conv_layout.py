@@ -64,10 +64,10 @@ _FLOAT_CODES = {"f32": 6, "f16": 5, "bf16": 15}
 # rewrite (all 3x3 convs) ran f32 3x3 at 9.2 ms vs 9.4 with 9 dispatches instead
 # of 4 and 5e-5 max error: not enabled.
 LOWERING = os.environ.get("FUSILLI_CONV_LOWERING", "auto")
-# The conv_fprop CPU flag rule's threshold (CPU_HEAVY_MIN_FLOPS in
+# The conv_fprop CPU flag rule's threshold (CPU_CONV_MIN_FLOPS in
 # fusilli/backend/targets.py): convs this heavy get data tiling + ukernels.
 # Smaller convs stay one linalg conv, one dispatch with their epilogue.
-IM2COL_MIN_FLOPS = 1 << 28
+IM2COL_MIN_FLOPS = 1 << 20
 
 
 @register_pass

@@ -2,7 +2,7 @@
 // RUN: env FUSILLI_CONV_LOWERING=auto %fusilli-opt %s --pass-pipeline=fusilli-conv-layout | filecheck %s --check-prefix=AUTO
 
 // With FUSILLI_CONV_LOWERING=im2col (by default: bf16 convs of at least
-// conv_layout.IM2COL_MIN_FLOPS, 2**28) channels-last convs become an
+// conv_layout.IM2COL_MIN_FLOPS, 2**20) channels-last convs become an
 // explicit im2col: a linalg.generic gathering the (padded) NHWC input into
 // [N, Ho, Wo, R, S, C] patches, collapsed to [N*Ho*Wo, R*S*C], then a
 // linalg.matmul against the KRSC filter collapsed to [K, R*S*C] (read
