@@ -129,8 +129,10 @@ def cpu_flags_for_workloads(workloads: Any) -> list[str]:
     return out
 
 
-# Flags seen to make IREE 3.13 CPU code that segfaults when run (a padded
-# NHWC conv + epilogue with fused padding): refused on the CPU backend.
+# Refused on the CPU backend. Fused padding produced CPU code that segfaulted
+# when run (a padded NHWC conv + epilogue, seen before fusilli aligned every
+# buffer to 64 bytes) and fails to compile realistic convs (1x64x56x56 3x3:
+# "failed to run translation of source executable"); it gains nothing here.
 CPU_CRASHING_FLAGS = ("--iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops",)
 
 # Flag pairs seen to crash IREE 3.13 in process (segfault): refused up front.
