@@ -11,10 +11,10 @@ first use of the names that need them (PEP 562 module ``__getattr__``).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from fusilli.errors import ErrorCode, FusilliError
+from fusilli.lazy import lazy_attributes
 from fusilli.log import configure_from_environment as _configure_logging
 from fusilli.types import DataType
 
@@ -46,17 +46,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'fusilli' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY)
 
 
 _configure_logging()

@@ -7,8 +7,7 @@ compiler module and with it ``iree.compiler``.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from fusilli.lazy import lazy_attributes
 
 _LAZY = {
     "PHASES": "fusilli.backend.compiler",
@@ -27,17 +26,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'fusilli.backend' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY)
 
 
 __all__ = sorted(_LAZY)

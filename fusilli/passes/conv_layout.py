@@ -129,30 +129,23 @@ def _rewrite(op: ir.Operation) -> bool:
     element = yt.element
     b = ir.TorchBuilder()
     flops = 2 * n * oh * ow * k * c * fy * fx
-    if LOWERING == "im2col" or (LOWERING == "auto" and element == "bf16" and flops >= IM2COL_MIN_FLOPS):
-        with ir.InsertionPoint(op), op.location:
-            x_nhwc = b.permute(x, TO_NHWC)
-            w_krsc = b.permute(w, TO_NHWC)  # cancels against a channels-last (KRSC) filter's permute
-            if element == "f16":  # no fast f16 matmul on CPU: f16 operands are widened
-                x_nhwc = b.to_dtype(x_nhwc, "f32", _FLOAT_CODES["f32"])
-                w_krsc = b.to_dtype(w_krsc, "f32", _FLOAT_CODES["f32"])
-            y_nhwc = _im2col_matmul(b, x_nhwc, w_krsc, (n, oh, ow, k), stride, padding, dilation, (fy, fx))
-            if element != "f32":
-                y_nhwc = b.to_dtype(y_nhwc, element, _FLOAT_CODES[element])
-            y = b.permute(y_nhwc, TO_NCHW)
-        op.results[0].replace_all_uses_with(y)
-        op.erase()
-        return True
+    im2col = LOWERING == "im2col" or (LOWERING == "auto" and element == "bf16" and flops >= IM2COL_MIN_FLOPS)
     with ir.InsertionPoint(op), op.location:
         x_nhwc = b.permute(x, TO_NHWC)
-        w_hwcf = b.permute(w, TO_HWCF)
-        if element != "f32":
+        # The im2col matmul reads the filter as KRSC (this permute cancels a
+        # channels-last filter's), the linalg conv as HWCF.
+        w_t = b.permute(w, TO_NHWC if im2col else TO_HWCF)
+        # bf16 operands stay bf16 on the im2col path (a bf16 x bf16 -> f32
+        # matmul); everything else computes in f32 (no fast f16 matmul on CPU).
+        if element != "f32" and not (im2col and element == "bf16"):
             x_nhwc = b.to_dtype(x_nhwc, "f32", _FLOAT_CODES["f32"])
-            w_hwcf = b.to_dtype(w_hwcf, "f32", _FLOAT_CODES["f32"])
-        if (fy, fx) == (1, 1) and stride == [1, 1] and padding == [0, 0]:
-            y_nhwc = _matmul_1x1(b, x_nhwc, w_hwcf, (n, h, wd, c, k))
+            w_t = b.to_dtype(w_t, "f32", _FLOAT_CODES["f32"])
+        if im2col:
+            y_nhwc = _im2col_matmul(b, x_nhwc, w_t, (n, oh, ow, k), stride, padding, dilation, (fy, fx))
+        elif (fy, fx) == (1, 1) and stride == [1, 1] and padding == [0, 0]:
+            y_nhwc = _matmul_1x1(b, x_nhwc, w_t, (n, h, wd, c, k))
         else:
-            y_nhwc = _linalg_conv(b, x_nhwc, w_hwcf, (n, oh, ow, k), stride, padding, dilation, (fy, fx))
+            y_nhwc = _linalg_conv(b, x_nhwc, w_t, (n, oh, ow, k), stride, padding, dilation, (fy, fx))
         if element != "f32":
             y_nhwc = b.to_dtype(y_nhwc, element, _FLOAT_CODES[element])
         y = b.permute(y_nhwc, TO_NCHW)
