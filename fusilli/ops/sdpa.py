@@ -25,7 +25,11 @@ Two emissions, chosen per problem (measured on a 2-core CPU against PyTorch,
   passed to the op (IREE 3.13 lowers it correctly; upstream's #404 XFAIL does
   not reproduce); ``is_causal`` becomes a constant additive mask of the full
   attention shape when small (so it stays 1 dispatch), else a computed
-  ``[1, 1, Sq, Skv]`` mask; boolean masks become additive float masks.
+  ``[1, 1, Sq, Skv]`` mask. With a user mask or Hk != Hv (static shapes),
+  ``iree_linalg_ext.attention`` is emitted directly instead: the mask (bool
+  or float) at its own shape and K/V at their own head counts, broadcast by
+  the indexing maps (1 CPU dispatch; torch's lowering materializes the
+  broadcast mask / repeated K or V in a second one).
 
 Both fold GQA the same way: K and V are brought to one head count L
 (repeating the one with fewer heads only when Hk != Hv), then each group of
@@ -42,6 +46,7 @@ import numpy as np
 
 from fusilli import ir
 from fusilli.errors import ErrorCode
+from fusilli.ir.torch import builtin_element_type
 from fusilli.ops.base import Attrs, Node, register_emitter, register_node
 from fusilli.ops.emit import EmitContext
 from fusilli.tensor import TensorAttr, data_type_of
@@ -358,6 +363,89 @@ def _attend(
     return b.op("torch.aten.matmul", [p, v], qt.with_dims([bsz, groups, rows, dv]).to_type())
 
 
+def _direct_attention(
+    b: ir.TorchBuilder,
+    q: ir.Value,
+    k: ir.Value,
+    v: ir.Value,
+    mask: ir.Value | None,
+    scale: float,
+) -> ir.Value:
+    """``iree_linalg_ext.attention`` on builtin tensors, for static ``q`` = [B, Hq, Sq, D] and
+    ``k``/``v`` = [B, Hk, Skv, D] / [B, Hv, Skv, Dv] (Hq a multiple of both, the larger of Hk and
+    Hv a multiple of the smaller). Heads are loops of their own: ``lo`` = min(Hk, Hv), ``x`` =
+    max/min, ``r`` = Hq/max; q is [B, lo, x, r, Sq, D] and k, v read only the head loops they
+    have (free reshapes, no repeated K/V). The mask (bool: True = attend, or float, additive)
+    keeps its own shape: its size-1 dims are dropped by a free reshape and its indexing map reads
+    the remaining loops, so no broadcast is materialized (torch's SDPA lowering broadcasts it in
+    a dispatch of its own). Returns [B, Hq, Sq, Dv] in q's element type."""
+    qt = ir.TensorType.of(q)
+    bsz, hq, sq, d = qt.dims
+    hk, skv = ir.TensorType.of(k).dims[1:3]
+    hv, dv = ir.TensorType.of(v).dims[1], ir.TensorType.of(v).dims[3]
+    lo, hi = sorted((hk, hv))
+    head_loops = [(n, e) for n, e in (("lo", lo), ("x", hi // lo), ("r", hq // hi)) if e > 1 or n == "lo"]
+    names = ["b"] + [n for n, _ in head_loops] + ["m", "n", "k1", "k2"]
+    loop = {n: ir.AffineDimExpr.get(i) for i, n in enumerate(names)}
+    heads = [n for n, _ in head_loops]
+    head_dims = [e for _, e in head_loops]
+
+    def kv_heads(h: int) -> list[str]:
+        return ["lo", "x"] if h == hi and "x" in heads else ["lo"]
+
+    def amap(*ns: str) -> ir.AffineMapAttr:
+        return ir.AffineMapAttr.get(ir.AffineMap.get(len(names), 0, [loop[n] for n in ns]))
+
+    def builtin(x: ir.Value, dims: list[int]) -> ir.Value:
+        if list(ir.TensorType.of(x).dims) != dims:
+            x = _reshape(b, x, dims)
+        return b.to_builtin(x)
+
+    operands = [
+        builtin(q, [bsz, *head_dims, sq, d]),
+        builtin(k, [bsz, *[e for n, e in head_loops if n in kv_heads(hk)], skv, d]),
+        builtin(v, [bsz, *[e for n, e in head_loops if n in kv_heads(hv)], skv, dv]),
+        ir.arith.ConstantOp(builtin_element_type("f32"), scale).result,
+    ]
+    maps = [
+        amap("b", *heads, "m", "k1"),
+        amap("b", *kv_heads(hk), "k2", "k1"),
+        amap("b", *kv_heads(hv), "k2", "n"),
+        amap(),
+    ]
+    if mask is not None:
+        md = list(ir.TensorType.of(mask).dims)
+        mask_loops: list[str] = []
+        mask_dims: list[int] = []
+        for size, ls, ext in (
+            (md[0], ["b"], [bsz]),
+            (md[1], heads, head_dims),
+            (md[2], ["m"], [sq]),
+            (md[3], ["k2"], [skv]),
+        ):
+            if size != 1:
+                mask_loops += ls
+                mask_dims += ext
+        operands.append(builtin(mask, mask_dims))
+        maps.append(amap(*mask_loops))
+    maps.append(amap("b", *heads, "m", "n"))
+    element = builtin_element_type(qt.element)
+    out = ir.tensor.EmptyOp([bsz, *head_dims, sq, dv], element).result
+    f32 = builtin_element_type("f32")
+    op = ir.Operation.create(
+        "iree_linalg_ext.attention",
+        results=[out.type],
+        operands=[*operands, out],
+        attributes={"indexing_maps": ir.ArrayAttr.get(maps)},
+        regions=1,
+    )
+    block = op.regions[0].blocks.append(f32)
+    with ir.InsertionPoint(block):
+        ir.Operation.create("iree_linalg_ext.yield", operands=[block.arguments[0]])
+    o = b.op("torch_c.from_builtin_tensor", [op.result], ir.vtensor_type([bsz, *head_dims, sq, dv], qt.element))
+    return o if len(head_dims) == 1 else _reshape(b, o, [bsz, hq, sq, dv])
+
+
 @register_emitter("sdpa")
 def emit_sdpa(node: SdpaNode, ctx: EmitContext) -> None:
     b = ctx.b
@@ -366,13 +454,31 @@ def emit_sdpa(node: SdpaNode, ctx: EmitContext) -> None:
     q, k, v = ctx.input("Q"), ctx.input("K"), ctx.input("V")
     bsz, hq, sq, _ = q_t.dim
     hk, hv, skv, dv = k_t.dim[1], v_t.dim[1], k_t.dim[2], v_t.dim[3]
+    mask_t = node.inputs.get("MASK")
+    lo, hi = sorted((hk, hv))
+    if (
+        (mask_t is not None or hk != hv)
+        and hi % lo == 0
+        and not node.attrs.is_causal
+        and not decomposes(node)
+        and not any(t.dynamic_dims for t in (q_t, k_t, v_t) + ((mask_t,) if mask_t is not None else ()))
+    ):
+        # A mask or Hk != Hv: iree_linalg_ext.attention directly, broadcasting by indexing maps
+        # (1 CPU dispatch; torch's SDPA lowering materializes the broadcast mask or repeated K/V).
+        m = None
+        if mask_t is not None:
+            m = ctx.logical(mask_t)
+            if mask_t.data_type != DataType.BOOLEAN:
+                m = ctx.cast(m, dt)
+        direct_scale = node.attrs.scale if node.attrs.scale is not None else 1.0 / math.sqrt(q_t.dim[3])
+        ctx.define("O", _direct_attention(b, q, k, v, m, direct_scale))
+        return
     # GQA: bring K and V to one head count L (repeating the one with fewer heads,
     # or both to Hq), then fold each group of Hq/L query heads into the sequence
     # dim of q: [B, Hq, Sq, D] -> [B, L, (Hq/L)*Sq, D]. That reshape is free, so
     # the common Hk == Hv case stays one attention dispatch with no copies of K/V.
     groups = hq
     if hk != hq or hv != hq:
-        lo, hi = sorted((hk, hv))
         groups = hi if hi % lo == 0 else hq
         if hk != groups:
             k = _repeat_heads(b, k, groups)
@@ -381,7 +487,6 @@ def emit_sdpa(node: SdpaNode, ctx: EmitContext) -> None:
     rep = hq // groups
     if rep > 1:
         q = _reshape(b, q, [bsz, groups, rep * sq, q_t.dim[3]])
-    mask_t = node.inputs.get("MASK")
     mask = None
     if mask_t is not None:
         mask = _float_mask(ctx, mask_t, DataType.FLOAT if decomposes(node) else dt)

@@ -93,7 +93,8 @@ def test_sdpa_fused_large_fallback(variant, cpu, rng, monkeypatch):
     g = build(variant, 16, 8)
     assert not sdpa_mod.decomposes(g.nodes[0])
     text = g.emit_mlir()
-    assert "torch.aten.scaled_dot_product_attention" in text and "_softmax" not in text
+    fused = "iree_linalg_ext.attention" if variant == "mask" else "torch.aten.scaled_dot_product_attention"
+    assert fused in text and "_softmax" not in text
     if variant == "causal":
         assert "torch.aten.arange" in text and "tensor<1x2x16x16xf32>" not in text
     _check(g, cpu, rng, 1e-4)
@@ -164,7 +165,8 @@ def test_sdpa_infers_output():
     o = g.output_tensors()[0]
     assert o.dim == [B, 4, S, D] and o.stride == fs.strides(o.dim)
     text = g.emit_mlir()
-    assert "torch.aten.scaled_dot_product_attention" in text
+    # Hk != Hv: the attention op reads K and V at their own head counts (no repeat).
+    assert "iree_linalg_ext.attention" in text and "torch.aten.expand" not in text
 
 
 @pytest.mark.parametrize(
@@ -187,3 +189,37 @@ def test_sdpa_causal_row_blocks(variant, dt, cpu, rng):
 def test_sdpa_causal_short_not_blocked():
     g = build("causal", BIG_S, BIG_D)
     assert BIG_S < sdpa_mod.CAUSAL_BLOCK_MIN_ROWS and g.emit_mlir().count("torch.aten._softmax") == 1
+
+
+MASK_DIMS = [(2, 4, 8, 6), (1, 1, 8, 6), (2, 1, 8, 6), (1, 4, 8, 6), (1, 1, 1, 6), (2, 4, 1, 6), (1, 4, 8, 1)]
+
+
+@pytest.mark.parametrize("mask_dim", MASK_DIMS)
+@pytest.mark.parametrize("mask_dt", [fs.DataType.FLOAT, fs.DataType.BOOLEAN])
+@pytest.mark.parametrize("heads", [(4, 4, 4), (4, 2, 2), (4, 2, 1), (4, 1, 2)])
+def test_sdpa_mask_broadcast_numerics(mask_dim, mask_dt, heads, cpu, rng):
+    """Fused SDPA with a mask passes the mask at its own shape to iree_linalg_ext.attention (size-1
+    dims dropped, broadcast by the indexing map), with and without GQA heads (Hk != Hv: K and V read
+    at their own head counts): 1 dispatch."""
+    if mask_dt == fs.DataType.BOOLEAN and mask_dim[3] == 1:
+        pytest.skip("a [.., Skv=1] boolean mask masks whole rows (NaN)")
+    hq, hk, hv = heads
+    g = fs.Graph(name="sdpa_mask_bcast")
+    q = g.tensor(name="q", dim=[2, hq, 8, 4])
+    k = g.tensor(name="k", dim=[2, hk, 6, 4])
+    v = g.tensor(name="v", dim=[2, hv, 6, 3], stride=fs.strides([2, hv, 6, 3], "NHWC"))
+    m = g.tensor(name="m", dim=list(mask_dim), data_type=mask_dt)
+    g.sdpa(q, k, v, mask=m, enable_gqa=hk != hq or hv != hq, name="attn").set_output(True).set_name("o")
+    g.validate()
+    assert not sdpa_mod.decomposes(g.nodes[0])
+    inputs = {t: random_array(t, rng, -2, 2) for t in g.input_tensors()}
+    if mask_dt == fs.DataType.BOOLEAN:
+        inputs[m][..., 0] = True
+    run_and_check(g, cpu, inputs, rtol=1e-4, atol=1e-4)
+    assert g.compile_stats.dispatch_count == 1
+
+
+@pytest.mark.parametrize("dt", [fs.DataType.HALF, fs.DataType.BFLOAT16])
+@pytest.mark.parametrize("variant", ["mask", "bool_mask"])
+def test_sdpa_mask_low_precision(variant, dt, cpu, rng):
+    _check(build(variant, dt=dt), cpu, rng, 3e-2)

@@ -8,12 +8,12 @@ from lit_helpers import print_stats, run
 import fusilli as fs
 
 
-def build():
-    g = fs.Graph(name="sdpa_mask")
+def build(mask_dt=fs.DataType.BOOLEAN):
+    g = fs.Graph(name=f"sdpa_mask_{mask_dt.name}")
     q = g.tensor(name="q", dim=[1, 2, 8, 4])
     k = g.tensor(name="k", dim=[1, 2, 6, 4])
     v = g.tensor(name="v", dim=[1, 2, 6, 4])
-    m = g.tensor(name="m", dim=[1, 1, 8, 6], data_type=fs.DataType.BOOLEAN)
+    m = g.tensor(name="m", dim=[1, 1, 8, 6], data_type=mask_dt)
     g.sdpa(q, k, v, mask=m, name="attn").set_output(True).set_name("o")
     return g
 
@@ -25,14 +25,28 @@ if len(sys.argv) > 1 and sys.argv[1] == "stats":
         print_stats(build())
 
     # STATS-LABEL: TEST: stats_sdpa_bool_mask
-    # STATS: dispatch-count: 2
+    # STATS: dispatch-count: 1
+
+    @run
+    def stats_sdpa_float_mask():
+        print_stats(build(fs.DataType.FLOAT))
+
+    # STATS-LABEL: TEST: stats_sdpa_float_mask
+    # STATS: dispatch-count: 1
 else:
 
     @run
     def sdpa_bool_mask():
         print(build().emit_mlir())
 
+    # The boolean mask goes to iree_linalg_ext.attention as i1 at its own shape (size-1 dims
+    # dropped); its map reads only (m, k2), so no broadcast is materialized.
     # CHECK-LABEL: TEST: sdpa_bool_mask
-    # CHECK: %[[ADD:.*]] = torch.aten.where.self %{{.*}} -> !torch.vtensor<[1,1,8,6],f32>
-    # CHECK: %[[NONE:.*]] = torch.constant.none
-    # CHECK: torch.aten.scaled_dot_product_attention %{{.*}}, %{{.*}}, %{{.*}}, %[[ADD]], {{.*}}, %[[NONE]], {{.*}} -> !torch.vtensor<[1,2,8,4],f32>
+    # CHECK-DAG: #[[QMAP:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d4)>
+    # CHECK-DAG: #[[MMAP:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d2, d5)>
+    # CHECK-NOT: torch.aten.where
+    # CHECK: %[[M:.*]] = torch.aten.reshape %arg{{.*}} : !torch.vtensor<[1,1,8,6],i1>, !torch.list<int> -> !torch.vtensor<[8,6],i1>
+    # CHECK: %[[MB:.*]] = torch_c.to_builtin_tensor %[[M]] : !torch.vtensor<[8,6],i1> -> tensor<8x6xi1>
+    # CHECK: %[[O:.*]] = iree_linalg_ext.attention <indexing_maps = [#[[QMAP]], {{.*}}, #[[MMAP]], {{.*}}]> ins({{.*}}, %[[MB]] : tensor<1x2x8x4xf32>, tensor<1x2x6x4xf32>, tensor<1x2x6x4xf32>, f32, tensor<8x6xi1>) outs({{.*}} : tensor<1x2x8x4xf32>)
+    # CHECK: iree_linalg_ext.yield
+    # CHECK: torch_c.from_builtin_tensor %[[O]] : tensor<1x2x8x4xf32> -> !torch.vtensor<[1,2,8,4],f32>
