@@ -38,6 +38,7 @@ from fusilli.ir.bindings import (
     tensor,
 )
 from fusilli.ir.context import fusilli_context, parse_module
+from fusilli.ir.structured import indexing_maps, iterator_types
 from fusilli.ir.torch import (
     TensorType,
     TorchBuilder,
@@ -80,6 +81,8 @@ __all__ = [
     "element_type",
     "func",
     "fusilli_context",
+    "indexing_maps",
+    "iterator_types",
     "linalg",
     "math",
     "parse_module",

@@ -370,10 +370,6 @@ def emit_layernorm(node: LayerNormNode, ctx: EmitContext) -> None:
     ctx.define("INV_VARIANCE", inv_var)
 
 
-_PARALLEL = "#linalg.iterator_type<parallel>"
-_REDUCTION = "#linalg.iterator_type<reduction>"
-
-
 def _emit_layernorm_one_pass(node: LayerNormNode, ctx: EmitContext, x: ir.Value, compute: DataType) -> None:
     """LayerNorm from one pass over each row: shifted sums s1 = sum(x - k), s2 = sum((x - k)^2)
     with k = the row's first element (x[b, 0, ...]), so mean = k + s1/n and
@@ -401,18 +397,13 @@ def _emit_layernorm_one_pass(node: LayerNormNode, ctx: EmitContext, x: ir.Value,
     identity = ir.AffineMap.get(rank, 0, dims)
     first = ir.AffineMap.get(rank, 0, [dims[0]] + [zero] * (rank - 1))  # x[b, 0, ...]
     row = ir.AffineMap.get(rank, 0, [dims[0]])
-    parallel, reduction = ir.Attribute.parse(_PARALLEL), ir.Attribute.parse(_REDUCTION)
-
-    def maps(*ms: ir.AffineMap) -> ir.ArrayAttr:
-        return ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in ms])
-
     init = ir.linalg.fill(ir.arith.ConstantOp(f, 0.0).result, outs=[ir.tensor.EmptyOp([batch], f).result])
     sums = ir.linalg.GenericOp(
         [init.type, init.type],
         [xb, xb],
         [init, init],
-        maps(identity, first, row, row),
-        ir.ArrayAttr.get([parallel] + [reduction] * (rank - 1)),
+        ir.indexing_maps(identity, first, row, row),
+        ir.iterator_types("parallel", *["reduction"] * (rank - 1)),
     )
     block = sums.regions[0].blocks.append(f, f, f, f)
     with ir.InsertionPoint(block):
@@ -468,8 +459,8 @@ def _emit_layernorm_one_pass(node: LayerNormNode, ctx: EmitContext, x: ir.Value,
             [e.type for e in empties],
             [sums.results[0], sums.results[1], xb],
             empties,
-            maps(row, row, first, *[identity] * len(empties)),
-            ir.ArrayAttr.get([parallel] * rank),
+            ir.indexing_maps(row, row, first, *[identity] * len(empties)),
+            ir.iterator_types(*["parallel"] * rank),
         )
         block = fin.regions[0].blocks.append(f, f, f, *elems)
         with ir.InsertionPoint(block):

@@ -393,8 +393,8 @@ def _direct_attention(
     def kv_heads(h: int) -> list[str]:
         return ["lo", "x"] if h == hi and "x" in heads else ["lo"]
 
-    def amap(*ns: str) -> ir.AffineMapAttr:
-        return ir.AffineMapAttr.get(ir.AffineMap.get(len(names), 0, [loop[n] for n in ns]))
+    def amap(*ns: str) -> ir.AffineMap:
+        return ir.AffineMap.get(len(names), 0, [loop[n] for n in ns])
 
     def builtin(x: ir.Value, dims: list[int]) -> ir.Value:
         if list(ir.TensorType.of(x).dims) != dims:
@@ -436,7 +436,7 @@ def _direct_attention(
         "iree_linalg_ext.attention",
         results=[out.type],
         operands=[*operands, out],
-        attributes={"indexing_maps": ir.ArrayAttr.get(maps)},
+        attributes={"indexing_maps": ir.indexing_maps(*maps)},
         regions=1,
     )
     block = op.regions[0].blocks.append(f32)

@@ -254,8 +254,8 @@ def _im2col_matmul(b: ir.TorchBuilder, x_nhwc, w_krsc, out_dims, stride, padding
             [empty.type],
             [xin],
             [empty],
-            ir.ArrayAttr.get([ir.AffineMapAttr.get(in_map), ir.AffineMapAttr.get(ir.AffineMap.get_identity(6))]),
-            ir.ArrayAttr.get([ir.Attribute.parse("#linalg.iterator_type<parallel>")] * 6),
+            ir.indexing_maps(in_map, ir.AffineMap.get_identity(6)),
+            ir.iterator_types(*["parallel"] * 6),
         )
         block = gather.regions[0].blocks.append(elem, elem)
         with ir.InsertionPoint(block):

@@ -141,8 +141,8 @@ class EpilogueFusionPass(Pass):
                 [empty.result.type],
                 ins,
                 [empty.result],
-                ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps + [out_map]]),
-                ir.ArrayAttr.get([ir.Attribute.parse("#linalg.iterator_type<parallel>")] * rank),
+                ir.indexing_maps(*maps, out_map),
+                ir.iterator_types(*["parallel"] * rank),
             )
             block = generic.regions[0].blocks.append(
                 *[ir.RankedTensorType(i.type).element_type for i in ins], builtin_element_type(final_tt.element)
