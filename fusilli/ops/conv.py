@@ -4,8 +4,8 @@ gradient (``conv_wgrad``) — attributes, inference, checks, emitters.
 Logical layouts are channels-first (X ``[N, C, (D,) H, W]``, W ``[K, C/g, ...]``,
 Y ``[N, K, ...]``) whatever the memory layout; the group count is implied by
 ``X.C / W.C`` as in upstream Fusilli. fprop emits ``torch.aten.convolution``,
-dgrad/wgrad ``torch.aten.convolution_backward`` with an output mask selecting the
-one gradient they compute. The gradient ops cannot infer the shape of their
+dgrad a forward (stride 1: flipped filter) or transposed ``torch.aten.convolution``,
+wgrad ``torch.aten.convolution_backward`` with an output mask selecting DW. The gradient ops cannot infer the shape of their
 result (stride and output padding make it ambiguous; groups are implied by it),
 so the caller sets DX/DW dims; only their strides are inferred, from DY's layout.
 """
@@ -323,5 +323,84 @@ def emit_conv_backward(node: ConvGradNodeBase, ctx: EmitContext) -> None:
     ctx.define(node.result_slot, grads[0] if mask[0] else grads[1])
 
 
-register_emitter("conv_dgrad")(emit_conv_backward)
+def emit_conv_dgrad(node: ConvGradNodeBase, ctx: EmitContext) -> None:
+    """dgrad as a forward conv: for stride 1, of DY with the filter flipped spatially and
+    K/C swapped per group (padding dilation*(k-1)-p), which fusilli-conv-layout turns into
+    a channels-last conv; otherwise a transposed ``torch.aten.convolution``. Both measured
+    far faster on CPU than ``torch.aten.convolution_backward`` (~48 ms -> 1.3-4 ms, 3x3
+    64->64 28x28 N=4)."""
+    b = ctx.b
+    element = node.data_type("DY")
+    dy = ctx.input("DY")
+    w = ctx.cast(ctx.input("W"), element)
+    wt = node.tensor("W")
+    dx = node.tensor("DX")
+    k, cg, *ks = wt.dim
+    g = node.groups
+    c = cg * g
+    pad = [node.dilation[i] * (ks[i] - 1) - node.padding[i] for i in range(len(ks))]
+    if any(st != 1 for st in node.stride) or any(p < 0 for p in pad):
+        oh = node.tensor("DY").dim[2:]
+        outpad = [
+            dx.dim[2 + i] - ((oh[i] - 1) * node.stride[i] - 2 * node.padding[i] + node.dilation[i] * (ks[i] - 1) + 1)
+            for i in range(len(ks))
+        ]
+        out = b.op(
+            "torch.aten.convolution",
+            [
+                dy,
+                w,
+                b.const_none(),
+                b.int_list(node.stride),
+                b.int_list(node.padding),
+                b.int_list(node.dilation),
+                b.const_bool(True),
+                b.int_list(outpad),
+                b.const_int(g),
+            ],
+            ctx.result_type("DX", element=element),
+        )
+        ctx.define("DX", out)
+        return
+    sp = list(range(2, 2 + len(ks)))
+    wf = b.op("torch.aten.flip", [w, b.int_list(sp)], ir.vtensor_type(wt.dim, element.mlir_name))
+    if g > 1:
+        v5 = b.op(
+            "torch.aten.view",
+            [wf, b.int_list([g, k // g, cg, *ks])],
+            ir.vtensor_type([g, k // g, cg, *ks], element.mlir_name),
+        )
+        t5 = b.op(
+            "torch.aten.transpose.int",
+            [v5, b.const_int(1), b.const_int(2)],
+            ir.vtensor_type([g, cg, k // g, *ks], element.mlir_name),
+        )
+        wn = b.op(
+            "torch.aten.view", [t5, b.int_list([c, k // g, *ks])], ir.vtensor_type([c, k // g, *ks], element.mlir_name)
+        )
+    else:
+        wn = b.op(
+            "torch.aten.transpose.int",
+            [wf, b.const_int(0), b.const_int(1)],
+            ir.vtensor_type([c, k, *ks], element.mlir_name),
+        )
+    out = b.op(
+        "torch.aten.convolution",
+        [
+            dy,
+            wn,
+            b.const_none(),
+            b.int_list([1] * len(ks)),
+            b.int_list(pad),
+            b.int_list(node.dilation),
+            b.const_bool(False),
+            b.int_list([]),
+            b.const_int(g),
+        ],
+        ctx.result_type("DX", element=element),
+    )
+    ctx.define("DX", out)
+
+
+register_emitter("conv_dgrad")(emit_conv_dgrad)
 register_emitter("conv_wgrad")(emit_conv_backward)

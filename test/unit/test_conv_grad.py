@@ -58,6 +58,21 @@ def test_dgrad_2d(cpu, rng, channels_last):
     run_and_check(g, cpu, {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4)
 
 
+# Stride 1: the flipped-filter forward-conv path (grouped, padded, dilated).
+STRIDE1_2D = dict(padding=[1, 2], stride=[1, 1], dilation=[1, 2])  # y [2, 6, 5, 8]
+
+
+@pytest.mark.parametrize("io", [fs.DataType.FLOAT, fs.DataType.HALF], ids=["f32", "f16"])
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "nhwc"])
+def test_dgrad_2d_stride1(cpu, rng, channels_last, io):
+    g, ins, _ = _dgrad_graph(
+        f"dgrad_s1_{channels_last}_{io.name}", [2, 6, 5, 8], W2, X2, STRIDE1_2D, channels_last, io=io
+    )
+    g.validate()
+    tol = 2e-2 if io == fs.DataType.HALF else 1e-4
+    run_and_check(g, cpu, {t: random_array(t, rng) for t in ins}, rtol=tol, atol=tol)
+
+
 @pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "nhwc"])
 def test_wgrad_2d(cpu, rng, channels_last):
     g, ins, dw = _wgrad_graph(f"wgrad_2d_{channels_last}", Y2, X2, W2, CASES_2D, channels_last)

@@ -34,8 +34,6 @@ else:
     # CHECK-LABEL: TEST: conv_dgrad_nhwc_krsc
     # CHECK: func.func @main(%{{.*}}: !torch.tensor<[2,8,8,4],f32>, %[[DY:.*]]: !torch.vtensor<[2,4,4,8],f32>, %{{.*}}: !torch.vtensor<[8,3,3,2],f32>)
     # CHECK: %[[DYL:.*]] = torch.aten.permute %[[DY]], %{{.*}} -> !torch.vtensor<[2,8,4,4],f32>
-    # CHECK: %[[EMPTY:.*]] = torch.aten.empty.memory_format %{{.*}}, %int6{{.*}} -> !torch.vtensor<[2,4,8,8],f32>
-    # CHECK: %[[MASK:.*]] = torch.prim.ListConstruct %true, %false{{.*}}, %false{{.*}} : (!torch.bool, !torch.bool, !torch.bool) -> !torch.list<bool>
-    # CHECK: %[[DX:.*]], %{{.*}}, %{{.*}} = torch.aten.convolution_backward %[[DYL]], %[[EMPTY]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %false, %{{.*}}, %int2{{.*}}, %[[MASK]] :{{.*}} -> !torch.vtensor<[2,4,8,8],f32>, !torch.vtensor<[8,2,3,3],f32>, !torch.vtensor<[8],f32>
+    # CHECK: %[[DX:.*]] = torch.aten.convolution %[[DYL]], %{{.*}}, %none{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %true, %{{.*}}, %int2{{.*}} :{{.*}} -> !torch.vtensor<[2,4,8,8],f32>
     # CHECK: %[[DXP:.*]] = torch.aten.permute %[[DX]], %{{.*}} -> !torch.vtensor<[2,8,8,4],f32>
     # CHECK: torch.overwrite.tensor.contents %[[DXP]] overwrites
