@@ -282,8 +282,8 @@ def _require_method(name: str, what: str) -> None:
 def _conv_problem(ns: argparse.Namespace) -> Problem:
     import fusilli as fs
 
-    if ns.mode != 1:
-        raise BenchmarkError("conv: only -F 1 (fprop) is supported by fusilli's graph API so far")
+    if ns.mode != 1 and ns.relu:
+        raise BenchmarkError("conv: --relu applies to -F 1 (fprop) only")
     sd = ns.spatial_dim
     for flag in ("in_layout", "fil_layout", "out_layout"):
         if len(getattr(ns, flag)) != sd + 2:
@@ -310,51 +310,98 @@ def _conv_problem(ns: argparse.Namespace) -> Problem:
     if any(o <= 0 for o in out_sp):
         raise BenchmarkError("conv: the filter is larger than the padded input")
     y_dim = [n, k] + out_sp
+    kind = {1: "fprop", 2: "dgrad", 4: "wgrad"}[ns.mode]
     name = (
-        f"benchmark_conv_fprop_n{n}_c{c}_{f'd{ns.in_d}_' if sd == 3 else ''}h{ns.in_h}_w{ns.in_w}_k{k}_"
+        f"benchmark_conv_{kind}_n{n}_c{c}_{f'd{ns.in_d}_' if sd == 3 else ''}h{ns.in_h}_w{ns.in_w}_k{k}_"
         f"y{ns.fil_h}_x{ns.fil_w}_u{stride[-2]}_v{stride[-1]}_p{pad[-2]}_q{pad[-1]}_l{dil[-2]}_j{dil[-1]}_g{g_}_"
         f"S{sd}_I{ns.in_layout}_O{ns.out_layout}_F{ns.fil_layout}_bias{int(ns.bias)}_relu{int(ns.relu)}_{dt}"
     )
     g = fs.Graph(
         name=name, io_data_type=_dtype(dt), intermediate_data_type=_dtype(dt), compute_data_type=fs.DataType.FLOAT
     )
-    x = g.tensor("x", x_dim, fs.strides(x_dim, ns.in_layout.upper()))
-    w = g.tensor("w", w_dim, fs.strides(w_dim, ns.fil_layout.upper()))
-    y = g.conv_fprop(x, w, padding=pad, stride=stride, dilation=dil, name="conv")
-    b = None
-    if ns.bias:
-        b_dim = [1, k] + [1] * sd
-        b = g.tensor("b", b_dim, fs.strides(b_dim, ns.out_layout.upper()))
-        y = g.add(y, b, name="bias")
-    if ns.relu:
-        y = g.relu(y, name="relu")
-    y.set_output(True).set_name("y").set_dim(y_dim).set_stride(fs.strides(y_dim, ns.out_layout.upper()))
-    g.validate()
+    x_strides = fs.strides(x_dim, ns.in_layout.upper())
+    w_strides = fs.strides(w_dim, ns.fil_layout.upper())
+    y_strides = fs.strides(y_dim, ns.out_layout.upper())
+    conv_attrs = {"padding": pad, "stride": stride, "dilation": dil}
     rng = np.random.default_rng(0)
-    xa, wa = _fill(fs.empty(x), rng), _fill(fs.empty(w), rng, 1.0 / math.sqrt(c * math.prod(spatial_fil)))
-    ya = fs.empty(y)
-    pack = {x: xa, w: wa, y: ya}
-    ba = None
-    if b is not None:
-        ba = _fill(fs.empty(b), rng)
-        pack[b] = ba
     flops = 2.0 * n * k * math.prod(out_sp) * (c // g_) * math.prod(spatial_fil)
+    if ns.mode == 1:
+        x = g.tensor("x", x_dim, x_strides)
+        w = g.tensor("w", w_dim, w_strides)
+        y = g.conv_fprop(x, w, **conv_attrs, name="conv")
+        b = None
+        if ns.bias:
+            b_dim = [1, k] + [1] * sd
+            b = g.tensor("b", b_dim, fs.strides(b_dim, ns.out_layout.upper()))
+            y = g.add(y, b, name="bias")
+        if ns.relu:
+            y = g.relu(y, name="relu")
+        y.set_output(True).set_name("y").set_dim(y_dim).set_stride(y_strides)
+        g.validate()
+        xa, wa = _fill(fs.empty(x), rng), _fill(fs.empty(w), rng, 1.0 / math.sqrt(c * math.prod(spatial_fil)))
+        out = fs.empty(y)
+        pack = {x: xa, w: wa, y: out}
+        ba = None
+        if b is not None:
+            ba = _fill(fs.empty(b), rng)
+            pack[b] = ba
 
-    def torch_builder(torch):
-        F = torch.nn.functional
-        conv = F.conv2d if sd == 2 else F.conv3d
-        tx, tw = _to_torch(torch, xa), _to_torch(torch, wa)
-        tb = _to_torch(torch, ba).reshape(k) if ba is not None else None
-        if tb is not None:
-            tb = tb.contiguous()
+        def torch_builder(torch):
+            F = torch.nn.functional
+            conv = F.conv2d if sd == 2 else F.conv3d
+            tx, tw = _to_torch(torch, xa), _to_torch(torch, wa)
+            tb = _to_torch(torch, ba).reshape(k).contiguous() if ba is not None else None
+
+            def run():
+                result = conv(tx, tw, tb, stride, pad, dil, g_)
+                return torch.relu(result) if ns.relu else result
+
+            return run
+
+        return Problem(name, g, pack, out, flops, torch_builder)
+
+    # dgrad (-F 2) and wgrad (-F 4): the gradient of the forward conv above; with
+    # --bias also the bias gradient, DY summed to [1, K, 1, ...], as upstream's driver.
+    dy = g.tensor("dy", y_dim, y_strides)
+    if ns.mode == 2:
+        w = g.tensor("w", w_dim, w_strides)
+        grad = g.conv_dgrad(dy, w, **conv_attrs, name="dgrad").set_dim(x_dim).set_stride(x_strides).set_name("dx")
+        other, other_scale = w, 1.0 / math.sqrt(c * math.prod(spatial_fil))
+    else:
+        x = g.tensor("x", x_dim, x_strides)
+        grad = g.conv_wgrad(dy, x, **conv_attrs, name="wgrad").set_dim(w_dim).set_stride(w_strides).set_name("dw")
+        other, other_scale = x, 1.0
+    grad.set_output(True)
+    db = None
+    if ns.bias:
+        db_dim = [1, k] + [1] * sd
+        db = g.reduction(dy, mode=fs.ReductionMode.ADD, name="bias_grad")
+        db.set_dim(db_dim).set_stride(fs.strides(db_dim, ns.out_layout.upper())).set_name("db").set_output(True)
+    g.validate()
+    dya, oa = _fill(fs.empty(dy), rng), _fill(fs.empty(other), rng, other_scale)
+    out = fs.empty(grad)
+    pack = {dy: dya, other: oa, grad: out}
+    if db is not None:
+        pack[db] = fs.empty(db)
+
+    def torch_grad_builder(torch):
+        grad_fns = torch.nn.grad
+        tdy, to = _to_torch(torch, dya), _to_torch(torch, oa)
 
         def run():
-            out = conv(tx, tw, tb, stride, pad, dil, g_)
-            return torch.relu(out) if ns.relu else out
+            if ns.mode == 2:
+                fn = grad_fns.conv2d_input if sd == 2 else grad_fns.conv3d_input
+                result = fn(x_dim, to, tdy, stride, pad, dil, g_)
+            else:
+                fn = grad_fns.conv2d_weight if sd == 2 else grad_fns.conv3d_weight
+                result = fn(to, w_dim, tdy, stride, pad, dil, g_)
+            if ns.bias:
+                tdy.sum(dim=[0, *range(2, 2 + sd)], keepdim=True)
+            return result
 
         return run
 
-    return Problem(name, g, pack, ya, flops, torch_builder)
+    return Problem(name, g, pack, out, flops, torch_grad_builder)
 
 
 def _matmul_problem(ns: argparse.Namespace) -> Problem:

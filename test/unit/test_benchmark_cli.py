@@ -125,10 +125,10 @@ def test_compare_torch_missing(capsys, monkeypatch):
 def test_suite_csv_with_progress_and_errors(capsys, tmp_path):
     path = tmp_path / "suite.txt"
     path.write_text(
-        "matmul -M 8 -N 8 -K 8\n[SKIP] matmul -M 9 -N 9 -K 9\nconv -F 4 -n 1 -c 4 -H 6 -W 6 -k 4 -y 3 -x 3\n"
+        "matmul -M 8 -N 8 -K 8\n[SKIP] matmul -M 9 -N 9 -K 9\nconv -F 1 -n 1 -c 4 -H 6 -W 6 -k 4 -y 3 -x 3 -g 3\n"
     )
     rc, out, err = _run(capsys, ["--iter", "1", "--warmup", "0", "--output-format", "csv", "--suite", str(path)])
-    assert rc == 1  # the wgrad row is an error
+    assert rc == 1  # the conv row is an error: -c 4 is not divisible by -g 3
     rows = list(csv.DictReader(io.StringIO(out)))
     assert [r["status"] for r in rows] == ["ok", "skipped", "error"]
     assert rows[0]["iter"] == "1"
@@ -201,3 +201,30 @@ def test_xiree_flags_apply_to_their_row_only(capsys, monkeypatch, tmp_path):
     import os
 
     assert os.environ["FUSILLI_EXTRA_COMPILER_FLAGS"] == "--iree-opt-level=O1"
+
+
+def _conv_mode(mode: str) -> list[str]:
+    return ["conv", "-F", mode] + CONV[3:]
+
+
+@pytest.mark.parametrize("mode, graph_kind", [("2", "dgrad"), ("4", "wgrad")])
+def test_conv_gradient_modes_with_bias_gradient(capsys, mode, graph_kind):
+    # upstream's driver: -F 2 is dgrad, -F 4 wgrad; --bias adds the bias gradient (DY summed).
+    argv = ["--iter", "1", "--warmup", "0", "--output-format", "json", "--dump"]
+    rc, out, _ = _run(capsys, argv + _conv_mode(mode) + ["-u", "2", "-v", "2", "--bias"])
+    assert rc == 0
+    (row,) = json.loads(out[out.index('{\n  "peak_gflops"') :])["rows"]
+    assert row["status"] == "ok" and row["dispatch_count"] >= 1
+    assert row["graph"].startswith(f"benchmark_conv_{graph_kind}_") and "_u2_v2_" in row["graph"]
+    # --dump printed the optimized IR: @main writes two outputs, the gradient and the bias gradient.
+    signature = out.split("--- optimized IR", 1)[1].split("func.func @main(", 1)[1].split(")", 1)[0]
+    assert signature.count("!torch.tensor<") == 2
+
+
+def test_conv_relu_is_fprop_only(capsys):
+    rc, out, _ = _run(
+        capsys, ["--iter", "1", "--warmup", "0", "--output-format", "json"] + _conv_mode("2") + ["--relu"]
+    )
+    assert rc == 1
+    (row,) = json.loads(out)["rows"]
+    assert "--relu applies to -F 1" in row["error"]
