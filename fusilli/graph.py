@@ -190,6 +190,20 @@ class Graph:
         self._invalidate()
         return list(outputs.values())
 
+    def _add_conv(
+        self,
+        node_type: type[Node],
+        inputs: dict[str, TensorAttr],
+        padding: Sequence[int] | None,
+        stride: Sequence[int] | None,
+        dilation: Sequence[int] | None,
+        name: str | None,
+    ) -> TensorAttr:
+        """The conv family's shared builder: attributes checked at validate(), one result."""
+        attrs = ConvAttrs(_int_list(padding), _int_list(stride), _int_list(dilation))
+        (result,) = self._add_node(node_type, inputs, attrs, name)
+        return result
+
     def conv_fprop(
         self,
         x: TensorAttr,
@@ -201,9 +215,7 @@ class Graph:
         name: str | None = None,
     ) -> TensorAttr:
         """Forward convolution ``y = conv(x, w)``; groups = ``x.C / w.C``."""
-        attrs = ConvAttrs(_int_list(padding), _int_list(stride), _int_list(dilation))
-        (y,) = self._add_node(ConvFPropNode, {"X": x, "W": w}, attrs, name)
-        return y
+        return self._add_conv(ConvFPropNode, {"X": x, "W": w}, padding, stride, dilation, name)
 
     def conv_dgrad(
         self,
@@ -216,9 +228,7 @@ class Graph:
         name: str | None = None,
     ) -> TensorAttr:
         """Data gradient ``dx`` of a convolution; set ``dx.set_dim(...)`` before validate."""
-        attrs = ConvAttrs(_int_list(padding), _int_list(stride), _int_list(dilation))
-        (dx,) = self._add_node(ConvDGradNode, {"DY": dy, "W": w}, attrs, name)
-        return dx
+        return self._add_conv(ConvDGradNode, {"DY": dy, "W": w}, padding, stride, dilation, name)
 
     def conv_wgrad(
         self,
@@ -231,9 +241,7 @@ class Graph:
         name: str | None = None,
     ) -> TensorAttr:
         """Weight gradient ``dw`` of a convolution; set ``dw.set_dim(...)`` before validate."""
-        attrs = ConvAttrs(_int_list(padding), _int_list(stride), _int_list(dilation))
-        (dw,) = self._add_node(ConvWGradNode, {"DY": dy, "X": x}, attrs, name)
-        return dw
+        return self._add_conv(ConvWGradNode, {"DY": dy, "X": x}, padding, stride, dilation, name)
 
     def batchnorm(
         self,

@@ -35,9 +35,8 @@ def conv_forward(x: np.ndarray, w: np.ndarray, padding, stride, dilation, groups
 @register_kernel("conv_fprop")
 def conv_fprop(node, args):
     x, w = args["X"], args["W"]
-    groups = x.shape[1] // w.shape[1]
     a = node.attrs
-    return {"Y": conv_forward(x, w, a.padding, a.stride, a.dilation, groups)}
+    return {"Y": conv_forward(x, w, a.padding, a.stride, a.dilation, node.groups)}
 
 
 def _tap_windows(out_sp, tap, stride, dilation):
@@ -84,16 +83,12 @@ def conv_weight_grad(dy: np.ndarray, x: np.ndarray, w_shape, padding, stride, di
 @register_kernel("conv_dgrad")
 def conv_dgrad(node, args):
     dy, w = args["DY"], args["W"]
-    dx = node.tensor("DX")
-    groups = dx.dim[1] // w.shape[1]
     a = node.attrs
-    return {"DX": conv_data_grad(dy, w, dx.dim, a.padding, a.stride, a.dilation, groups)}
+    return {"DX": conv_data_grad(dy, w, node.tensor("DX").dim, a.padding, a.stride, a.dilation, node.groups)}
 
 
 @register_kernel("conv_wgrad")
 def conv_wgrad(node, args):
     dy, x = args["DY"], args["X"]
-    dw = node.tensor("DW")
-    groups = x.shape[1] // dw.dim[1]
     a = node.attrs
-    return {"DW": conv_weight_grad(dy, x, dw.dim, a.padding, a.stride, a.dilation, groups)}
+    return {"DW": conv_weight_grad(dy, x, node.tensor("DW").dim, a.padding, a.stride, a.dilation, node.groups)}
