@@ -33,6 +33,17 @@ _LAYOUT_ORDERS: dict[str, tuple[int, ...]] = {
 LAYOUT_NAMES = tuple(_LAYOUT_ORDERS) + ("contiguous",)
 
 
+# Bumped by every setter of a tensor's dim, stride, data type or dynamic dims (of any
+# graph): execute's repeated-call fast path compares one integer to know that no
+# bound tensor can have changed since it last checked them.
+layout_epoch = 0
+
+
+def layout_changed() -> None:
+    global layout_epoch
+    layout_epoch += 1
+
+
 def contiguous_strides(dim: Sequence[int]) -> list[int]:
     out = [1] * len(dim)
     for i in range(len(dim) - 2, -1, -1):
@@ -212,14 +223,17 @@ class TensorAttr:
 
     def set_dim(self, dim: Sequence[int]) -> TensorAttr:
         self._dim = [int(d) for d in dim]
+        layout_changed()
         return self
 
     def set_stride(self, stride: Sequence[int]) -> TensorAttr:
         self._stride = [int(s) for s in stride]
+        layout_changed()
         return self
 
     def set_data_type(self, data_type: Any) -> TensorAttr:
         self._data_type = DataType.coerce(data_type)
+        layout_changed()
         return self
 
     def set_output(self, is_output: bool = True) -> TensorAttr:
@@ -232,6 +246,7 @@ class TensorAttr:
 
     def set_dynamic_dims(self, dims: Iterable[int]) -> TensorAttr:
         self._dynamic_dims = sorted({int(d) for d in dims})
+        layout_changed()
         return self
 
     # ---- layout -----------------------------------------------------------
@@ -293,9 +308,13 @@ def scalar_value_of(t: TensorAttr) -> float | int | bool:
 
 
 def as_numpy(array: Any) -> np.ndarray:
-    """A numpy view of a numpy array, a DLPack tensor or a buffer-protocol object."""
+    """A numpy view of a numpy array, a torch tensor, a DLPack tensor or a buffer-protocol object."""
     if isinstance(array, np.ndarray):
         return array
+    from fusilli.arrays import is_torch_tensor, torch_as_numpy
+
+    if is_torch_tensor(array):
+        return torch_as_numpy(array)
     if hasattr(array, "__dlpack__"):
         try:
             return np.from_dlpack(array)

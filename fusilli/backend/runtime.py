@@ -3,29 +3,47 @@
 Arrays are imported as HAL buffers without copying
 (``HalAllocator.import_host_allocation``), so outputs are written straight
 into the caller's memory. Every check of a variant pack happens before
-anything runs, so a rejected call leaves the outputs untouched. A call whose
-arrays match the previous one's (same objects, addresses, shapes) reuses the
-bound argument list and skips the checks.
+anything runs, so a rejected call leaves the outputs untouched. The checks:
+each key is a graph input/output given once (as object or by name; twice only
+with the same array); each array has the tensor's shape, dtype and element
+strides; outputs are writeable; no output shares memory with any other bound
+array or the workspace (byte extents compared, then ``np.shares_memory``
+where extents overlap); and no tensor's dim, stride, data type or dynamic
+dims changed since ``compile`` (NOT_COMPILED otherwise: compile again).
+Read-only inputs are imported through a writable alias of the same memory
+(the compiled code never writes an input); misaligned arrays go through one
+aligned staging copy, logged once when bound.
 
-The repeated-call fast path (``execute`` with the same pack) costs a few
-microseconds above the raw ``VmContext.invoke``: the pack's signature (ids of
-its keys and arrays, plus each array's shape and dtype; for objects other than
-NumPy arrays also their data address) is compared with the bound one's, and
-the prepared argument list is invoked with a reused empty result list. The
-binding holds references to every key and array of the pack, so an id cannot
-be reused by another object while it is bound, and a bound NumPy array cannot
-be resized (NumPy refuses while fusilli's views of it exist).
+Repeated calls with the same pack take a fast path that re-derives, on every
+call, everything the checks above depend on and compares it with the bound
+pack: the ids of the keys and arrays (the binding holds references, so ids
+cannot be reused), each NumPy array's shape, byte strides and dtype (a NumPy
+array's data address cannot change in place), each torch tensor's data
+address, shape, strides and dtype, the address, shape, strides, dtype and
+writeable flag of any other array-like, the writeable flag of every NumPy
+output, and ``fusilli.tensor.layout_epoch`` (bumped by every tensor setter;
+when it moved, the layouts are compared with the compiled ones again).
+Anything that differs sends the call through the full checks.
+
+On CPU a compiled graph runs either inline in the calling thread (IREE's
+``local-sync`` device) or on IREE's worker pool (``local-task``), chosen per
+graph from its size (``choose_cpu_executor``): waking the pool costs tens of
+microseconds, which only work large enough to be split across cores repays.
 """
 
 from __future__ import annotations
 
+import ctypes
 import operator
+import os
 import threading
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
+from fusilli import tensor as _tensor_module
+from fusilli.arrays import torch_tensor_type
 from fusilli.backend.cache import Artifact
 from fusilli.backend.targets import Backend, resolve_amdgpu_arch
 from fusilli.errors import ErrorCode, FusilliError, fail
@@ -34,6 +52,16 @@ from fusilli.tensor import TensorAttr, as_numpy, data_type_of, physical_order
 
 _instance_lock = threading.Lock()
 _cpu_config = None
+_cpu_sync_device = None
+
+# Graphs whose compute-bound nodes do at most this many FLOPs and whose inputs and
+# outputs together hold at most this many bytes run inline (local-sync); larger
+# ones on the worker pool (local-task). Measured with benchmarks/cpu_executor.py
+# on a 2-core VM: the pool's wake-up (10-40 us) costs more than splitting the work
+# saves up to ~14 MFLOP matmuls and ~3 MB pointwise adds.
+INLINE_MAX_FLOPS = 1 << 23
+INLINE_MAX_BYTES = 1 << 21
+_EXECUTORS = ("auto", "local-sync", "local-task")
 
 
 def _rt():
@@ -74,9 +102,43 @@ class Handle:
                 raise fail(ErrorCode.RUNTIME_FAILURE, f"cannot open AMD GPU device {self.device_index}: {e}") from None
             self.instance = rt.VmInstance()
 
+    @property
+    def sync_device(self):
+        """The CPU's ``local-sync`` device: runs a graph in the calling thread (CPU only)."""
+        global _cpu_sync_device
+        if self.backend != Backend.CPU:
+            raise fail(ErrorCode.INTERNAL_ERROR, "only the CPU backend has a synchronous device")
+        with _instance_lock:
+            if _cpu_sync_device is None:
+                _cpu_sync_device = _rt().get_driver("local-sync").create_default_device()
+        return _cpu_sync_device
+
     def __repr__(self) -> str:
         arch = f", arch={self.arch!r}" if self.arch else ""
         return f"Handle({self.backend}, device={self.device_index}{arch})"
+
+
+def choose_cpu_executor(graph: Any) -> str:
+    """``"local-sync"`` (inline) or ``"local-task"`` (worker pool) for a CPU graph.
+
+    ``FUSILLI_CPU_EXECUTOR`` (``auto``, ``local-sync``, ``local-task``) overrides the
+    rule; ``auto`` runs a graph inline when its compute-bound nodes do at most
+    ``INLINE_MAX_FLOPS`` and its inputs and outputs hold at most ``INLINE_MAX_BYTES``.
+    """
+    choice = os.environ.get("FUSILLI_CPU_EXECUTOR", "auto")
+    if choice not in _EXECUTORS:
+        raise fail(
+            ErrorCode.INVALID_ARGUMENT, f"FUSILLI_CPU_EXECUTOR={choice!r}: expected one of {', '.join(_EXECUTORS)}"
+        )
+    if choice != "auto":
+        return choice
+    flops = sum(w.flops for w in graph.workloads())
+    io_bytes = sum(
+        t.num_elements * max(data_type_of(t).bits // 8, 1)
+        for t in (*graph.input_tensors(), *graph.output_tensors())
+        if not t.is_scalar
+    )
+    return "local-sync" if flops <= INLINE_MAX_FLOPS and io_bytes <= INLINE_MAX_BYTES else "local-task"
 
 
 class CompiledGraph:
@@ -94,9 +156,12 @@ class CompiledGraph:
         self.artifact = artifact
         self.key = artifact.graph_key
         self.graph_name = graph.name
+        self.executor = choose_cpu_executor(graph) if handle.backend == Backend.CPU else "hip"
+        self.device = handle.sync_device if self.executor == "local-sync" else handle.device
+        logger.info("graph '%s': runs on %s", graph.name, self.executor)
         try:
             self._vm_module = _load_vm_module(rt, handle.instance, artifact.vmfb)
-            hal = rt.create_hal_module(handle.instance, handle.device)
+            hal = rt.create_hal_module(handle.instance, self.device)
             self._context = rt.VmContext(handle.instance, modules=[hal, self._vm_module])
         except Exception as e:
             raise fail(ErrorCode.RUNTIME_FAILURE, f"graph '{graph.name}': cannot load artifact: {e}") from None
@@ -110,6 +175,8 @@ class CompiledGraph:
         self.outputs = sorted(graph.output_tensors(), key=lambda t: t.name)
         self.inputs = sorted((t for t in graph.input_tensors() if not t.is_scalar), key=lambda t: t.name)
         self._by_name: dict[str, TensorAttr] = {t.name: t for t in graph.all_tensors()}
+        # What the artifact was compiled for; a tensor changed since is refused.
+        self._compiled_layouts = {t.name: _layout_of(t) for t in (*self.outputs, *self.inputs)}
         self._own_workspace = None
         self._binding: _Binding | None = None
         self._invoke_fn = self._context.invoke  # pre-bound for the fast path
@@ -136,6 +203,13 @@ class CompiledGraph:
                     ErrorCode.VARIANT_PACK_ERROR,
                     f"graph '{self.graph_name}': virtual tensor '{t.name}' found in variant pack "
                     "(only graph inputs and outputs are passed)",
+                )
+            previous = resolved.get(id(t))
+            if previous is not None and previous[1] is not array:
+                raise fail(
+                    ErrorCode.VARIANT_PACK_ERROR,
+                    f"graph '{self.graph_name}': tensor '{t.name}' is given twice (as the tensor and by name) "
+                    "with different arrays",
                 )
             resolved[id(t)] = (t, array)
         for role, tensors in (("output", self.outputs), ("input", self.inputs)):
@@ -180,12 +254,54 @@ class CompiledGraph:
             raise fail(ErrorCode.VARIANT_PACK_ERROR, f"{where}: output array is read-only")
         return arr
 
+    def _check_layouts_unchanged(self) -> None:
+        """Dims, strides, data types and dynamic dims are compiled in: a change since is refused."""
+        for t in (*self.outputs, *self.inputs):
+            then, now = self._compiled_layouts[t.name], _layout_of(t)
+            if then != now:
+                what = ", ".join(
+                    f"{field} {a} -> {b}"
+                    for field, a, b in zip(("dim", "stride", "data type", "dynamic dims"), then, now)
+                    if a != b
+                )
+                raise fail(
+                    ErrorCode.NOT_COMPILED,
+                    f"graph '{self.graph_name}': tensor '{t.name}' changed since compile ({what}); call compile() "
+                    "again",
+                )
+
+    def _check_no_overlap(self, arrays: list[tuple[TensorAttr, np.ndarray, bool]], workspace: Any) -> None:
+        """No output may share memory with another bound array (or the workspace): the
+        compiled code would read what it has already overwritten, or one result would
+        overwrite another."""
+        extents = [
+            (f"{'output' if out else 'input'} tensor '{t.name}'", arr, _byte_extent(arr), out) for t, arr, out in arrays
+        ]
+        if workspace is not None:
+            ws = as_numpy(workspace)
+            extents.append(("the workspace", ws, _byte_extent(ws), True))  # written like an output
+        for i, (what, arr, extent, written) in enumerate(extents):
+            if not written or extent is None:
+                continue
+            for j, (other, other_arr, other_extent, other_written) in enumerate(extents):
+                if j == i or (other_written and j < i) or other_extent is None:
+                    continue  # a pair of written arrays is checked once
+                if extent[0] < other_extent[1] and other_extent[0] < extent[1] and _shares_memory(arr, other_arr):
+                    raise fail(
+                        ErrorCode.VARIANT_PACK_ERROR,
+                        f"graph '{self.graph_name}': {what} shares memory with {other}; an output may not overlap "
+                        "any other bound array",
+                    )
+
     # ------------------------------------------------------------------ execute
     def execute(self, variant_pack: Mapping[Any, Any], workspace: Any = None) -> None:
         binding = self._binding
         if binding is not None:
             sig = binding.signature_of(variant_pack, workspace)
-            if sig is not None and sig == binding.sig:
+            if sig is not None and sig == binding.sig and binding.outputs_writeable():
+                if binding.epoch != _tensor_module.layout_epoch:
+                    self._check_layouts_unchanged()
+                    binding.epoch = _tensor_module.layout_epoch
                 if binding.direct:
                     try:
                         self._invoke_fn(self._main, binding.args, self._no_results)
@@ -204,16 +320,25 @@ class CompiledGraph:
 
     def _bind(self, variant_pack: Mapping[Any, Any], workspace: Any) -> _Binding:
         """Checks the whole variant pack, then builds the argument list (nothing runs yet)."""
+        epoch = _tensor_module.layout_epoch
+        self._check_layouts_unchanged()
         resolved = self._resolve(variant_pack)
         arrays = [(t, self._check_array(t, resolved[id(t)][1], True), True) for t in self.outputs]
         arrays += [(t, self._check_array(t, resolved[id(t)][1], False), False) for t in self.inputs]
+        self._check_no_overlap(arrays, workspace)
         rt = _rt()
-        binding = _Binding(rt.VmVariantList(len(arrays) + 1), variant_pack, workspace)
+        binding = _Binding(rt.VmVariantList(len(arrays) + 1), variant_pack, workspace, epoch)
+        binding.numpy_outputs = [a for t in self.outputs if type(a := resolved[id(t)][1]) is np.ndarray]
         for t, arr, is_output in arrays:
             phys = self._physical_view(t, arr)
             if phys.ctypes.data % _ALIGNMENT:
                 # IREE's CPU kernels assume 64-byte aligned buffers (misaligned
                 # ones crash); such arrays go through an aligned staging copy.
+                logger.info(
+                    "graph '%s': tensor '%s' is not 64-byte aligned: copied through an aligned buffer on each execute",
+                    self.graph_name,
+                    t.name,
+                )
                 staging = aligned_empty(phys.shape, phys.dtype)
                 (binding.copy_out if is_output else binding.copy_in).append(
                     (staging, phys) if is_output else (phys, staging)
@@ -251,7 +376,13 @@ class CompiledGraph:
         flat = phys.reshape(-1).view(np.uint8)
         if data_type_of(t).name == "INT4":
             flat = _pack_int4(t, flat, any(o is t for o in self.outputs))
-        buf = self.handle.device.allocator.import_host_allocation(
+        elif not flat.flags.writeable:
+            # A read-only input (np.broadcast_to views are read-only too): IREE imports
+            # only writable buffers, and the compiled code never writes an input, so it
+            # gets a writable alias of the same memory (kept alive by the binding's
+            # reference to the caller's array).
+            flat = np.ctypeslib.as_array((ctypes.c_uint8 * flat.size).from_address(flat.ctypes.data))
+        buf = self.device.allocator.import_host_allocation(
             flat,
             rt.MemoryType.DEVICE_LOCAL | rt.MemoryType.HOST_VISIBLE,
             rt.BufferUsage.DEFAULT,
@@ -277,7 +408,7 @@ class CompiledGraph:
             if raw.nbytes - skip >= size:
                 # IREE's CPU kernels need 64-byte aligned scratch: use the
                 # aligned part of the caller's buffer.
-                return self.handle.device.allocator.import_host_allocation(
+                return self.device.allocator.import_host_allocation(
                     raw[skip:], rt.MemoryType.DEVICE_LOCAL | rt.MemoryType.HOST_VISIBLE, rt.BufferUsage.DEFAULT
                 )
             logger.info(
@@ -288,7 +419,7 @@ class CompiledGraph:
             return None
         if self._own_workspace is None or self._own_workspace.byte_length() < size:
             logger.info("graph '%s': allocating a %d-byte workspace", self.graph_name, size)
-            self._own_workspace = self.handle.device.allocator.allocate_buffer(
+            self._own_workspace = self.device.allocator.allocate_buffer(
                 rt.MemoryType.DEVICE_LOCAL, rt.BufferUsage.DEFAULT, size
             )
         return self._own_workspace
@@ -322,7 +453,7 @@ class CompiledGraph:
         # zero-sized graph is given a 1-byte one.
         rt = _rt()
         if self._own_workspace is None:
-            self._own_workspace = self.handle.device.allocator.allocate_buffer(
+            self._own_workspace = self.device.allocator.allocate_buffer(
                 rt.MemoryType.DEVICE_LOCAL, rt.BufferUsage.DEFAULT, 1
             )
         return self._own_workspace.ref
@@ -340,7 +471,7 @@ def aligned_empty(shape, dtype) -> np.ndarray:
     return raw[offset : offset + nbytes].view(dtype).reshape(shape)
 
 
-_SHAPE_DTYPE = operator.attrgetter("shape", "dtype")
+_NUMPY_SIGNATURE = operator.attrgetter("shape", "strides", "dtype")
 
 
 class _Binding:
@@ -348,14 +479,28 @@ class _Binding:
 
     ``sig`` identifies the pack it was bound for; ``signature_of`` computes the
     same for a new call (None when the pack cannot match). With only NumPy
-    arrays (``fast``) it is the ids of keys and arrays plus (shape, dtype) of
-    each array; otherwise the data address of each array-like is added, since
-    such an object may swap its storage.
+    arrays (``fast``) it is the ids of keys and arrays plus (shape, strides,
+    dtype) of each array; otherwise each value's signature (``_value_signature``)
+    adds the data address, since such an object may swap its storage. Output
+    writeability is checked apart (``outputs_writeable``); ``epoch`` is the
+    tensor layout epoch the bound layouts were checked at.
     """
 
-    __slots__ = ("args", "items", "workspace", "keep_alive", "copy_in", "copy_out", "direct", "fast", "sig")
+    __slots__ = (
+        "args",
+        "items",
+        "workspace",
+        "keep_alive",
+        "copy_in",
+        "copy_out",
+        "direct",
+        "fast",
+        "sig",
+        "epoch",
+        "numpy_outputs",
+    )
 
-    def __init__(self, args, pack: Mapping[Any, Any], workspace: Any):
+    def __init__(self, args, pack: Mapping[Any, Any], workspace: Any, epoch: int):
         self.args = args
         # References to every key and array: keeps the caller's arrays alive
         # while bound, and their ids unique.
@@ -365,6 +510,8 @@ class _Binding:
         self.copy_in: list[tuple[np.ndarray, np.ndarray]] = []  # (caller's, staging)
         self.copy_out: list[tuple[np.ndarray, np.ndarray]] = []  # (staging, caller's)
         self.direct = False  # no staging copies: execute invokes args directly
+        self.epoch = epoch
+        self.numpy_outputs: list[np.ndarray] = []  # their writeable flag is rechecked per call
         nd = np.ndarray
         self.fast = all(type(v) is nd for _, v in self.items) and (workspace is None or type(workspace) is nd)
         self.sig = self.signature_of(pack, workspace)
@@ -373,16 +520,22 @@ class _Binding:
         try:
             values = pack.values()
             if self.fast:
-                return [*map(id, pack), *map(id, values), *map(_SHAPE_DTYPE, values), id(workspace)]
+                return [*map(id, pack), *map(id, values), *map(_NUMPY_SIGNATURE, values), id(workspace)]
             return [
                 *map(id, pack),
                 *map(id, values),
-                *map(_generic_signature, values),
+                *map(_value_signature, values),
                 id(workspace),
-                _address(workspace),
+                _value_signature(workspace),
             ]
-        except (AttributeError, TypeError):
+        except (AttributeError, TypeError, FusilliError):
             return None  # not a mapping of arrays: the slow path reports it
+
+    def outputs_writeable(self) -> bool:
+        for a in self.numpy_outputs:
+            if not a.flags.writeable:
+                return False
+        return True
 
     def run(self, compiled: CompiledGraph) -> None:
         for src, dst in self.copy_in:
@@ -392,20 +545,43 @@ class _Binding:
             np.copyto(dst, src)
 
 
-def _generic_signature(v: Any) -> tuple:
-    return (_address(v), getattr(v, "shape", None), getattr(v, "dtype", None))
+def _value_signature(v: Any) -> tuple:
+    """What a bound value's checks depend on, re-derived on every call."""
+    if type(v) is np.ndarray:
+        return (v.shape, v.strides, v.dtype)
+    if v is None:
+        return ()
+    tensor_type = torch_tensor_type()
+    if tensor_type is not None and isinstance(v, tensor_type):
+        return (v.data_ptr(), v.shape, v.stride(), v.dtype)
+    a = as_numpy(v)  # DLPack / buffer protocol objects
+    return (a.__array_interface__["data"][0], a.shape, a.strides, a.dtype, a.flags.writeable)
 
 
-def _address(v: Any) -> int:
-    iface = getattr(v, "__array_interface__", None)
-    if iface is None:
-        try:
-            from fusilli.tensor import as_numpy
+def _layout_of(t: TensorAttr) -> tuple:
+    return (t.dim, t.stride, t.data_type, t.dynamic_dims)
 
-            return as_numpy(v).__array_interface__["data"][0]  # DLPack / buffer protocol objects
-        except Exception:
-            return 0
-    return iface["data"][0]
+
+def _byte_extent(a: np.ndarray) -> tuple[int, int] | None:
+    """[first byte, one past the last byte) that a strided array can touch; None if empty."""
+    if a.size == 0:
+        return None
+    lo = hi = a.__array_interface__["data"][0]
+    for n, s in zip(a.shape, a.strides):
+        if s < 0:
+            lo += s * (n - 1)
+        else:
+            hi += s * (n - 1)
+    return lo, hi + a.itemsize
+
+
+def _shares_memory(a: np.ndarray, b: np.ndarray) -> bool:
+    """Exact for interleaved views whose extents overlap (x[::2], x[1::2]); an
+    undecidably hard case (bounded work) counts as sharing."""
+    try:
+        return bool(np.shares_memory(a, b, max_work=1 << 16))
+    except np.exceptions.TooHardError:
+        return True
 
 
 def _load_vm_module(rt, instance, vmfb):

@@ -214,3 +214,150 @@ def test_changing_the_graph_drops_the_compiled_state(cpu, rng):
     with pytest.raises(fs.FusilliError) as e:
         g.execute({x: np.ones(4, np.float32), y: np.zeros(4, np.float32)})
     assert e.value.code == fs.ErrorCode.NOT_COMPILED
+
+
+# ---------------------------------------------------------------- packs that could lose data
+# Each case is tried on a fresh binding and on the repeated-call fast path (the same
+# pack executed once before it is spoiled): both must refuse it, leave every output
+# untouched, and keep the graph usable.
+
+
+def _spoil_alias_output_to_input(pack, ts):
+    pack[ts["y"]] = pack[ts["x"]]  # y's layout is x's (NHWC)
+
+
+def _spoil_one_array_two_outputs(pack, ts):
+    pack[ts["z"]] = pack[ts["y"]]
+
+
+def _spoil_partial_overlap(pack, ts):
+    x = ts["x"]
+    n = int(np.prod(DIM))
+    raw = fs.empty(fs.Graph(name="raw").tensor(name="r", dim=[2 * n], data_type=fs.DataType.FLOAT))
+    order = x.physical_order
+    inverse = [order.index(i) for i in range(4)]
+    view_of = lambda start: raw[start : start + n].reshape([DIM[i] for i in order]).transpose(inverse)  # noqa: E731
+    view_of(0)[...] = pack[x]
+    pack[x] = view_of(0)
+    pack[ts["y"]] = view_of(48)  # 64-byte aligned, overlaps x's second half
+
+
+def _spoil_same_tensor_twice(pack, ts):
+    pack["x"] = pack[ts["x"]].copy()
+
+
+def _spoil_readonly_output(pack, ts):
+    pack[ts["y"]].flags.writeable = False
+
+
+def _spoil_strides_in_place(pack, ts):
+    import warnings
+
+    x = pack[ts["x"]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # in-place strides are deprecated, not gone
+        x.strides = tuple(s * x.itemsize for s in fs.strides(DIM, "NCHW"))
+
+
+SPOILERS = {
+    "alias_output_to_input": (_spoil_alias_output_to_input, "shares memory with input tensor 'x'"),
+    "one_array_two_outputs": (_spoil_one_array_two_outputs, "shares memory with output tensor"),
+    "partial_overlap": (_spoil_partial_overlap, "output tensor 'y' shares memory with input tensor 'x'"),
+    "same_tensor_twice": (_spoil_same_tensor_twice, "tensor 'x' is given twice"),
+    "readonly_output": (_spoil_readonly_output, "output array is read-only"),
+    "strides_in_place": (_spoil_strides_in_place, "do not match the tensor's stride"),
+}
+
+
+@pytest.mark.parametrize("fast_path", [False, True], ids=["fresh", "fast_path"])
+@pytest.mark.parametrize("case", list(SPOILERS))
+def test_packs_that_would_lose_data_are_refused(compiled, rng, case, fast_path):
+    g, ts = compiled
+    inputs, outputs = fresh(g, ts, rng)
+    pack = {**inputs, **outputs}
+    if fast_path:
+        g.execute(pack)
+        for a in outputs.values():
+            a[...] = SENTINEL
+    spoil, message = SPOILERS[case]
+    spoil(pack, ts)
+    x_before = np.array(pack[ts["x"]])
+    with pytest.raises(fs.FusilliError) as e:
+        g.execute(pack)
+    assert e.value.code == fs.ErrorCode.VARIANT_PACK_ERROR, str(e.value)
+    assert message in str(e.value) and "vp_graph" in str(e.value), str(e.value)
+    for t, a in outputs.items():
+        assert (a == SENTINEL).all(), f"{t.name} was written by a rejected execute"
+    np.testing.assert_array_equal(np.array(pack[ts["x"]]), x_before)
+    inputs, outputs = fresh(g, ts, rng)
+    g.execute({**inputs, **outputs})
+    check_results(g, inputs, outputs)
+
+
+def test_same_array_given_twice_for_one_tensor_is_accepted(compiled, rng):
+    g, ts = compiled
+    inputs, outputs = fresh(g, ts, rng)
+    g.execute({**inputs, **outputs, "x": inputs[ts["x"]]})
+    check_results(g, inputs, outputs)
+
+
+def test_output_overlapping_the_workspace_is_refused(cpu, rng):
+    g = fs.Graph(name="vp_ws", io_data_type=fs.DataType.FLOAT)
+    x = g.tensor(name="x", dim=[16])
+    y = g.relu(x, name="r").set_output(True)
+    g.compile(cpu)
+    out = fs.empty(y)
+    out[...] = SENTINEL
+    with pytest.raises(fs.FusilliError) as e:
+        g.execute({x: rng.random(16, np.float32), y: out}, workspace=out)
+    assert e.value.code == fs.ErrorCode.VARIANT_PACK_ERROR and "the workspace" in str(e.value)
+    assert (out == SENTINEL).all()
+
+
+@pytest.fixture(scope="module")
+def broadcast_graph(cpu):
+    """out = a + row, with ``row`` a stride-0 (broadcast) [4, 8] input."""
+    g = fs.Graph(name="vp_readonly", io_data_type=fs.DataType.FLOAT)
+    a = g.tensor(name="a", dim=[4, 8])
+    row = g.tensor(name="row", dim=[4, 8], stride=[0, 1])
+    out = g.add(a, row, name="add").set_output(True).set_name("out")
+    g.compile(cpu)
+    return g, a, row, out
+
+
+@pytest.mark.parametrize("aligned", [True, False], ids=["aligned", "misaligned"])
+def test_readonly_and_broadcast_inputs_work(broadcast_graph, rng, aligned):
+    g, a, row, out = broadcast_graph
+    a_arr = fs.empty(a) if aligned else np.zeros(33, np.float32)[1:].reshape(4, 8)
+    a_arr[...] = rng.random((4, 8))
+    a_arr.flags.writeable = False
+    row_arr = np.broadcast_to(rng.random(8).astype(np.float32), (4, 8))  # read-only, stride 0
+    out_arr = fs.empty(out)
+    pack = {a: a_arr, row: row_arr, out: out_arr}
+    for _ in range(2):  # bound, then the fast path
+        out_arr[...] = SENTINEL
+        g.execute(pack)
+        np.testing.assert_allclose(out_arr, a_arr + row_arr, rtol=1e-6)
+
+
+def test_set_stride_after_compile_is_noticed(cpu, rng):
+    g = fs.Graph(name="vp_restride", io_data_type=fs.DataType.FLOAT)
+    x = g.tensor(name="x", dim=[3, 5])
+    y = g.neg(x, name="neg").set_output(True)
+    g.compile(cpu)
+    xa, ya = fs.empty(x), fs.empty(y)
+    xa[...] = rng.random((3, 5))
+    pack = {x: xa, y: ya}
+    g.execute(pack)  # bound: the next call would take the fast path
+    x.set_stride([1, 3])
+    ya[...] = SENTINEL
+    transposed = np.asfortranarray(xa)
+    for p in (pack, {x: transposed, y: ya}):
+        with pytest.raises(fs.FusilliError) as e:
+            g.execute(p)
+        assert e.value.code == fs.ErrorCode.NOT_COMPILED, str(e.value)
+        assert "'x' changed since compile (stride [5, 1] -> [1, 3])" in str(e.value)
+        assert (ya == SENTINEL).all()
+    g.compile(cpu)  # recompiled for the new layout
+    g.execute({x: transposed, y: ya})
+    np.testing.assert_array_equal(ya, -xa)
