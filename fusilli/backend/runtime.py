@@ -33,6 +33,7 @@ microseconds, which only work large enough to be split across cores repays.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import operator
 import os
@@ -116,6 +117,13 @@ class Handle:
     def __repr__(self) -> str:
         arch = f", arch={self.arch!r}" if self.arch else ""
         return f"Handle({self.backend}, device={self.device_index}{arch})"
+
+
+@atexit.register
+def _release_sync_device() -> None:
+    """Drops the module's reference before the bindings are torn down (no leak report)."""
+    global _cpu_sync_device
+    _cpu_sync_device = None
 
 
 def choose_cpu_executor(graph: Any) -> str:

@@ -1,0 +1,546 @@
+"""``torch.ops.fusilli.*``: conv2d, linear, layer_norm and scaled_dot_product_attention.
+
+Each op is a ``torch.library.custom_op`` whose real implementation runs one
+fusilli graph (``runner.run``: memoized per op, shapes, strides, dtypes and
+attributes), with a fake implementation for tracing and, for conv2d, linear and
+layer_norm, autograd whose backward is one fusilli graph too:
+
+* conv2d: the activation's backward, then ``conv_dgrad`` and ``conv_wgrad`` and a
+  sum for the bias;
+* linear: the activation's backward, then two matmuls and a sum;
+* layer_norm: the norm's training phase (mean and inverse deviation) and its
+  backward arithmetic (pointwise ops and reductions).
+
+Activations whose backward PyTorch computes from the result (relu, sigmoid,
+tanh) use the saved result; gelu and silu, whose backward needs the activation's
+input, recompute it inside the backward graph (the forward stays one output).
+Results keep the input's memory format (channels-last in, channels-last out).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import torch
+from torch import Tensor
+
+import fusilli as fs
+from fusilli.torch.runner import run
+
+# ---------------------------------------------------------------- activations
+# name -> how its forward is added to a graph
+_FORWARD: dict[str, Callable[[fs.Graph, fs.TensorAttr], fs.TensorAttr]] = {
+    "relu": lambda g, z: g.relu(z, name="relu"),
+    "gelu": lambda g, z: g.gelu(z, name="gelu"),
+    "silu": lambda g, z: g.swish(z, name="silu"),
+    "sigmoid": lambda g, z: g.sigmoid(z, name="sigmoid"),
+    "tanh": lambda g, z: g.tanh(z, name="tanh"),
+}
+
+
+def _one(g: fs.Graph) -> fs.TensorAttr:
+    return g.scalar(1.0, data_type=g.intermediate_data_type)
+
+
+# Backward from the activation's result y: (graph, dy, y) -> dz, as PyTorch computes it.
+_BACKWARD_FROM_RESULT: dict[str, Callable[[fs.Graph, fs.TensorAttr, fs.TensorAttr], fs.TensorAttr]] = {
+    "relu": lambda g, dy, y: g.relu_bwd(dy, y, name="relu_bwd"),
+    "sigmoid": lambda g, dy, y: g.mul(g.mul(dy, y), g.sub(_one(g), y), name="sigmoid_bwd"),
+    "tanh": lambda g, dy, y: g.mul(dy, g.sub(_one(g), g.mul(y, y)), name="tanh_bwd"),
+}
+# Backward from the activation's input z: (graph, dy, z) -> dz.
+_BACKWARD_FROM_INPUT: dict[str, Callable[[fs.Graph, fs.TensorAttr, fs.TensorAttr], fs.TensorAttr]] = {
+    "gelu": lambda g, dy, z: g.gelu_bwd(dy, z, name="gelu_bwd"),
+    "silu": lambda g, dy, z: g.swish_bwd(dy, z, name="silu_bwd"),
+}
+ACTIVATIONS = (None, *_FORWARD)
+
+
+def _check_activation(activation: str | None) -> None:
+    if activation not in ACTIVATIONS:
+        raise fs.FusilliError(
+            fs.ErrorCode.INVALID_ARGUMENT,
+            f"activation {activation!r} is not one of {', '.join(map(repr, ACTIVATIONS))}",
+        )
+
+
+def _activation(g: fs.Graph, z: fs.TensorAttr, activation: str | None) -> fs.TensorAttr:
+    return z if activation is None else _FORWARD[activation](g, z)
+
+
+def _activation_backward(
+    g: fs.Graph,
+    dy: fs.TensorAttr,
+    y: fs.TensorAttr | None,
+    recompute_z: Callable[[], fs.TensorAttr],
+    activation: str | None,
+) -> fs.TensorAttr:
+    if activation is None:
+        return dy
+    if activation in _BACKWARD_FROM_RESULT:
+        assert y is not None
+        return _BACKWARD_FROM_RESULT[activation](g, dy, y)
+    return _BACKWARD_FROM_INPUT[activation](g, dy, recompute_z())
+
+
+def _needs_result(activation: str | None) -> bool:
+    return activation in _BACKWARD_FROM_RESULT
+
+
+def _same_dtype(op: str, *tensors: Tensor | None) -> torch.dtype:
+    dtypes = {t.dtype for t in tensors if t is not None}
+    if len(dtypes) != 1:
+        raise fs.FusilliError(
+            fs.ErrorCode.INVALID_ARGUMENT, f"fusilli.{op}: tensors have different dtypes {sorted(map(str, dtypes))}"
+        )
+    return dtypes.pop()
+
+
+def _sum_dims(dz: fs.TensorAttr, g: fs.Graph, axes: list[int], name: str) -> fs.TensorAttr:
+    return g.reduction(dz, mode=fs.ReductionMode.ADD, axes=axes, name=name)
+
+
+# ---------------------------------------------------------------- conv2d
+def _pair(value: int | Sequence[int], what: str) -> list[int]:
+    values = [int(value)] * 2 if isinstance(value, int) else [int(v) for v in value]
+    if len(values) == 1:
+        values *= 2
+    if len(values) != 2:
+        raise fs.FusilliError(fs.ErrorCode.INVALID_ARGUMENT, f"fusilli.conv2d: {what} must be 1 or 2 ints: {value}")
+    return values
+
+
+def is_channels_last(x: Tensor) -> bool:
+    """Channels-last and not also contiguous (tensors with C == 1 or H == W == 1 are both)."""
+    return x.dim() == 4 and not x.is_contiguous() and x.is_contiguous(memory_format=torch.channels_last)
+
+
+def _memory_format(x: Tensor) -> torch.memory_format:
+    return torch.channels_last if is_channels_last(x) else torch.contiguous_format
+
+
+def _layout(x: Tensor) -> str:
+    return "NHWC" if is_channels_last(x) else "NCHW"
+
+
+def _conv_out_shape(x: Tensor, w: Tensor, stride: list[int], padding: list[int], dilation: list[int]) -> list:
+    spatial = [
+        (x.shape[2 + i] + 2 * padding[i] - dilation[i] * (w.shape[2 + i] - 1) - 1) // stride[i] + 1 for i in range(2)
+    ]
+    return [x.shape[0], w.shape[0], *spatial]
+
+
+def _check_conv(x: Tensor, w: Tensor, bias: Tensor | None, groups: int) -> None:
+    if x.dim() != 4 or w.dim() != 4:
+        raise fs.FusilliError(
+            fs.ErrorCode.INVALID_ARGUMENT,
+            f"fusilli.conv2d: input and weight must be 4-D, not {x.dim()}-D and {w.dim()}-D",
+        )
+    if x.shape[1] != w.shape[1] * groups:
+        raise fs.FusilliError(
+            fs.ErrorCode.INVALID_ARGUMENT,
+            f"fusilli.conv2d: input channels ({x.shape[1]}) != weight channels ({w.shape[1]}) x groups ({groups})",
+        )
+    if bias is not None and tuple(bias.shape) != (w.shape[0],):
+        raise fs.FusilliError(
+            fs.ErrorCode.INVALID_ARGUMENT, f"fusilli.conv2d: bias shape {list(bias.shape)} != [{w.shape[0]}]"
+        )
+
+
+def _conv_graph_attrs(stride, padding, dilation):
+    return {"stride": list(stride), "padding": list(padding), "dilation": list(dilation)}
+
+
+@torch.library.custom_op("fusilli::conv2d", mutates_args=())
+def conv2d_op(
+    x: Tensor,
+    weight: Tensor,
+    bias: Tensor | None,
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    groups: int,
+    activation: str | None,
+) -> Tensor:
+    _check_conv(x, weight, bias, groups)
+    _check_activation(activation)
+    dtype = _same_dtype("conv2d", x, weight, bias)
+    out_shape = _conv_out_shape(x, weight, list(stride), list(padding), list(dilation))
+    out_stride = fs.strides(out_shape, _layout(x))
+    conv_attrs = _conv_graph_attrs(stride, padding, dilation)
+
+    def build(g: fs.Graph, ins: list[fs.TensorAttr | None]) -> list[fs.TensorAttr]:
+        xt, wt, bt = ins
+        z = g.conv_fprop(xt, wt, name="conv", **conv_attrs)
+        if bt is not None:
+            z = g.add(z, bt, name="bias")
+        return [_activation(g, z, activation).set_stride(out_stride)]
+
+    bias4d = None if bias is None else bias.view(1, -1, 1, 1)
+    key = (tuple(stride), tuple(padding), tuple(dilation), activation)
+    return run("conv2d", key, [x, weight, bias4d], build, dtype=dtype)[0]
+
+
+@conv2d_op.register_fake
+def _(x, weight, bias, stride, padding, dilation, groups, activation):
+    shape = _conv_out_shape(x, weight, list(stride), list(padding), list(dilation))
+    return x.new_empty(shape).contiguous(memory_format=_memory_format(x))
+
+
+@torch.library.custom_op("fusilli::conv2d_backward", mutates_args=())
+def conv2d_backward_op(
+    grad: Tensor,
+    x: Tensor,
+    weight: Tensor,
+    bias: Tensor | None,
+    result: Tensor,
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    groups: int,
+    activation: str | None,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """(grad of x, grad of weight, grad of bias) of ``conv2d``."""
+    dtype = _same_dtype("conv2d_backward", grad, x, weight, bias)
+    conv_attrs = _conv_graph_attrs(stride, padding, dilation)
+    grad = grad.contiguous(memory_format=_memory_format(result))  # e.g. expanded (stride 0) grads
+
+    def build(g: fs.Graph, ins: list[fs.TensorAttr | None]) -> list[fs.TensorAttr]:
+        dy, xt, wt, bt, yt = ins
+        assert dy is not None and xt is not None and wt is not None
+
+        def recompute_z() -> fs.TensorAttr:
+            z = g.conv_fprop(xt, wt, name="conv", **conv_attrs)
+            return z if bt is None else g.add(z, bt, name="bias")
+
+        dz = _activation_backward(g, dy, yt, recompute_z, activation)
+        dx = g.conv_dgrad(dz, wt, name="dgrad", **conv_attrs)
+        dx.set_dim(list(x.shape)).set_stride(fs.strides(list(x.shape), _layout(x)))
+        dw = g.conv_wgrad(dz, xt, name="wgrad", **conv_attrs)
+        dw.set_dim(list(weight.shape)).set_stride(fs.strides(list(weight.shape), _layout(weight)))
+        db = _sum_dims(dz, g, [0, 2, 3], "bias_grad").set_stride([weight.shape[0], 1, 1, 1])
+        return [dx, dw, db]
+
+    bias4d = None if bias is None or activation not in _BACKWARD_FROM_INPUT else bias.view(1, -1, 1, 1)
+    key = (tuple(stride), tuple(padding), tuple(dilation), activation)
+    inputs = [grad, x, weight, bias4d, result if _needs_result(activation) else None]
+    dx, dw, db = run("conv2d_backward", key, inputs, build, dtype=dtype)
+    return dx, dw, db.view(-1)
+
+
+@conv2d_backward_op.register_fake
+def _(grad, x, weight, bias, result, stride, padding, dilation, groups, activation):
+    return (
+        x.new_empty(x.shape).contiguous(memory_format=_memory_format(x)),
+        weight.new_empty(weight.shape).contiguous(memory_format=_memory_format(weight)),
+        weight.new_empty([weight.shape[0]]),
+    )
+
+
+def _conv2d_setup_context(ctx, inputs, output):
+    x, weight, bias, stride, padding, dilation, groups, activation = inputs
+    ctx.save_for_backward(x, weight, bias, output)
+    ctx.attrs = (stride, padding, dilation, groups, activation)
+
+
+def _conv2d_backward(ctx, grad):
+    x, weight, bias, output = ctx.saved_tensors
+    dx, dw, db = torch.ops.fusilli.conv2d_backward(grad, x, weight, bias, output, *ctx.attrs)
+    needs = ctx.needs_input_grad
+    return (
+        dx if needs[0] else None,
+        dw if needs[1] else None,
+        db if bias is not None and needs[2] else None,
+        None,
+        None,
+        None,
+        None,
+        None,
+    )
+
+
+conv2d_op.register_autograd(_conv2d_backward, setup_context=_conv2d_setup_context)
+
+
+def conv2d(
+    x: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: int | Sequence[int] = 1,
+    padding: int | Sequence[int] = 0,
+    dilation: int | Sequence[int] = 1,
+    groups: int = 1,
+    activation: str | None = None,
+) -> Tensor:
+    """``activation(torch.nn.functional.conv2d(x, weight, bias, ...))`` as one fusilli graph."""
+    return torch.ops.fusilli.conv2d(
+        x,
+        weight,
+        bias,
+        _pair(stride, "stride"),
+        _pair(padding, "padding"),
+        _pair(dilation, "dilation"),
+        int(groups),
+        activation,
+    )
+
+
+# ---------------------------------------------------------------- linear
+def _check_linear(x: Tensor, w: Tensor, bias: Tensor | None) -> None:
+    if w.dim() != 2 or x.dim() < 1 or x.shape[-1] != w.shape[1]:
+        raise fs.FusilliError(
+            fs.ErrorCode.INVALID_ARGUMENT,
+            f"fusilli.linear: input {list(x.shape)} and weight {list(w.shape)} do not fit (x @ weight.T)",
+        )
+    if bias is not None and tuple(bias.shape) != (w.shape[0],):
+        raise fs.FusilliError(
+            fs.ErrorCode.INVALID_ARGUMENT, f"fusilli.linear: bias shape {list(bias.shape)} != [{w.shape[0]}]"
+        )
+
+
+@torch.library.custom_op("fusilli::linear", mutates_args=())
+def linear_op(x: Tensor, weight: Tensor, bias: Tensor | None, activation: str | None) -> Tensor:
+    _check_linear(x, weight, bias)
+    _check_activation(activation)
+    dtype = _same_dtype("linear", x, weight, bias)
+    n, k = weight.shape
+    x2 = x.reshape(-1, k)
+
+    def build(g: fs.Graph, ins: list[fs.TensorAttr | None]) -> list[fs.TensorAttr]:
+        xt, wt, bt = ins
+        z = g.matmul(xt, wt, name="matmul")
+        if bt is not None:
+            z = g.add(z, bt, name="bias")
+        return [_activation(g, z, activation).set_stride([n, 1])]
+
+    bias2d = None if bias is None else bias.view(1, n)
+    out = torch.empty([*x.shape[:-1], n], dtype=dtype)
+    run("linear", (activation,), [x2, weight.t(), bias2d], build, dtype=dtype, outputs=[out.view(-1, n)])
+    return out
+
+
+@linear_op.register_fake
+def _(x, weight, bias, activation):
+    return x.new_empty([*x.shape[:-1], weight.shape[0]])
+
+
+@torch.library.custom_op("fusilli::linear_backward", mutates_args=())
+def linear_backward_op(
+    grad: Tensor, x: Tensor, weight: Tensor, bias: Tensor | None, result: Tensor, activation: str | None
+) -> tuple[Tensor, Tensor, Tensor]:
+    """(grad of x, grad of weight, grad of bias) of ``linear``."""
+    dtype = _same_dtype("linear_backward", grad, x, weight, bias)
+    n, k = weight.shape
+    x2 = x.reshape(-1, k)
+    grad2 = grad.reshape(-1, n).contiguous()
+
+    def build(g: fs.Graph, ins: list[fs.TensorAttr | None]) -> list[fs.TensorAttr]:
+        dy, xt, xtt, wt, wtt, bt, yt = ins
+        assert dy is not None and xtt is not None and wt is not None
+
+        def recompute_z() -> fs.TensorAttr:
+            assert xt is not None and wtt is not None
+            z = g.matmul(xt, wtt, name="matmul")
+            return z if bt is None else g.add(z, bt, name="bias")
+
+        dz = _activation_backward(g, dy, yt, recompute_z, activation)
+        dx = g.matmul(dz, wt, name="grad_x").set_stride([k, 1])
+        dw_t = g.matmul(xtt, dz, name="grad_w").set_stride([1, k])  # [K, N] laid out as weight's [N, K]
+        db = _sum_dims(dz, g, [0], "grad_bias").set_stride([n, 1])
+        return [dx, dw_t, db]
+
+    recompute = activation in _BACKWARD_FROM_INPUT
+    inputs = [
+        grad2,
+        x2 if recompute else None,
+        x2.t(),
+        weight,
+        weight.t() if recompute else None,
+        None if bias is None or not recompute else bias.view(1, n),
+        result.reshape(-1, n) if _needs_result(activation) else None,
+    ]
+    dx = torch.empty(x.shape, dtype=dtype)
+    dw = torch.empty([n, k], dtype=dtype)
+    db = torch.empty([n], dtype=dtype)
+    run("linear_backward", (activation,), inputs, build, dtype=dtype, outputs=[dx.view(-1, k), dw.t(), db.view(1, n)])
+    return dx, dw, db
+
+
+@linear_backward_op.register_fake
+def _(grad, x, weight, bias, result, activation):
+    return x.new_empty(x.shape), weight.new_empty(weight.shape), weight.new_empty([weight.shape[0]])
+
+
+def _linear_setup_context(ctx, inputs, output):
+    x, weight, bias, activation = inputs
+    ctx.save_for_backward(x, weight, bias, output)
+    ctx.activation = activation
+
+
+def _linear_backward(ctx, grad):
+    x, weight, bias, output = ctx.saved_tensors
+    dx, dw, db = torch.ops.fusilli.linear_backward(grad, x, weight, bias, output, ctx.activation)
+    needs = ctx.needs_input_grad
+    return dx if needs[0] else None, dw if needs[1] else None, db if bias is not None and needs[2] else None, None
+
+
+linear_op.register_autograd(_linear_backward, setup_context=_linear_setup_context)
+
+
+def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None, activation: str | None = None) -> Tensor:
+    """``activation(x @ weight.T + bias)`` as one fusilli graph."""
+    return torch.ops.fusilli.linear(x, weight, bias, activation)
+
+
+# ---------------------------------------------------------------- layer_norm
+def _norm_view(x: Tensor, normalized_shape: Sequence[int]) -> Tensor:
+    """``x`` as [B, *normalized_shape] (fusilli normalizes all dims but the first), dense."""
+    if tuple(x.shape[x.dim() - len(normalized_shape) :]) != tuple(normalized_shape) or x.dim() <= len(normalized_shape):
+        raise fs.FusilliError(
+            fs.ErrorCode.INVALID_ARGUMENT,
+            f"fusilli.layer_norm: normalized_shape {list(normalized_shape)} must be the trailing dims of input "
+            f"{list(x.shape)}, with at least one dim before them",
+        )
+    view = x.reshape(-1, *normalized_shape)
+    if view.is_contiguous() or is_channels_last(view):
+        return view
+    return view.contiguous()
+
+
+@torch.library.custom_op("fusilli::layer_norm", mutates_args=())
+def layer_norm_op(
+    x: Tensor, normalized_shape: Sequence[int], weight: Tensor | None, bias: Tensor | None, eps: float
+) -> Tensor:
+    dtype = _same_dtype("layer_norm", x, weight, bias)
+    xv = _norm_view(x, normalized_shape)
+    affine = [1, *normalized_shape]
+
+    def build(g: fs.Graph, ins: list[fs.TensorAttr | None]) -> list[fs.TensorAttr]:
+        xt, wt, bt = ins
+        y, _, _ = g.layernorm(xt, wt, bt, epsilon=eps, phase=fs.NormPhase.INFERENCE, name="layer_norm")
+        return [y.set_stride(list(xv.stride()))]
+
+    ins = [xv, None if weight is None else weight.reshape(affine), None if bias is None else bias.reshape(affine)]
+    out = torch.empty_like(x, memory_format=_memory_format(x) if xv.shape == x.shape else torch.contiguous_format)
+    run("layer_norm", (float(eps),), ins, build, dtype=dtype, outputs=[out.view(xv.shape)])
+    return out
+
+
+@layer_norm_op.register_fake
+def _(x, normalized_shape, weight, bias, eps):
+    xv = _norm_view(x, normalized_shape)
+    return torch.empty_like(x, memory_format=_memory_format(x) if xv.shape == x.shape else torch.contiguous_format)
+
+
+@torch.library.custom_op("fusilli::layer_norm_backward", mutates_args=())
+def layer_norm_backward_op(
+    grad: Tensor, x: Tensor, normalized_shape: Sequence[int], weight: Tensor | None, eps: float
+) -> tuple[Tensor, Tensor, Tensor]:
+    """(grad of x, grad of weight, grad of bias) of ``layer_norm`` (the last two of shape normalized_shape)."""
+    dtype = _same_dtype("layer_norm_backward", grad, x, weight)
+    xv = _norm_view(x, normalized_shape)
+    gv = grad.reshape(xv.shape).contiguous(memory_format=_memory_format(xv))
+    affine = [1, *normalized_shape]
+    norm_axes = list(range(1, xv.dim()))
+    count = math.prod(normalized_shape)
+
+    def build(g: fs.Graph, ins: list[fs.TensorAttr | None]) -> list[fs.TensorAttr]:
+        dy, xt, wt = ins
+        assert dy is not None and xt is not None
+        _, mean, inv_var = g.layernorm(xt, None, None, epsilon=eps, phase=fs.NormPhase.TRAINING, name="stats")
+        xhat = g.mul(g.sub(xt, mean, name="centered"), inv_var, name="xhat")
+        gw = dy if wt is None else g.mul(dy, wt, name="grad_scaled")
+        mean_g = g.reduction(gw, mode=fs.ReductionMode.AVG, axes=norm_axes, name="mean_grad")
+        mean_gx = g.reduction(g.mul(gw, xhat), mode=fs.ReductionMode.AVG, axes=norm_axes, name="mean_grad_xhat")
+        inner = g.sub(g.sub(gw, mean_g), g.mul(xhat, mean_gx), name="grad_centered")
+        dx = g.mul(inner, inv_var, name="grad_x").set_stride(list(gv.stride()))
+        dw = _sum_dims(g.mul(dy, xhat), g, [0], "grad_weight").set_stride(fs.strides(affine, "contiguous"))
+        db = _sum_dims(dy, g, [0], "grad_bias").set_stride(fs.strides(affine, "contiguous"))
+        return [dx, dw, db]
+
+    del count  # the AVG reductions divide by the normalized count themselves
+    dx = torch.empty_like(x, memory_format=_memory_format(x) if xv.shape == x.shape else torch.contiguous_format)
+    dw = torch.empty(list(normalized_shape), dtype=dtype)
+    db = torch.empty(list(normalized_shape), dtype=dtype)
+    ins = [gv, xv, None if weight is None else weight.reshape(affine)]
+    outs = [dx.view(xv.shape), dw.view(affine), db.view(affine)]
+    run("layer_norm_backward", (float(eps),), ins, build, dtype=dtype, outputs=outs)
+    return dx, dw, db
+
+
+@layer_norm_backward_op.register_fake
+def _(grad, x, normalized_shape, weight, eps):
+    xv = _norm_view(x, normalized_shape)
+    fmt = _memory_format(x) if xv.shape == x.shape else torch.contiguous_format
+    return torch.empty_like(x, memory_format=fmt), x.new_empty(normalized_shape), x.new_empty(normalized_shape)
+
+
+def _layer_norm_setup_context(ctx, inputs, output):
+    x, normalized_shape, weight, bias, eps = inputs
+    ctx.save_for_backward(x, weight)
+    ctx.attrs = (normalized_shape, eps, bias is not None)
+
+
+def _layer_norm_backward(ctx, grad):
+    x, weight = ctx.saved_tensors
+    normalized_shape, eps, has_bias = ctx.attrs
+    dx, dw, db = torch.ops.fusilli.layer_norm_backward(grad, x, normalized_shape, weight, eps)
+    needs = ctx.needs_input_grad
+    return (
+        dx if needs[0] else None,
+        None,
+        dw if weight is not None and needs[2] else None,
+        db if has_bias and needs[3] else None,
+        None,
+    )
+
+
+layer_norm_op.register_autograd(_layer_norm_backward, setup_context=_layer_norm_setup_context)
+
+
+def layer_norm(
+    x: Tensor,
+    normalized_shape: int | Sequence[int],
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> Tensor:
+    """``torch.nn.functional.layer_norm`` as one fusilli graph."""
+    shape = [int(normalized_shape)] if isinstance(normalized_shape, int) else [int(d) for d in normalized_shape]
+    return torch.ops.fusilli.layer_norm(x, shape, weight, bias, float(eps))
+
+
+# ---------------------------------------------------------------- scaled_dot_product_attention
+@torch.library.custom_op("fusilli::scaled_dot_product_attention", mutates_args=())
+def sdpa_op(q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None, is_causal: bool, scale: float | None) -> Tensor:
+    dtype = _same_dtype("scaled_dot_product_attention", q, k, v)
+    if q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
+        raise fs.FusilliError(
+            fs.ErrorCode.INVALID_ARGUMENT, "fusilli.scaled_dot_product_attention: q, k and v must be [B, H, S, D]"
+        )
+    out_shape = [*q.shape[:-1], v.shape[-1]]
+
+    def build(g: fs.Graph, ins: list[fs.TensorAttr | None]) -> list[fs.TensorAttr]:
+        qt, kt, vt, mt = ins
+        o = g.sdpa(qt, kt, vt, mask=mt, is_causal=is_causal, scale=scale, enable_gqa=q.shape[1] != k.shape[1])
+        return [o.set_stride(fs.strides(out_shape, "contiguous"))]
+
+    return run("sdpa", (is_causal, scale), [q, k, v, attn_mask], build, dtype=dtype)[0]
+
+
+@sdpa_op.register_fake
+def _(q, k, v, attn_mask, is_causal, scale):
+    return q.new_empty([*q.shape[:-1], v.shape[-1]])
+
+
+def scaled_dot_product_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    attn_mask: Tensor | None = None,
+    is_causal: bool = False,
+    scale: float | None = None,
+) -> Tensor:
+    """``torch.nn.functional.scaled_dot_product_attention`` (no dropout) as one fusilli graph; forward only."""
+    return torch.ops.fusilli.scaled_dot_product_attention(q, k, v, attn_mask, bool(is_causal), scale)
