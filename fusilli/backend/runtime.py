@@ -559,7 +559,7 @@ def _value_signature(v: Any) -> tuple:
         return (v.shape, v.strides, v.dtype)
     if v is None:
         return ()
-    tensor_type = torch_tensor_type()
+    tensor_type: Any = torch_tensor_type()
     if tensor_type is not None and isinstance(v, tensor_type):
         return (v.data_ptr(), v.shape, v.stride(), v.dtype)
     a = as_numpy(v)  # DLPack / buffer protocol objects
@@ -587,7 +587,7 @@ def _shares_memory(a: np.ndarray, b: np.ndarray) -> bool:
     """Exact for interleaved views whose extents overlap (x[::2], x[1::2]); an
     undecidably hard case (bounded work) counts as sharing."""
     try:
-        return bool(np.shares_memory(a, b, max_work=1 << 16))
+        return bool(np.shares_memory(a, b, max_work=1 << 16))  # type: ignore[arg-type]
     except np.exceptions.TooHardError:
         return True
 

@@ -169,8 +169,8 @@ def _fusilli_call(kind: str, args: dict[str, Any], activation: str | None) -> tu
     if _meta(args["query"]).dim() != 4:
         return "q/k/v are not [B, H, S, D]"
     scale = None if args["scale"] is None else float(args["scale"])
-    call = (args["query"], args["key"], args["value"], args["attn_mask"], bool(args["is_causal"]), scale)
-    return ops.scaled_dot_product_attention.default, call
+    sdpa_call = (args["query"], args["key"], args["value"], args["attn_mask"], bool(args["is_causal"]), scale)
+    return ops.scaled_dot_product_attention.default, sdpa_call
 
 
 def rewrite(gm: fx.GraphModule) -> list[str]:

@@ -27,7 +27,7 @@ class FusilliConv2d(nn.Module):
         self.weight = conv.weight
         self.bias = conv.bias
         self.stride = list(conv.stride)
-        self.padding = [0, 0] if conv.padding == "valid" else list(conv.padding)
+        self.padding: list[int] = [0, 0] if isinstance(conv.padding, str) else [int(p) for p in conv.padding]
         self.dilation = list(conv.dilation)
         self.groups = conv.groups
         self.activation = activation
@@ -113,6 +113,7 @@ def _swap(module: nn.Module, activation: str | None) -> nn.Module:
         return FusilliConv2d(module, activation)
     if isinstance(module, nn.Linear):
         return FusilliLinear(module, activation)
+    assert isinstance(module, nn.LayerNorm)
     return FusilliLayerNorm(module)
 
 

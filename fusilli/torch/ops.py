@@ -172,6 +172,7 @@ def conv2d_op(
 
     def build(g: fs.Graph, ins: list[fs.TensorAttr | None]) -> list[fs.TensorAttr]:
         xt, wt, bt = ins
+        assert xt is not None and wt is not None
         z = g.conv_fprop(xt, wt, name="conv", **conv_attrs)
         if bt is not None:
             z = g.add(z, bt, name="bias")
@@ -309,6 +310,7 @@ def linear_op(x: Tensor, weight: Tensor, bias: Tensor | None, activation: str | 
 
     def build(g: fs.Graph, ins: list[fs.TensorAttr | None]) -> list[fs.TensorAttr]:
         xt, wt, bt = ins
+        assert xt is not None and wt is not None
         z = g.matmul(xt, wt, name="matmul")
         if bt is not None:
             z = g.add(z, bt, name="bias")
@@ -418,6 +420,7 @@ def layer_norm_op(
 
     def build(g: fs.Graph, ins: list[fs.TensorAttr | None]) -> list[fs.TensorAttr]:
         xt, wt, bt = ins
+        assert xt is not None
         y, _, _ = g.layernorm(xt, wt, bt, epsilon=eps, phase=fs.NormPhase.INFERENCE, name="layer_norm")
         return [y.set_stride(list(xv.stride()))]
 
@@ -523,6 +526,7 @@ def sdpa_op(q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None, is_causal
 
     def build(g: fs.Graph, ins: list[fs.TensorAttr | None]) -> list[fs.TensorAttr]:
         qt, kt, vt, mt = ins
+        assert qt is not None and kt is not None and vt is not None
         o = g.sdpa(qt, kt, vt, mask=mt, is_causal=is_causal, scale=scale, enable_gqa=q.shape[1] != k.shape[1])
         return [o.set_stride(fs.strides(out_shape, "contiguous"))]
 

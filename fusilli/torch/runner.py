@@ -20,6 +20,7 @@ import torch
 
 import fusilli as fs
 from fusilli.arrays import TORCH_TO_NUMPY
+from fusilli.tensor import data_type_of as tensor_data_type
 
 # The builder gets the graph and one graph input per torch input (None for an absent
 # optional input) and returns the graph outputs, whose dims and strides it has set.
@@ -125,7 +126,7 @@ def _compile(
     for i, t in enumerate(outputs):
         t.set_output(True).set_name(f"out{i}")
     g.compile(handle())
-    specs = [(t.dim, t.stride, torch_dtype_of(t.data_type)) for t in outputs]
+    specs = [(t.dim, t.stride, torch_dtype_of(tensor_data_type(t))) for t in outputs]
     compiled = CompiledOp(g, graph_inputs, outputs, specs)
     with _memo_lock:
         return _memo.setdefault(key, compiled)
