@@ -36,6 +36,19 @@ TORCH_TO_NUMPY: dict[str, np.dtype] = {
 }
 
 
+def _array_interface_typestr(dtype: np.dtype) -> str:
+    """NumPy's own type string, or raw bytes for ml_dtypes types (bf16, fp8) NumPy cannot parse."""
+    try:
+        if np.dtype(dtype.str) == dtype:
+            return dtype.str
+    except TypeError:
+        pass
+    return f"|V{dtype.itemsize}"
+
+
+_TYPESTRS = {name: _array_interface_typestr(dtype) for name, dtype in TORCH_TO_NUMPY.items()}
+
+
 def torch_tensor_type() -> type | None:
     """``torch.Tensor`` if PyTorch is already imported (only then can a value be a tensor)."""
     torch = sys.modules.get("torch")
@@ -70,7 +83,8 @@ def torch_as_numpy(tensor: Any) -> np.ndarray:
         raise fail(
             ErrorCode.INVALID_ARGUMENT, "torch tensor has a lazy conj/neg bit set (call .resolve_conj()/.resolve_neg())"
         )
-    dtype = TORCH_TO_NUMPY.get(str(tensor.dtype))
+    name = str(tensor.dtype)
+    dtype = TORCH_TO_NUMPY.get(name)
     if dtype is None:
         raise fail(ErrorCode.INVALID_ARGUMENT, f"torch dtype {tensor.dtype} has no fusilli data type")
     itemsize = dtype.itemsize
@@ -78,8 +92,7 @@ def torch_as_numpy(tensor: Any) -> np.ndarray:
         "data": (tensor.data_ptr(), False),
         "shape": tuple(tensor.shape),
         "strides": tuple(s * itemsize for s in tensor.stride()),
-        # ml_dtypes types have no array-interface type string: read as raw bytes, then view.
-        "typestr": dtype.str if dtype.kind != "V" else f"|V{itemsize}",
+        "typestr": _TYPESTRS[name],
         "version": 3,
     }
     array = np.asarray(_ArrayInterface(interface, tensor))

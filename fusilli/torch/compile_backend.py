@@ -8,7 +8,7 @@ it and rewrites each supported pattern into one ``torch.ops.fusilli.*`` call
 * ``linear`` (+ bias) followed likewise by an activation -> fusilli.linear
 * ``layer_norm`` -> fusilli.layer_norm
 * ``scaled_dot_product_attention`` without dropout -> fusilli.scaled_dot_product_attention
-  (forward only: kept eager when an input requires grad)
+  (kept eager for grouped-query attention that needs gradients: no backward for it yet)
 
 Everything else stays as it was and runs eagerly. A pattern whose arguments
 fusilli cannot take (non-constant attributes, other devices or dtypes, string
@@ -164,10 +164,12 @@ def _fusilli_call(kind: str, args: dict[str, Any], activation: str | None) -> tu
         return ops.layer_norm.default, (args["input"], shape, args["weight"], args["bias"], float(args["eps"]))
     if args["dropout_p"] != 0.0:
         return "dropout"
-    if any(getattr(_meta(args[n]), "requires_grad", False) for n in tensors if args[n] is not None):
-        return "fusilli's attention has no backward"
-    if _meta(args["query"]).dim() != 4:
+    query, key = _meta(args["query"]), _meta(args["key"])
+    if query.dim() != 4 or key.dim() != 4:
         return "q/k/v are not [B, H, S, D]"
+    grad = any(getattr(_meta(args[n]), "requires_grad", False) for n in tensors if args[n] is not None)
+    if grad and query.shape[1] != key.shape[1]:
+        return "no backward for grouped-query attention"
     scale = None if args["scale"] is None else float(args["scale"])
     sdpa_call = (args["query"], args["key"], args["value"], args["attn_mask"], bool(args["is_causal"]), scale)
     return ops.scaled_dot_product_attention.default, sdpa_call

@@ -530,12 +530,110 @@ def sdpa_op(q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None, is_causal
         o = g.sdpa(qt, kt, vt, mask=mt, is_causal=is_causal, scale=scale, enable_gqa=q.shape[1] != k.shape[1])
         return [o.set_stride(fs.strides(out_shape, "contiguous"))]
 
-    return run("sdpa", (is_causal, scale), [q, k, v, attn_mask], build, dtype=dtype)[0]
+    mask4d = None if attn_mask is None else attn_mask.reshape(*[1] * (4 - attn_mask.dim()), *attn_mask.shape)
+    return run("sdpa", (is_causal, scale), [q, k, v, mask4d], build, dtype=dtype)[0]
 
 
 @sdpa_op.register_fake
 def _(q, k, v, attn_mask, is_causal, scale):
     return q.new_empty([*q.shape[:-1], v.shape[-1]])
+
+
+def _additive_mask(q: Tensor, k: Tensor, attn_mask: Tensor | None, is_causal: bool) -> Tensor | None:
+    """The mask as an additive float tensor broadcastable to [B, H, Sq, Skv] (None if no mask)."""
+    sq, skv = q.shape[-2], k.shape[-2]
+    if is_causal:
+        allowed = torch.ones(sq, skv, dtype=torch.bool).tril()
+        return torch.zeros(sq, skv, dtype=torch.float32).masked_fill(~allowed, float("-inf"))
+    if attn_mask is None:
+        return None
+    if attn_mask.dtype == torch.bool:
+        return torch.zeros(attn_mask.shape, dtype=torch.float32).masked_fill(~attn_mask, float("-inf"))
+    return attn_mask.float()
+
+
+@torch.library.custom_op("fusilli::scaled_dot_product_attention_backward", mutates_args=())
+def sdpa_backward_op(
+    grad: Tensor,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    attn_mask: Tensor | None,
+    result: Tensor,
+    is_causal: bool,
+    scale: float | None,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """(dq, dk, dv) of ``scaled_dot_product_attention`` as one fusilli graph.
+
+    Matmul operands can be transposed only through the strides of graph inputs,
+    so the graph works in the transposed frame: it forms S^T = scale K Q^T (+ mask^T),
+    P^T by a softmax over dim -2, dV = P^T dO, dP^T = V dO^T, dS^T = P^T (dP^T - rowsum(dO O)^T),
+    dK = scale dS^T Q, and dQ^T = scale K^T dS^T, written through strides into dQ's memory.
+    """
+    if q.shape[1] != k.shape[1]:
+        raise fs.FusilliError(
+            fs.ErrorCode.NOT_IMPLEMENTED,
+            "fusilli.scaled_dot_product_attention: backward with fewer key/value heads than query heads (GQA)",
+        )
+    dtype = _same_dtype("scaled_dot_product_attention_backward", grad, q, k, v)
+    # Matmuls need [B, H] outermost in memory; the transposed views below are of these.
+    q, k, v, result = (t.contiguous() for t in (q, k, v, result))
+    b, h, sq, d = q.shape
+    skv = k.shape[-2]
+    factor = 1.0 / math.sqrt(d) if scale is None else float(scale)
+    mask = _additive_mask(q, k, attn_mask, is_causal)
+    mask_t = None if mask is None else mask.to(dtype).expand(b, h, sq, skv).transpose(-1, -2)
+    grad = grad.contiguous()
+    last = [2, 3]  # the Skv (rows) and Sq (columns) axes of the transposed frame
+
+    def build(g: fs.Graph, ins: list[fs.TensorAttr | None]) -> list[fs.TensorAttr]:
+        do, do_t, qt, q_t, kt, k_t, vt, o_t, m_t = ins
+        assert do is not None and do_t is not None and qt is not None and q_t is not None
+        assert kt is not None and k_t is not None and vt is not None and o_t is not None
+        scale_t = g.scalar(factor, data_type=g.intermediate_data_type)
+        s_t = g.mul(g.matmul(kt, q_t, name="scores_t"), scale_t, name="scaled_scores_t")
+        if m_t is not None:
+            s_t = g.add(s_t, m_t, name="masked_scores_t")
+        row_max = g.reduction(s_t, mode=fs.ReductionMode.MAX, axes=[last[0]], name="max_t")
+        e_t = g.exp(g.sub(s_t, row_max), name="exp_t")
+        p_t = g.div(e_t, g.reduction(e_t, mode=fs.ReductionMode.ADD, axes=[last[0]], name="sum_t"), name="probs_t")
+        dv = g.matmul(p_t, do, name="grad_v").set_stride(fs.strides([b, h, skv, d], "contiguous"))
+        dp_t = g.matmul(vt, do_t, name="grad_probs_t")
+        delta_t = g.reduction(g.mul(do_t, o_t), mode=fs.ReductionMode.ADD, axes=[2], name="delta_t")
+        ds_t = g.mul(g.mul(p_t, g.sub(dp_t, delta_t)), scale_t, name="grad_scores_t")
+        dk = g.matmul(ds_t, qt, name="grad_k").set_stride(fs.strides([b, h, skv, d], "contiguous"))
+        dq_t = g.matmul(k_t, ds_t, name="grad_q_t").set_stride([h * sq * d, sq * d, 1, d])
+        return [dq_t, dk, dv]
+
+    inputs = [grad, grad.transpose(-1, -2), q, q.transpose(-1, -2), k, k.transpose(-1, -2), v]
+    inputs += [result.transpose(-1, -2), mask_t]
+    dq = torch.empty([b, h, sq, d], dtype=dtype)
+    dk = torch.empty([b, h, skv, d], dtype=dtype)
+    dv = torch.empty([b, h, skv, v.shape[-1]], dtype=dtype)
+    key = (factor, mask is not None)
+    run("sdpa_backward", key, inputs, build, dtype=dtype, outputs=[dq.transpose(-1, -2), dk, dv])
+    return dq, dk, dv
+
+
+@sdpa_backward_op.register_fake
+def _(grad, q, k, v, attn_mask, result, is_causal, scale):
+    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+
+
+def _sdpa_setup_context(ctx, inputs, output):
+    q, k, v, attn_mask, is_causal, scale = inputs
+    ctx.save_for_backward(q, k, v, attn_mask, output)
+    ctx.attrs = (is_causal, scale)
+
+
+def _sdpa_backward(ctx, grad):
+    q, k, v, attn_mask, output = ctx.saved_tensors
+    dq, dk, dv = torch.ops.fusilli.scaled_dot_product_attention_backward(grad, q, k, v, attn_mask, output, *ctx.attrs)
+    needs = ctx.needs_input_grad
+    return dq if needs[0] else None, dk if needs[1] else None, dv if needs[2] else None, None, None, None
+
+
+sdpa_op.register_autograd(_sdpa_backward, setup_context=_sdpa_setup_context)
 
 
 def scaled_dot_product_attention(
@@ -546,5 +644,5 @@ def scaled_dot_product_attention(
     is_causal: bool = False,
     scale: float | None = None,
 ) -> Tensor:
-    """``torch.nn.functional.scaled_dot_product_attention`` (no dropout) as one fusilli graph; forward only."""
+    """``torch.nn.functional.scaled_dot_product_attention`` (no dropout) as one fusilli graph."""
     return torch.ops.fusilli.scaled_dot_product_attention(q, k, v, attn_mask, bool(is_causal), scale)
