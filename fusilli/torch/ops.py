@@ -597,7 +597,7 @@ def sdpa_backward_op(
         row_max = g.reduction(s_t, mode=fs.ReductionMode.MAX, axes=[last[0]], name="max_t")
         e_t = g.exp(g.sub(s_t, row_max), name="exp_t")
         p_t = g.div(e_t, g.reduction(e_t, mode=fs.ReductionMode.ADD, axes=[last[0]], name="sum_t"), name="probs_t")
-        dv = g.matmul(p_t, do, name="grad_v").set_stride(fs.strides([b, h, skv, d], "contiguous"))
+        dv = g.matmul(p_t, do, name="grad_v").set_stride(fs.strides([b, h, skv, v.shape[-1]], "contiguous"))
         dp_t = g.matmul(vt, do_t, name="grad_probs_t")
         delta_t = g.reduction(g.mul(do_t, o_t), mode=fs.ReductionMode.ADD, axes=[2], name="delta_t")
         ds_t = g.mul(g.mul(p_t, g.sub(dp_t, delta_t)), scale_t, name="grad_scores_t")
@@ -605,8 +605,8 @@ def sdpa_backward_op(
         dq_t = g.matmul(k_t, ds_t, name="grad_q_t").set_stride([h * sq * d, sq * d, 1, d])
         return [dq_t, dk, dv]
 
-    inputs = [grad, grad.transpose(-1, -2), q, q.transpose(-1, -2), k, k.transpose(-1, -2), v]
-    inputs += [result.transpose(-1, -2), mask_t]
+    inputs: list[Tensor | None] = [grad, grad.transpose(-1, -2), q, q.transpose(-1, -2), k, k.transpose(-1, -2)]
+    inputs += [v, result.transpose(-1, -2), mask_t]
     dq = torch.empty([b, h, sq, d], dtype=dtype)
     dk = torch.empty([b, h, skv, d], dtype=dtype)
     dv = torch.empty([b, h, skv, v.shape[-1]], dtype=dtype)
