@@ -54,6 +54,28 @@ def test_import_fusilli_imports_neither_iree_nor_the_graph_builder():
     assert out == {"heavy": [], "dtype": "FLOAT"}
 
 
+def test_fusilli_never_imports_torch(tmp_path):
+    """Building, compiling, executing and checking a graph (numpy arrays) leaves PyTorch unloaded."""
+    code = """
+        import json, sys
+        import numpy as np
+        import fusilli as fs
+        from fusilli import reference
+        g = fs.Graph(name="no_torch")
+        x = g.tensor(name="x", dim=[4])
+        out = g.relu(x, name="relu").set_output(True)
+        g.compile(fs.Handle(fs.Backend.CPU))
+        xa, oa = fs.empty(x), fs.empty(out)
+        xa[...] = [-1, 2, -3, 4]
+        g.execute({x: xa, out: oa})
+        reference.run(g, {x: xa})
+        print(json.dumps({"torch": sorted(m for m in sys.modules if m == "torch" or m.startswith("torch.")),
+                          "ok": oa.tolist() == [0, 2, 0, 4]}))
+    """
+    proc = run_python(textwrap.dedent(code), env={"FUSILLI_CACHE_DIR": str(tmp_path)})
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"torch": [], "ok": True}
+
+
 def test_cache_hit_compile_builds_no_ir_and_imports_no_compiler(tmp_path):
     # The cache is filled by a fresh process too: this one's source digest
     # (part of the key) was taken at its start and may predate an edit.
