@@ -49,10 +49,15 @@ def _array_interface_typestr(dtype: np.dtype) -> str:
 _TYPESTRS = {name: _array_interface_typestr(dtype) for name, dtype in TORCH_TO_NUMPY.items()}
 
 
+_tensor_type: type | None = None
+
+
 def torch_tensor_type() -> type | None:
     """``torch.Tensor`` if PyTorch is already imported (only then can a value be a tensor)."""
-    torch = sys.modules.get("torch")
-    return getattr(torch, "Tensor", None)
+    global _tensor_type
+    if _tensor_type is None:
+        _tensor_type = getattr(sys.modules.get("torch"), "Tensor", None)
+    return _tensor_type
 
 
 def is_torch_tensor(value: Any) -> bool:

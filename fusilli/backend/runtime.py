@@ -65,10 +65,16 @@ INLINE_MAX_BYTES = 1 << 21
 _EXECUTORS = ("auto", "local-sync", "local-task")
 
 
-def _rt():
-    import iree.runtime as rt
+_runtime_module: Any = None
 
-    return rt
+
+def _rt():
+    global _runtime_module
+    if _runtime_module is None:
+        import iree.runtime as rt
+
+        _runtime_module = rt
+    return _runtime_module
 
 
 class Handle:
@@ -185,6 +191,15 @@ class CompiledGraph:
         self._by_name: dict[str, TensorAttr] = {t.name: t for t in graph.all_tensors()}
         # What the artifact was compiled for; a tensor changed since is refused.
         self._compiled_layouts = {t.name: _layout_of(t) for t in (*self.outputs, *self.inputs)}
+        # Per tensor, the last aligned array bound to it, checked and imported
+        # (_Slot). A rebind (a pack with some new arrays, e.g. fresh torch outputs
+        # each call) reuses the slots whose value signature is unchanged and
+        # checks and imports only the new arrays; the overlap check always runs.
+        self._slots: dict[str, _Slot] = {}
+        self._layouts_checked_at = -1
+        self._roles = [(t, True) for t in self.outputs] + [(t, False) for t in self.inputs]
+        self._hal_types = {t.name: _hal_element_type(t) for t in (*self.outputs, *self.inputs)}
+        self._memory_type = rt.MemoryType.DEVICE_LOCAL | rt.MemoryType.HOST_VISIBLE
         self._own_workspace = None
         self._binding: _Binding | None = None
         self._invoke_fn = self._context.invoke  # pre-bound for the fast path
@@ -230,11 +245,21 @@ class CompiledGraph:
         return resolved
 
     def _check_array(self, t: TensorAttr, array: Any, is_output: bool) -> np.ndarray:
-        where = f"graph '{self.graph_name}': tensor '{t.name}'"
         try:
             arr = as_numpy(array)
         except FusilliError as e:
-            raise fail(ErrorCode.VARIANT_PACK_ERROR, f"{where}: {e.message}") from None
+            raise fail(
+                ErrorCode.VARIANT_PACK_ERROR, f"graph '{self.graph_name}': tensor '{t.name}': {e.message}"
+            ) from None
+        self._check_layout(t, arr)
+        if is_output and not arr.flags.writeable:
+            raise fail(
+                ErrorCode.VARIANT_PACK_ERROR, f"graph '{self.graph_name}': tensor '{t.name}': output array is read-only"
+            )
+        return arr
+
+    def _check_layout(self, t: TensorAttr, arr: np.ndarray) -> None:
+        where = f"graph '{self.graph_name}': tensor '{t.name}'"
         if arr.ndim != t.rank or any(
             a != d for i, (a, d) in enumerate(zip(arr.shape, t.dim)) if i not in t.dynamic_dims
         ):
@@ -258,12 +283,13 @@ class CompiledGraph:
                 ErrorCode.VARIANT_PACK_ERROR,
                 f"{where}: array element strides {elem_strides} do not match the tensor's stride {t.stride}",
             )
-        if is_output and not arr.flags.writeable:
-            raise fail(ErrorCode.VARIANT_PACK_ERROR, f"{where}: output array is read-only")
-        return arr
 
     def _check_layouts_unchanged(self) -> None:
-        """Dims, strides, data types and dynamic dims are compiled in: a change since is refused."""
+        """Dims, strides, data types and dynamic dims are compiled in: a change since is refused.
+        Nothing can have changed while ``layout_epoch`` stays where the last pass saw it."""
+        epoch = _tensor_module.layout_epoch
+        if epoch == self._layouts_checked_at:
+            return
         for t in (*self.outputs, *self.inputs):
             then, now = self._compiled_layouts[t.name], _layout_of(t)
             if then != now:
@@ -277,14 +303,13 @@ class CompiledGraph:
                     f"graph '{self.graph_name}': tensor '{t.name}' changed since compile ({what}); call compile() "
                     "again",
                 )
+        self._layouts_checked_at = epoch
 
-    def _check_no_overlap(self, arrays: list[tuple[TensorAttr, np.ndarray, bool]], workspace: Any) -> None:
+    def _check_no_overlap(self, slots: list[_Slot], workspace: Any) -> None:
         """No output may share memory with another bound array (or the workspace): the
         compiled code would read what it has already overwritten, or one result would
         overwrite another."""
-        extents = [
-            (f"{'output' if out else 'input'} tensor '{t.name}'", arr, _byte_extent(arr), out) for t, arr, out in arrays
-        ]
+        extents = [(slot.what, slot.arr, slot.extent, slot.is_output) for slot in slots]
         if workspace is not None:
             ws = as_numpy(workspace)
             extents.append(("the workspace", ws, _byte_extent(ws), True))  # written like an output
@@ -304,12 +329,13 @@ class CompiledGraph:
     # ------------------------------------------------------------------ execute
     def execute(self, variant_pack: Mapping[Any, Any], workspace: Any = None) -> None:
         binding = self._binding
+        sig = None
         if binding is not None:
             sig = binding.signature_of(variant_pack, workspace)
             if sig is not None and sig == binding.sig and binding.outputs_writeable():
                 if binding.epoch != _tensor_module.layout_epoch:
                     self._check_layouts_unchanged()
-                    binding.epoch = _tensor_module.layout_epoch
+                    binding.epoch = self._layouts_checked_at
                 if binding.direct:
                     try:
                         self._invoke_fn(self._main, binding.args, self._no_results)
@@ -322,44 +348,76 @@ class CompiledGraph:
                 return
         if not isinstance(variant_pack, Mapping):
             raise fail(ErrorCode.VARIANT_PACK_ERROR, f"variant pack must be a mapping, not {type(variant_pack)}")
-        binding = self._bind(variant_pack, workspace)
+        binding = self._bind(variant_pack, workspace, (sig, binding.fast) if binding is not None else None)
         self._binding = binding
         binding.run(self)
 
-    def _bind(self, variant_pack: Mapping[Any, Any], workspace: Any) -> _Binding:
+    def _bind(
+        self, variant_pack: Mapping[Any, Any], workspace: Any, previous_sig: tuple[list | None, bool] | None = None
+    ) -> _Binding:
         """Checks the whole variant pack, then builds the argument list (nothing runs yet)."""
         epoch = _tensor_module.layout_epoch
         self._check_layouts_unchanged()
         resolved = self._resolve(variant_pack)
-        arrays = [(t, self._check_array(t, resolved[id(t)][1], True), True) for t in self.outputs]
-        arrays += [(t, self._check_array(t, resolved[id(t)][1], False), False) for t in self.inputs]
-        self._check_no_overlap(arrays, workspace)
-        rt = _rt()
-        binding = _Binding(rt.VmVariantList(len(arrays) + 1), variant_pack, workspace, epoch)
+        slots = [self._slot(t, resolved[id(t)][1], is_output) for t, is_output in self._roles]
+        self._check_no_overlap(slots, workspace)
+        binding = _Binding(_rt().VmVariantList(len(slots) + 1), variant_pack, workspace, epoch, previous_sig)
         binding.numpy_outputs = [a for t in self.outputs if type(a := resolved[id(t)][1]) is np.ndarray]
-        for t, arr, is_output in arrays:
-            phys = self._physical_view(t, arr)
-            if phys.ctypes.data % _ALIGNMENT:
-                # IREE's CPU kernels assume 64-byte aligned buffers (misaligned
-                # ones crash); such arrays go through an aligned staging copy.
-                logger.info(
-                    "graph '%s': tensor '%s' is not 64-byte aligned: copied through an aligned buffer on each execute",
-                    self.graph_name,
-                    t.name,
-                )
-                staging = aligned_empty(phys.shape, phys.dtype)
-                (binding.copy_out if is_output else binding.copy_in).append(
-                    (staging, phys) if is_output else (phys, staging)
-                )
-                phys = staging
-            view = self._import(t, phys)
-            binding.keep_alive.append(view)
-            binding.args.push_ref(view.ref)
+        for slot in slots:
+            if slot.staging is not None:
+                (binding.copy_out if slot.is_output else binding.copy_in).append(slot.staging)
+            if slot.int4 is not None:
+                binding.int4_in.append(slot.int4)
+            binding.keep_alive.append(slot.view)
+            binding.args.push_ref(slot.view.ref)
         ws = self._workspace_buffer(workspace, binding.keep_alive)
         binding.args.push_ref(ws.ref if ws is not None else self._null_workspace())
         binding.keep_alive.append(ws)
-        binding.direct = not (binding.copy_in or binding.copy_out)
+        binding.direct = not (binding.copy_in or binding.copy_out or binding.int4_in)
         return binding
+
+    def _slot(self, t: TensorAttr, value: Any, is_output: bool) -> _Slot:
+        """``value`` checked and imported for ``t``: the cached slot when the value's
+        signature (NumPy: the same object, shape, strides and dtype; torch: address,
+        shape, strides and dtype; others: address, shape, strides, dtype and
+        writeability) matches the last one checked, else checked and imported anew."""
+        try:
+            sig = _value_signature(value)
+        except (FusilliError, AttributeError, TypeError):
+            sig = None  # not an array: _check_array reports it
+        cached = self._slots.get(t.name)
+        if (
+            sig is not None
+            and cached is not None
+            and cached.sig == sig
+            and (type(value) is not np.ndarray or cached.value is value)
+        ):
+            if is_output and not cached.arr.flags.writeable:
+                self._check_array(t, value, is_output)  # raises: read-only
+            return cached
+        arr = self._check_array(t, value, is_output)
+        phys = self._physical_view(t, arr)
+        staging = int4 = None
+        if phys.__array_interface__["data"][0] % _ALIGNMENT:
+            # IREE's CPU kernels assume 64-byte aligned buffers (misaligned
+            # ones crash); such arrays go through an aligned staging copy.
+            logger.info(
+                "graph '%s': tensor '%s' is not 64-byte aligned: copied through an aligned buffer on each execute",
+                self.graph_name,
+                t.name,
+            )
+            buffer = aligned_empty(phys.shape, phys.dtype)
+            staging = (buffer, phys) if is_output else (phys, buffer)
+            phys = buffer
+        if data_type_of(t).name == "INT4":
+            view, int4 = self._import_int4(t, phys, is_output)
+        else:
+            view = self._import(t, phys)
+        what = f"{'output' if is_output else 'input'} tensor '{t.name}'"
+        slot = _Slot(sig, value, arr, _byte_extent(arr), view, is_output, what, staging, int4)
+        if staging is None and int4 is None:
+            self._slots[t.name] = slot
+        return slot
 
     def _invoke(self, args) -> None:
         try:
@@ -380,22 +438,27 @@ class CompiledGraph:
         return phys
 
     def _import(self, t: TensorAttr, phys: np.ndarray):
-        rt = _rt()
+        return self._import_flat(t, phys.reshape(-1).view(np.uint8), phys.shape)
+
+    def _import_int4(self, t: TensorAttr, phys: np.ndarray, is_output: bool):
+        """int4 inputs are packed two to a byte into a buffer of fusilli's, refilled on
+        every execute (the caller may change the array's contents between calls)."""
+        if is_output:
+            raise fail(ErrorCode.NOT_IMPLEMENTED, f"tensor '{t.name}': int4 graph outputs are not supported")
         flat = phys.reshape(-1).view(np.uint8)
-        if data_type_of(t).name == "INT4":
-            flat = _pack_int4(t, flat, any(o is t for o in self.outputs))
-        elif not flat.flags.writeable:
+        packed = aligned_empty(((flat.size + 1) // 2,), np.uint8)  # IREE's CPU kernels need 64-byte alignment
+        return self._import_flat(t, packed, phys.shape), (flat, packed)
+
+    def _import_flat(self, t: TensorAttr, flat: np.ndarray, shape: tuple):
+        rt = _rt()
+        if not flat.flags.writeable:
             # A read-only input (np.broadcast_to views are read-only too): IREE imports
             # only writable buffers, and the compiled code never writes an input, so it
             # gets a writable alias of the same memory (kept alive by the binding's
             # reference to the caller's array).
             flat = np.ctypeslib.as_array((ctypes.c_uint8 * flat.size).from_address(flat.ctypes.data))
-        buf = self.device.allocator.import_host_allocation(
-            flat,
-            rt.MemoryType.DEVICE_LOCAL | rt.MemoryType.HOST_VISIBLE,
-            rt.BufferUsage.DEFAULT,
-        )
-        return rt.HalBufferView(buf, list(phys.shape), _hal_element_type(t))
+        buf = self.device.allocator.import_host_allocation(flat, self._memory_type, rt.BufferUsage.DEFAULT)
+        return rt.HalBufferView(buf, list(shape), self._hal_types[t.name])
 
     def _workspace_buffer(self, workspace: Any, views: list[Any]):
         rt = _rt()
@@ -482,6 +545,24 @@ def aligned_empty(shape, dtype) -> np.ndarray:
 _NUMPY_SIGNATURE = operator.attrgetter("shape", "strides", "dtype")
 
 
+class _Slot:
+    """One tensor's bound array: its signature, the caller's value and its NumPy view,
+    byte extent, HAL buffer view, and any staging copy or int4 packing it needs."""
+
+    __slots__ = ("sig", "value", "arr", "extent", "view", "is_output", "what", "staging", "int4")
+
+    def __init__(self, sig, value, arr, extent, view, is_output, what, staging, int4):
+        self.sig = sig
+        self.value = value  # keeps the caller's memory alive while the view is cached
+        self.arr = arr
+        self.extent = extent
+        self.view = view
+        self.is_output = is_output
+        self.what = what
+        self.staging = staging  # (src, dst) for np.copyto around the call, or None
+        self.int4 = int4  # (caller's bytes, packed nibbles), or None
+
+
 class _Binding:
     """A checked, bound call: argument list plus staging copies for misaligned arrays.
 
@@ -506,9 +587,17 @@ class _Binding:
         "sig",
         "epoch",
         "numpy_outputs",
+        "int4_in",
     )
 
-    def __init__(self, args, pack: Mapping[Any, Any], workspace: Any, epoch: int):
+    def __init__(
+        self,
+        args,
+        pack: Mapping[Any, Any],
+        workspace: Any,
+        epoch: int,
+        previous_sig: tuple[list | None, bool] | None = None,
+    ):
         self.args = args
         # References to every key and array: keeps the caller's arrays alive
         # while bound, and their ids unique.
@@ -517,12 +606,14 @@ class _Binding:
         self.keep_alive: list[Any] = []
         self.copy_in: list[tuple[np.ndarray, np.ndarray]] = []  # (caller's, staging)
         self.copy_out: list[tuple[np.ndarray, np.ndarray]] = []  # (staging, caller's)
+        self.int4_in: list[tuple[np.ndarray, np.ndarray]] = []  # (caller's bytes, packed nibbles)
         self.direct = False  # no staging copies: execute invokes args directly
         self.epoch = epoch
         self.numpy_outputs: list[np.ndarray] = []  # their writeable flag is rechecked per call
-        nd = np.ndarray
-        self.fast = all(type(v) is nd for _, v in self.items) and (workspace is None or type(workspace) is nd)
-        self.sig = self.signature_of(pack, workspace)
+        self.fast = _all_numpy(pack, workspace)
+        # The previous binding's signature_of this pack (sig, its kind), reused when of this kind.
+        sig, kind = previous_sig if previous_sig is not None else (None, None)
+        self.sig = sig if sig is not None and kind == self.fast else self.signature_of(pack, workspace)
 
     def signature_of(self, pack: Any, workspace: Any) -> list | None:
         try:
@@ -548,9 +639,16 @@ class _Binding:
     def run(self, compiled: CompiledGraph) -> None:
         for src, dst in self.copy_in:
             np.copyto(dst, src)
+        for src, packed in self.int4_in:
+            _pack_int4_into(src, packed)
         compiled._invoke(self.args)
         for src, dst in self.copy_out:
             np.copyto(dst, src)
+
+
+def _all_numpy(pack: Mapping[Any, Any], workspace: Any) -> bool:
+    nd = np.ndarray
+    return all(type(v) is nd for v in pack.values()) and (workspace is None or type(workspace) is nd)
 
 
 def _value_signature(v: Any) -> tuple:
@@ -628,15 +726,11 @@ _HAL_TYPES = {
 }
 
 
-def _pack_int4(t: TensorAttr, flat: np.ndarray, is_output: bool) -> np.ndarray:
+def _pack_int4_into(flat: np.ndarray, packed: np.ndarray) -> None:
     """IREE's i4 buffers hold two elements per byte (low nibble first); ml_dtypes.int4
-    arrays hold one per byte. Inputs are packed into a copy; an int4 output could
-    not be written in place, so it is refused."""
-    if is_output:
-        raise fail(ErrorCode.NOT_IMPLEMENTED, f"tensor '{t.name}': int4 graph outputs are not supported")
+    arrays hold one per byte."""
     nibbles = flat & 0xF
+    half = nibbles.size // 2
+    packed[:half] = nibbles[0 : 2 * half : 2] | (nibbles[1 : 2 * half : 2] << 4)
     if nibbles.size % 2:
-        nibbles = np.append(nibbles, np.uint8(0))
-    packed = aligned_empty((nibbles.size // 2,), np.uint8)  # IREE's CPU kernels need 64-byte alignment
-    packed[...] = nibbles[0::2] | (nibbles[1::2] << 4)
-    return packed
+        packed[half] = nibbles[-1]

@@ -89,6 +89,9 @@ def _needs_result(activation: str | None) -> bool:
 
 
 def _same_dtype(op: str, *tensors: Tensor | None) -> torch.dtype:
+    dtype = tensors[0].dtype  # type: ignore[union-attr]
+    if all(t is None or t.dtype == dtype for t in tensors):
+        return dtype
     dtypes = {t.dtype for t in tensors if t is not None}
     if len(dtypes) != 1:
         raise fs.FusilliError(
@@ -306,7 +309,7 @@ def linear_op(x: Tensor, weight: Tensor, bias: Tensor | None, activation: str | 
     _check_activation(activation)
     dtype = _same_dtype("linear", x, weight, bias)
     n, k = weight.shape
-    x2 = x.reshape(-1, k)
+    x2 = x if x.dim() == 2 else x.reshape(-1, k)
 
     def build(g: fs.Graph, ins: list[fs.TensorAttr | None]) -> list[fs.TensorAttr]:
         xt, wt, bt = ins
@@ -317,6 +320,8 @@ def linear_op(x: Tensor, weight: Tensor, bias: Tensor | None, activation: str | 
         return [_activation(g, z, activation).set_stride([n, 1])]
 
     bias2d = None if bias is None else bias.view(1, n)
+    if x.dim() == 2:
+        return run("linear", (activation,), [x2, weight.t(), bias2d], build, dtype=dtype)[0]
     out = torch.empty([*x.shape[:-1], n], dtype=dtype)
     run("linear", (activation,), [x2, weight.t(), bias2d], build, dtype=dtype, outputs=[out.view(-1, n)])
     return out
