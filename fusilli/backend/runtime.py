@@ -23,7 +23,12 @@ address, shape, strides and dtype, the address, shape, strides, dtype and
 writeable flag of any other array-like, the writeable flag of every NumPy
 output, and ``fusilli.tensor.layout_epoch`` (bumped by every tensor setter;
 when it moved, the layouts are compared with the compiled ones again).
-Anything that differs sends the call through the full checks.
+Anything that differs sends the call through the full checks, which work per
+tensor: an array whose signature (as above) equals the last one checked and
+imported for that tensor reuses that check and its HAL buffer view, so a pack
+with some new arrays (fresh torch outputs on every call, say) checks and
+imports only those; the overlap check always runs over the whole pack. The
+last array bound to each tensor stays referenced while the graph is compiled.
 
 On CPU a compiled graph runs either inline in the calling thread (IREE's
 ``local-sync`` device) or on IREE's worker pool (``local-task``), chosen per
