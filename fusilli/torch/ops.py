@@ -2,14 +2,16 @@
 
 Each op is a ``torch.library.custom_op`` whose real implementation runs one
 fusilli graph (``runner.run``: memoized per op, shapes, strides, dtypes and
-attributes), with a fake implementation for tracing and, for conv2d, linear and
-layer_norm, autograd whose backward is one fusilli graph too:
+attributes), with a fake implementation for tracing and autograd whose backward
+is one fusilli graph too:
 
 * conv2d: the activation's backward, then ``conv_dgrad`` and ``conv_wgrad`` and a
   sum for the bias;
 * linear: the activation's backward, then two matmuls and a sum;
 * layer_norm: the norm's training phase (mean and inverse deviation) and its
-  backward arithmetic (pointwise ops and reductions).
+  backward arithmetic (pointwise ops and reductions);
+* scaled_dot_product_attention: scores, softmax and four matmuls in the transposed
+  frame (``sdpa_backward_op``); not for grouped-query attention.
 
 Activations whose backward PyTorch computes from the result (relu, sigmoid,
 tanh) use the saved result; gelu and silu, whose backward needs the activation's
