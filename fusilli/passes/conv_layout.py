@@ -44,13 +44,12 @@ from fusilli.ir.rewrite import block_ops, constant_value, defining_op, func_bloc
 from fusilli.ir.torch import DYNAMIC, builtin_element_type
 from fusilli.passes import Pass, register_pass
 from fusilli.passes.layout import FoldPermutesPass
-from fusilli.types import DataType, torch_code_of
 
 TO_NHWC = [0, 2, 3, 1]
 TO_NCHW = [0, 3, 1, 2]
 TO_HWCF = [2, 3, 1, 0]  # logical KCYX filter -> YXCK
 # torch dtype codes of the floating element types this pass computes in f32.
-_FLOAT_CODES = {dt.mlir_name: torch_code_of(dt) for dt in (DataType.FLOAT, DataType.HALF, DataType.BFLOAT16)}
+_FLOAT_CODES = {"f32": 6, "f16": 5, "bf16": 15}
 # How a rewritten conv is computed: "im2col" (explicit patch gather + a
 # mixed-precision linalg.matmul over a KRSC filter), "linalg"
 # (linalg.conv_2d_nhwc_hwcf, or torch.aten.mm for 1x1) or "auto": im2col for
