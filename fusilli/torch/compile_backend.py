@@ -20,7 +20,6 @@ the fusilli ops carry their own backward.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -29,33 +28,32 @@ import torch.nn.functional as F
 from torch import fx
 
 from fusilli.log import logger
+from fusilli.torch.ops import int_pair
 
 last_report: list[str] = []  # what the last compiled graph's rewrite did, one line per decision
 
 _SUPPORTED_DTYPES = (torch.float32, torch.bfloat16, torch.float16, torch.float64)
 
 
-def _signature(fn: Callable[..., Any]) -> inspect.Signature:
-    return inspect.signature(fn)
-
-
-def _conv2d_args(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: ANN001
+# The torch signatures of the anchors and activations, so that a call's positional and
+# keyword arguments bind to names (with torch's defaults) the way torch binds them.
+def _conv2d_args(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return locals()
 
 
-def _linear_args(input, weight, bias=None):  # noqa: ANN001
+def _linear_args(input, weight, bias=None):
     return locals()
 
 
-def _layer_norm_args(input, normalized_shape, weight=None, bias=None, eps=1e-5):  # noqa: ANN001
+def _layer_norm_args(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     return locals()
 
 
-def _sdpa_args(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):  # noqa: ANN001
+def _sdpa_args(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
     return locals()
 
 
-def _activation_args(input, inplace=False, approximate="none"):  # noqa: ANN001
+def _activation_args(input, inplace=False, approximate="none"):
     return locals()
 
 
@@ -148,10 +146,8 @@ def _fusilli_call(kind: str, args: dict[str, Any], activation: str | None) -> tu
             return "not a 2-D convolution"
         if isinstance(args["padding"], str) and args["padding"] != "valid":
             return f"padding={args['padding']!r}"
-        from fusilli.torch.ops import _pair
-
-        padding = [0, 0] if args["padding"] == "valid" else _pair(args["padding"], "padding")
-        stride, dilation = _pair(args["stride"], "stride"), _pair(args["dilation"], "dilation")
+        padding = [0, 0] if args["padding"] == "valid" else int_pair(args["padding"], "padding")
+        stride, dilation = int_pair(args["stride"], "stride"), int_pair(args["dilation"], "dilation")
         call = (args["input"], args["weight"], args["bias"], stride, padding, dilation, int(args["groups"]), activation)
         return ops.conv2d.default, call
     if kind == "linear":

@@ -107,7 +107,8 @@ def _sum_dims(dz: fs.TensorAttr, g: fs.Graph, axes: list[int], name: str) -> fs.
 
 
 # ---------------------------------------------------------------- conv2d
-def _pair(value: int | Sequence[int], what: str) -> list[int]:
+def int_pair(value: int | Sequence[int], what: str) -> list[int]:
+    """An int or 1-2 ints as the two-element list a 2-D conv attribute needs."""
     values = [int(value)] * 2 if isinstance(value, int) else [int(v) for v in value]
     if len(values) == 1:
         values *= 2
@@ -284,9 +285,9 @@ def conv2d(
         x,
         weight,
         bias,
-        _pair(stride, "stride"),
-        _pair(padding, "padding"),
-        _pair(dilation, "dilation"),
+        int_pair(stride, "stride"),
+        int_pair(padding, "padding"),
+        int_pair(dilation, "dilation"),
         int(groups),
         activation,
     )
@@ -453,7 +454,6 @@ def layer_norm_backward_op(
     gv = grad.reshape(xv.shape).contiguous(memory_format=_memory_format(xv))
     affine = [1, *normalized_shape]
     norm_axes = list(range(1, xv.dim()))
-    count = math.prod(normalized_shape)
 
     def build(g: fs.Graph, ins: list[fs.TensorAttr | None]) -> list[fs.TensorAttr]:
         dy, xt, wt = ins
@@ -469,7 +469,6 @@ def layer_norm_backward_op(
         db = _sum_dims(dy, g, [0], "grad_bias").set_stride(fs.strides(affine, "contiguous"))
         return [dx, dw, db]
 
-    del count  # the AVG reductions divide by the normalized count themselves
     dx = torch.empty_like(x, memory_format=_memory_format(x) if xv.shape == x.shape else torch.contiguous_format)
     dw = torch.empty(list(normalized_shape), dtype=dtype)
     db = torch.empty(list(normalized_shape), dtype=dtype)
