@@ -245,6 +245,63 @@ def extra_flags_from_environment() -> list[str]:
         raise fail(ErrorCode.INVALID_ARGUMENT, f"FUSILLI_EXTRA_COMPILER_FLAGS does not parse: {e}") from None
 
 
+# Options fusilli's runtime depends on, with the one value it works with: the
+# transient-workspace argument of every compiled function (Graph.workspace_size) and
+# f64 buffers read as f64. A caller flag giving another value is refused.
+REQUIRED_FLAG_VALUES = {
+    "iree-torch-externalize-transients": "true",
+    "iree-input-demote-f64-to-f32": "false",
+}
+
+_LLVM_BOOL_SPELLINGS = {"": "true", "true": "true", "1": "true", "false": "false", "0": "false"}
+
+
+def _option_text(flag: str) -> str:
+    """``name[=value]`` of ``-name[=value]`` or ``--name[=value]`` (LLVM reads both spellings alike)."""
+    return flag[2:] if flag.startswith("--") else flag[1:] if flag.startswith("-") else flag
+
+
+def canonical_flag(flag: str) -> str:
+    """``flag`` spelled ``--name[=value]``: one spelling per option for the checks and the cache key."""
+    return "--" + _option_text(flag) if flag.startswith("-") else flag
+
+
+def parse_flag(flag: str) -> tuple[str, str]:
+    """``(option name, value)`` of a compiler flag as LLVM's command line reads it: a bare
+    boolean flag means ``true`` and ``=1``/``=0`` are ``true``/``false``."""
+    name, _, value = _option_text(flag).partition("=")
+    return name, _LLVM_BOOL_SPELLINGS.get(value.lower(), value)
+
+
+def check_flags(backend: Backend, flags: list[str]) -> None:
+    """Refuses flags that crash IREE 3.13 or break what fusilli's runtime relies on."""
+    options = [parse_flag(f) for f in flags]
+    enabled = {name for name, value in options if value == "true"}
+    for flag, (name, value) in zip(flags, options):
+        required = REQUIRED_FLAG_VALUES.get(name)
+        if required is not None and value != required:
+            raise fail(
+                ErrorCode.INVALID_ARGUMENT,
+                f"compiler flag {flag} is refused: fusilli's runtime needs --{name}={required} "
+                "(check FUSILLI_EXTRA_COMPILER_FLAGS)",
+            )
+    if backend == Backend.CPU:
+        for bad in CPU_CRASHING_FLAGS:
+            if bad.removeprefix("--") in enabled:
+                raise fail(
+                    ErrorCode.INVALID_ARGUMENT,
+                    f"compiler flag {bad} makes IREE 3.13 emit CPU code that crashes when run; remove it "
+                    "(check FUSILLI_EXTRA_COMPILER_FLAGS)",
+                )
+    for a, b in CRASHING_FLAG_PAIRS:
+        if a.removeprefix("--") in enabled and b.removeprefix("--") in enabled:
+            raise fail(
+                ErrorCode.INVALID_ARGUMENT,
+                f"compiler flags {a} and {b} together crash IREE 3.13; drop one of them "
+                "(check FUSILLI_EXTRA_COMPILER_FLAGS)",
+            )
+
+
 @dataclass(frozen=True)
 class Target:
     backend: Backend
@@ -267,20 +324,6 @@ class Target:
         else:
             arch = resolve_amdgpu_arch(arch)
             flags = list(AMDGPU_FLAGS) + [f"--iree-rocm-target={arch}"]
-        flags += list(extra_flags) + extra_flags_from_environment()
-        if backend == Backend.CPU:
-            for bad in CPU_CRASHING_FLAGS:
-                if any(f.startswith(bad) for f in flags):
-                    raise fail(
-                        ErrorCode.INVALID_ARGUMENT,
-                        f"compiler flag {bad} makes IREE 3.13 emit CPU code that crashes when run; remove it "
-                        "(check FUSILLI_EXTRA_COMPILER_FLAGS)",
-                    )
-        for a, b in CRASHING_FLAG_PAIRS:
-            if any(f.startswith(a) for f in flags) and any(f.startswith(b) for f in flags):
-                raise fail(
-                    ErrorCode.INVALID_ARGUMENT,
-                    f"compiler flags {a} and {b} together crash IREE 3.13; drop one of them "
-                    "(check FUSILLI_EXTRA_COMPILER_FLAGS)",
-                )
+        flags += [canonical_flag(f) for f in list(extra_flags) + extra_flags_from_environment()]
+        check_flags(backend, flags)
         return Target(backend, arch, tuple(flags))

@@ -150,14 +150,29 @@ class CustomOpNode(Node):
         with ir.fusilli_context():
             return _PLACEHOLDER.sub(replace, template)
 
-    def _parse(self, text: str) -> ir.Module:
-        """Parses the instantiated template; checks it defines @FUNC_NAME with the node's signature."""
+    @property
+    def template_source_name(self) -> str:
+        """How locations and diagnostics name the template: ``"custom_op 'n' template":<line>:<col>``."""
+        return f"custom_op '{self.name}' template"
+
+    def _parse(self, text: str) -> ir.ModuleOp:
+        """Parses the instantiated template; checks it defines @FUNC_NAME with the node's signature
+        and uses only ops the compiler knows."""
         try:
-            module = ir.parse_module(text)
+            module = ir.parse_named_source(text, self.template_source_name)
         except Exception as e:  # the bindings raise MLIRError with the parser's diagnostics
             raise self.error(
                 ErrorCode.INVALID_ATTRIBUTE, f"MLIR template does not parse: {_one_line(str(e))}"
             ) from None
+        # torch-mlir parses an op it does not know into `torch.operator "<name>"`,
+        # which no IREE pipeline lowers: refuse it here, at its template line.
+        for op in ir.ops_named(module, "torch.operator"):
+            raise self.error(
+                ErrorCode.INVALID_ATTRIBUTE,
+                f"MLIR template line {op.location.start_line}: unknown op "
+                f"{ir.StringAttr(op.attributes['name']).value!r} (torch.operator: no torch-mlir "
+                "lowering exists for it)",
+            )
         funcs = [op for op in module.body.operations if op.operation.name == "func.func"]
         names = [ir.StringAttr(f.operation.attributes["sym_name"]).value for f in funcs]
         self.check(
@@ -169,7 +184,7 @@ class CustomOpNode(Node):
         with ir.fusilli_context():
             return self._check_signature(module, funcs[names.index(self.func_name)])
 
-    def _check_signature(self, module: ir.Module, fn: ir.Operation) -> ir.Module:
+    def _check_signature(self, module: ir.ModuleOp, fn: ir.Operation) -> ir.ModuleOp:
         ftype = ir.FunctionType(ir.TypeAttr(fn.operation.attributes["function_type"]).value)
         for role, types in (("IN", ftype.inputs), ("OUT", ftype.results)):
             tensors = self._tensors(role)
@@ -188,7 +203,7 @@ class CustomOpNode(Node):
                 )
         return module
 
-    def module_functions(self) -> ir.Module:
+    def module_functions(self) -> ir.ModuleOp:
         """A module holding the functions to place at module scope.
 
         Parsed afresh in the calling thread's context: a module from another
