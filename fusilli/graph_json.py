@@ -53,7 +53,11 @@ def _type_name(value: Any) -> str:
         return f"the string {value!r}"
     if value is None:
         return "null"
-    return {dict: "an object", list: "an array"}.get(type(value), type(value).__name__)
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    return type(value).__name__
 
 
 def is_int(value: Any) -> bool:
