@@ -19,7 +19,7 @@ from fusilli.ops.norm import BatchNormNode, LayerNormNode, NormAttrs, NormNodeBa
 from fusilli.ops.pointwise import INPUT_SLOTS, PointwiseAttrs, PointwiseMode, PointwiseNode
 from fusilli.ops.reduction import ReductionAttrs, ReductionMode, ReductionNode
 from fusilli.ops.sdpa import SdpaAttrs, SdpaNode
-from fusilli.tensor import TensorAttr, as_numpy, contiguous_strides
+from fusilli.tensor import TensorAttr, as_numpy, checked_ints, contiguous_strides
 from fusilli.types import DataType
 
 if TYPE_CHECKING:
@@ -130,6 +130,7 @@ class Graph:
             t = name
         else:
             if stride is None and dim is not None:
+                dim = checked_ints(dim, f"tensor '{name}' dim")
                 stride = contiguous_strides(dim)
             t = TensorAttr(name, dim, stride, data_type, dynamic_dims=dynamic_dims)
         self._inputs.append(t)
