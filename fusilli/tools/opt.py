@@ -86,17 +86,17 @@ def read_input(path: str) -> tuple[str, bool]:
     return text, path.endswith(".json")
 
 
-def load_module(path: str) -> ir.Module:
-    """The module to transform: a graph JSON's emitted module, or the parsed MLIR file."""
+def load_module(path: str, backend: str = "cpu", arch: str | None = None) -> ir.Module:
+    """The module to transform: a graph JSON's module emitted for ``backend``, or the parsed MLIR file."""
     text, is_json = read_input(path)
     name = "<stdin>" if path == "-" else path
     if is_json:
-        from fusilli.emitter import emit_module
         from fusilli.graph import Graph
+        from fusilli.lowering import emit_module
 
         graph = Graph.from_json(text)
         graph.validate()
-        return emit_module(graph)
+        return emit_module(graph, Target.resolve(backend, arch, workloads=graph.workloads()))
     try:
         module = ir.parse_module(text)
     except Exception as e:  # the bindings' MLIRError, which fusilli.ir does not re-export
@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> str:
         return list_passes()
     if args.input is None:
         raise fail(ErrorCode.INVALID_ARGUMENT, "no input given (a graph JSON, an MLIR file or '-')")
-    module = load_module(args.input)
+    module = load_module(args.input, args.backend, args.arch)
     verify(module, "loading the input")
     if args.pass_pipeline:
         run_pipeline(module, args.pass_pipeline, sys.stdout if args.print_ir_after_all else None)
