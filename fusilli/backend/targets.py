@@ -101,6 +101,9 @@ CPU_CONV_MIN_FLOPS = 1 << 20
 CPU_FLAG_RULES = (
     CpuFlagRule("matmul", _CPU_MATMUL_FLAGS),
     CpuFlagRule("layernorm", ("--iree-opt-level=O3",), min_flops=CPU_LAYERNORM_MIN_FLOPS),
+    # Below that size: the fusion alone, which keeps LayerNorm's two row reductions
+    # (fusilli/lowering/norm.py) and Y one dispatch (2 without it).
+    CpuFlagRule("layernorm", ("--iree-dispatch-creation-enable-aggressive-fusion",), min_flops=0),
     # Conv as im2col + data-tiled ukernel matmul: 3x3 NHWC conv ~4x faster than
     # IREE's direct conv. im2col on an f16/bf16 conv fails to compile in IREE
     # 3.13 ('arith.addf' op requires the same type), but fusilli-conv-layout

@@ -322,3 +322,85 @@ def test_add_square_overflowing_square(cpu):
 
         ta, tb = torch.from_numpy(a), torch.from_numpy(b)
         np.testing.assert_array_equal((ta + tb * tb).numpy(), expected)
+
+
+# --------------------------------------------------------------------------- norms
+def _outlier_rows(rng: np.random.Generator) -> np.ndarray:
+    """[6, 256] rows whose statistics break naive or shifted one-pass formulas."""
+    n = 256
+    rows = [
+        np.concatenate([[0.0], 1000.0 + rng.uniform(-0.01, 0.01, n - 1)]),  # outlier first element
+        1000.0 + rng.uniform(-0.01, 0.01, n),  # large mean, tiny spread
+        np.concatenate([[1e4], rng.uniform(-1, 1, n - 1)]),  # one huge value
+        np.full(n, 3.5),  # zero variance
+        rng.uniform(-1, 1, n) * 1e-3,
+        np.concatenate([rng.uniform(-1, 1, n - 1), [-2e4]]),
+    ]
+    return np.array(rows, np.float32)
+
+
+# Largest |y - exact| per phase on _outlier_rows: f32 rounding of the inputs and of the
+# mean (training's Y reads the mean rounded to f32, which a spread of 0.01 around 1000
+# magnifies; PyTorch's own error there is 7e-3).
+LAYERNORM_ATOL = {fs.NormPhase.INFERENCE: 2e-5, fs.NormPhase.TRAINING: 5e-3}
+
+
+@pytest.mark.parametrize("phase", [fs.NormPhase.INFERENCE, fs.NormPhase.TRAINING], ids=lambda p: p.name.lower())
+def test_layernorm_statistics_are_stable(cpu, phase):
+    """Rows of 0 followed by 1000 +- 0.01 were 4.6 off with the shifted one-pass sums."""
+    x = _outlier_rows(np.random.default_rng(3))
+    g = fs.Graph(name=f"layernorm_outliers_{phase.name.lower()}")
+    xt = g.tensor(name="x", dim=list(x.shape))
+    y, mean, inv_var = g.layernorm(xt, epsilon=1e-5, phase=phase, name="ln")
+    y.set_output(True).set_name("y")
+    for t in (mean, inv_var):
+        if t is not None:
+            t.set_output(True)
+    got = run_and_check(g, cpu, {xt: x}, rtol=1e-5, atol=LAYERNORM_ATOL[phase])
+    if HAVE_TORCH:
+        import torch
+
+        exact = torch.nn.functional.layer_norm(torch.from_numpy(x).double(), [x.shape[1]], eps=1e-5).numpy()
+        torch_y = torch.nn.functional.layer_norm(torch.from_numpy(x), [x.shape[1]], eps=1e-5).numpy()
+        ours, theirs = np.abs(got["y"] - exact).max(axis=1), np.abs(torch_y - exact).max(axis=1)
+        assert np.all(ours <= np.maximum(3 * theirs, 1e-5)), (ours, theirs)  # row by row, no worse than PyTorch
+        if phase == fs.NormPhase.TRAINING:
+            # The statistics against PyTorch's float64 ones (its f32 inv-variance is 0.1% off on row 1).
+            x64 = torch.from_numpy(x).double()
+            _, t_mean, t_rstd = torch.ops.aten.native_layer_norm(x64, [x.shape[1]], None, None, 1e-5)
+            np.testing.assert_allclose(got["ln_MEAN"].ravel(), t_mean.numpy().ravel(), rtol=1e-6, atol=1e-9)
+            np.testing.assert_allclose(got["ln_INV_VARIANCE"].ravel(), t_rstd.numpy().ravel(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("phase", [fs.NormPhase.INFERENCE, fs.NormPhase.TRAINING], ids=lambda p: p.name.lower())
+def test_rmsnorm_statistics_at_large_magnitudes(cpu, phase):
+    x = _outlier_rows(np.random.default_rng(4))
+    g = fs.Graph(name=f"rmsnorm_outliers_{phase.name.lower()}")
+    xt = g.tensor(name="x", dim=list(x.shape))
+    y, inv_rms = g.rmsnorm(xt, epsilon=1e-5, phase=phase, name="rms")
+    y.set_output(True).set_name("y")
+    if inv_rms is not None:
+        inv_rms.set_output(True)
+    got = run_and_check(g, cpu, {xt: x}, rtol=1e-4, atol=1e-5)
+    if HAVE_TORCH:
+        import torch
+
+        want = torch.nn.functional.rms_norm(torch.from_numpy(x), [x.shape[1]], eps=1e-5).numpy()
+        np.testing.assert_allclose(got["y"], want, rtol=1e-4, atol=1e-5)
+
+
+def test_batchnorm_training_statistics_are_stable(cpu):
+    """Channels with mean 1000 and spread 0.01 (one outlier first): two-pass moments."""
+    x = _outlier_rows(np.random.default_rng(5)).reshape(2, 3, 16, 16)
+    g = fs.Graph(name="batchnorm_outliers")
+    xt = g.tensor(name="x", dim=list(x.shape))
+    y, mean, inv_var = g.batchnorm(xt, epsilon=1e-5, momentum=0.1, phase=fs.NormPhase.TRAINING, name="bn")
+    y.set_output(True).set_name("y")
+    mean.set_output(True)
+    inv_var.set_output(True)
+    got = run_and_check(g, cpu, {xt: x}, rtol=2e-3, atol=2e-3)
+    if HAVE_TORCH:
+        import torch
+
+        want = torch.nn.functional.batch_norm(torch.from_numpy(x), None, None, training=True, eps=1e-5).numpy()
+        np.testing.assert_allclose(got["y"], want, rtol=2e-3, atol=2e-3)
