@@ -404,3 +404,41 @@ def test_batchnorm_training_statistics_are_stable(cpu):
 
         want = torch.nn.functional.batch_norm(torch.from_numpy(x), None, None, training=True, eps=1e-5).numpy()
         np.testing.assert_allclose(got["y"], want, rtol=2e-3, atol=2e-3)
+
+
+# --------------------------------------------------------------------------- attention
+def _masked_rows_graph(mask_dt: fs.DataType, s: int, d: int) -> tuple[fs.Graph, dict[str, fs.TensorAttr]]:
+    g = fs.Graph(name=f"sdpa_masked_rows_{mask_dt.name.lower()}_{s}")
+    t = {n: g.tensor(name=n, dim=[1, 2, s, d]) for n in ("q", "k", "v")}
+    t["m"] = g.tensor(name="m", dim=[1, 1, s, s], data_type=mask_dt)
+    g.sdpa(t["q"], t["k"], t["v"], mask=t["m"], name="attn").set_output(True).set_name("o")
+    return g.validate(), t
+
+
+@pytest.mark.parametrize("mask_dt", [fs.DataType.FLOAT, fs.DataType.BOOLEAN], ids=["float_-inf", "bool_all_false"])
+@pytest.mark.parametrize("size", [(8, 4), (64, 64)], ids=["fused", "decomposed"])
+def test_sdpa_fully_masked_rows_are_zero(cpu, mask_dt, size):
+    """A query row whose keys are all masked out gives 0, as PyTorch 2.5+ returns (was NaN),
+    on the fused attention path and the decomposed matmul/softmax/matmul one."""
+    from fusilli.lowering.sdpa import decomposes
+
+    s, d = size
+    g, t = _masked_rows_graph(mask_dt, s, d)
+    assert decomposes(g.nodes[0]) == (s == 64)
+    rng = np.random.default_rng(11)
+    q, k, v = (rng.uniform(-1, 1, (1, 2, s, d)).astype(np.float32) for _ in range(3))
+    keep = rng.random((1, 1, s, s)) > 0.3
+    keep[..., 0, :] = False  # row 0: every key masked
+    keep[..., s - 1, :] = False
+    keep[..., 1, :] = True
+    mask = keep if mask_dt == fs.DataType.BOOLEAN else np.where(keep, 0.0, -np.inf).astype(np.float32)
+    got = run_and_check(g, cpu, {t["q"]: q, t["k"]: k, t["v"]: v, t["m"]: mask}, rtol=1e-4, atol=1e-4)["o"]
+    np.testing.assert_array_equal(got[..., [0, s - 1], :], 0.0)
+    assert np.isfinite(got).all()
+    if HAVE_TORCH:
+        import torch
+
+        want = torch.nn.functional.scaled_dot_product_attention(
+            *(torch.from_numpy(a) for a in (q, k, v)), attn_mask=torch.from_numpy(mask)
+        ).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
