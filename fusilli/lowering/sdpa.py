@@ -311,7 +311,7 @@ def _zero_fully_masked_rows(ctx: EmitContext, mask_t: TensorAttr | None, o: ir.V
     if mask_t.data_type == DataType.BOOLEAN:
         attends = b.op("torch.aten.any.dim", [mask, b.const_int(-1), b.const_bool(True)], flag_type)
     else:
-        row_max = b.op("torch.aten.amax", [mask, *keep_dim], ir.vtensor_type(row_dims, mask_t.data_type.mlir_name))
+        row_max = b.op("torch.aten.amax", [mask, *keep_dim], ir.vtensor_type(row_dims, data_type_of(mask_t).mlir_name))
         attends = b.op("torch.aten.ne.Scalar", [row_max, b.const_float(-math.inf)], flag_type)
     return b.op("torch.aten.where.ScalarOther", [attends, o, b.const_float(0.0)], o.type)
 
