@@ -92,22 +92,20 @@ def _build(dtype: fs.DataType, anchor: str, seed: int, steps: list[Step]) -> fs.
     return g
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name.lower())
-def test_random_graphs_match_the_reference(cpu, dtype):
-    @hypothesis.settings(
-        max_examples=6,
-        deadline=None,
-        derandomize=True,
-        database=None,
-        suppress_health_check=list(hypothesis.HealthCheck),
-    )
-    @hypothesis.given(anchor=st.sampled_from(ANCHORS), seed=st.integers(0, 1000), data=st.data())
-    def check(anchor: str, seed: int, data) -> None:
-        steps = data.draw(_steps(4 if anchor != "matmul" else 3))
-        g = _build(dtype, anchor, seed, steps).validate()
-        rng = np.random.default_rng(seed)
-        inputs = {t: random_array(t, rng, -2.0, 2.0) for t in g.input_tensors() if not t.is_scalar}
-        rtol, atol = TOLERANCE[dtype]
-        run_and_check(g, cpu, inputs, rtol=rtol, atol=atol)
-
-    check()
+@hypothesis.settings(
+    max_examples=30,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=list(hypothesis.HealthCheck),
+)
+@hypothesis.given(
+    dtype=st.sampled_from(DTYPES), anchor=st.sampled_from(ANCHORS), seed=st.integers(0, 1000), data=st.data()
+)
+def test_random_graphs_match_the_reference(cpu, dtype, anchor, seed, data):
+    steps = data.draw(_steps(4 if anchor != "matmul" else 3))
+    g = _build(dtype, anchor, seed, steps).validate()
+    rng = np.random.default_rng(seed)
+    inputs = {t: random_array(t, rng, -2.0, 2.0) for t in g.input_tensors() if not t.is_scalar}
+    rtol, atol = TOLERANCE[dtype]
+    run_and_check(g, cpu, inputs, rtol=rtol, atol=atol)
