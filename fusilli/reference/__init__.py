@@ -16,7 +16,7 @@ import ml_dtypes
 import numpy as np
 
 from fusilli.errors import ErrorCode, fail
-from fusilli.tensor import TensorAttr, as_numpy, data_type_of
+from fusilli.tensor import TensorAttr, as_numpy, data_type_of, scalar_value_of
 
 # kind -> kernel(node, {slot: array}) -> {slot: array}
 KERNELS: dict[str, Callable[[Any, dict[str, np.ndarray]], dict[str, np.ndarray]]] = {}
@@ -38,11 +38,11 @@ def compute_array(a: np.ndarray) -> np.ndarray:
 
 
 def cast_to(t: TensorAttr, a: np.ndarray) -> np.ndarray:
-    dt = data_type_of(t).numpy_dtype
+    dt = data_type_of(t)
     a = np.asarray(a)
-    if dt.kind in "iu" and a.dtype.kind == "f":
+    if dt.is_integer and a.dtype.kind == "f":
         a = np.trunc(a)
-    return a.astype(dt)
+    return a.astype(dt.numpy_dtype)
 
 
 def flush_denormals(a: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -76,7 +76,7 @@ def run(graph: Any, inputs: Mapping[Any, Any], *, denormals_are_zero: bool = Fal
             env[id(t)] = compute_array(as_numpy(value))
     for t in graph.input_tensors():
         if t.is_scalar:
-            env[id(t)] = compute_array(np.full([1], t.scalar_value, dtype=t.data_type.numpy_dtype))
+            env[id(t)] = compute_array(data_type_of(t).scalar_array(scalar_value_of(t), f"scalar '{t.name}'"))
         elif id(t) not in env:
             raise fail(ErrorCode.VARIANT_PACK_ERROR, f"reference: input '{t.name}' not given")
     for node in graph.nodes:
