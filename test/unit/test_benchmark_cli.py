@@ -161,12 +161,14 @@ def test_per_op_class_cpu_flags(monkeypatch):
     assert cpu_flags_for_workloads([heavy_mm, heavy_mm]) == list(matmul_flags)
     # Small problems keep the base flags (and so their single fused dispatch).
     assert cpu_flags_for_workloads([Workload("matmul", f32, CPU_HEAVY_MIN_FLOPS - 1)]) == []
-    # LayerNorm (memory bound) gets O3 from a lower threshold: one training dispatch.
-    ln_min = next(r.min_flops for r in CPU_FLAG_RULES if r.kind == "layernorm")
+    # LayerNorm (memory bound) gets O3 from a lower threshold, and aggressive dispatch
+    # fusion at every size: its two row reductions and Y stay one dispatch.
+    fusion = "--iree-dispatch-creation-enable-aggressive-fusion"
+    ln_min = max(r.min_flops for r in CPU_FLAG_RULES if r.kind == "layernorm")
     assert ln_min < CPU_HEAVY_MIN_FLOPS
-    assert cpu_flags_for_workloads([Workload("layernorm", f32, ln_min)]) == ["--iree-opt-level=O3"]
-    assert cpu_flags_for_workloads([Workload("layernorm", f32, ln_min - 1)]) == []
-    assert cpu_flags_for_workloads([Workload("layernorm", f32, ln_min), heavy_mm]) == list(matmul_flags)
+    assert cpu_flags_for_workloads([Workload("layernorm", f32, ln_min)]) == ["--iree-opt-level=O3", fusion]
+    assert cpu_flags_for_workloads([Workload("layernorm", f32, ln_min - 1)]) == [fusion]
+    assert cpu_flags_for_workloads([Workload("layernorm", f32, ln_min), heavy_mm]) == list(matmul_flags) + [fusion]
     # f16 convs get the conv flags too: they are computed in f32, where im2col compiles.
     assert cpu_flags_for_workloads([Workload("conv_fprop", fs.DataType.HALF, CPU_HEAVY_MIN_FLOPS)])
     assert cpu_flags_for_workloads([Workload("conv_fprop", f32, CPU_HEAVY_MIN_FLOPS)])

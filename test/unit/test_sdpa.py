@@ -194,8 +194,7 @@ MASK_DIMS = [(2, 4, 8, 6), (1, 1, 8, 6), (2, 1, 8, 6), (1, 4, 8, 6), (1, 1, 1, 6
 def test_sdpa_mask_broadcast_numerics(mask_dim, mask_dt, heads, cpu, rng):
     """Fused SDPA with a mask passes the mask at its own shape to iree_linalg_ext.attention (size-1
     dims dropped, broadcast by the indexing map), with and without GQA heads (Hk != Hv: K and V read
-    at their own head counts): 2 dispatches (the attention, and the mask's row reduction that
-    zeroes fully masked rows)."""
+    at their own head counts)."""
     hq, hk, hv = heads
     g = fs.Graph(name="sdpa_mask_bcast")
     q = g.tensor(name="q", dim=[2, hq, 8, 4])
@@ -207,7 +206,12 @@ def test_sdpa_mask_broadcast_numerics(mask_dim, mask_dt, heads, cpu, rng):
     assert not sdpa_mod.decomposes(g.nodes[0])
     inputs = {t: random_array(t, rng, -2, 2) for t in g.input_tensors()}
     run_and_check(g, cpu, inputs, rtol=1e-4, atol=1e-4)
-    assert g.compile_stats.dispatch_count == 2  # attention + the mask's fully-masked-row reduction
+    # The attention, plus the mask's row reduction that zeroes fully masked rows (none when
+    # the mask has one key column); IREE splits one more dispatch off for some GQA mask shapes.
+    if mask_dim[3] == 1:
+        assert g.compile_stats.dispatch_count == 1
+    else:
+        assert g.compile_stats.dispatch_count in (2, 3)
 
 
 @pytest.mark.parametrize("dt", [fs.DataType.HALF, fs.DataType.BFLOAT16])
