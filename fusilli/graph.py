@@ -541,7 +541,7 @@ class Graph:
     def explain(self, backend: Any = None, arch: str | None = None) -> str:
         """One line per node: the lowering rule chosen for each aspect on the target
         (``backend``/``arch``, default the host CPU) and the fact that chose it."""
-        from fusilli.lowering.rules import explain
+        from fusilli.backend.rules import explain
 
         return explain(self.nodes, self.target(backend, arch))
 

@@ -21,7 +21,7 @@ from fusilli.types import DataType, torch_code_of
 
 if TYPE_CHECKING:
     from fusilli.backend.targets import Target
-    from fusilli.lowering.rules import Choice
+    from fusilli.backend.rules import Choice
 
 
 def logical_type(t: TensorAttr, dims: Sequence[int] | None = None, element: DataType | None = None) -> ir.TensorType:
@@ -51,7 +51,7 @@ class EmitContext:
 
     def choose(self, aspect: str) -> Choice | None:
         """The lowering rule the target's rules choose for ``aspect`` of the current node."""
-        from fusilli.lowering.rules import choose, problem_of
+        from fusilli.backend.rules import choose, problem_of
 
         return choose(problem_of(self.node), self.target, aspect)
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fusilli.errors import ErrorCode
-from fusilli.lowering.rules import CPU_LOW_PRECISION_VIA_F32
+from fusilli.backend.rules import CPU_LOW_PRECISION_VIA_F32
 from fusilli.ops.base import Attrs, Node, Workload, register_emitter, register_node
 from fusilli.ops.emit import EmitContext
 from fusilli.tensor import TensorAttr, data_type_of

@@ -8,7 +8,7 @@ aligned lower triangle; ``scale`` defaults to ``1/sqrt(D)``; with
 of ``Hv``, independently).
 
 Two emissions, chosen per problem and target by the lowering rules
-(fusilli/lowering/rules.py; measured on a 2-core CPU against PyTorch,
+(fusilli/backend/rules.py; measured on a 2-core CPU against PyTorch,
 ``fusilli-benchmark --compare torch sdpa``; see BENCHMARKS.md):
 
 * **Decomposed** (CPU; static shapes, at least ``CPU_SDPA_DECOMPOSE_MIN_FLOPS``
@@ -51,7 +51,7 @@ import numpy as np
 from fusilli import ir
 from fusilli.errors import ErrorCode
 from fusilli.ir.torch import builtin_element_type
-from fusilli.lowering import rules
+from fusilli.backend import rules
 from fusilli.ops.base import Attrs, Node, register_emitter, register_node
 from fusilli.ops.emit import EmitContext
 from fusilli.tensor import TensorAttr, data_type_of
@@ -445,7 +445,7 @@ def emit_sdpa(node: SdpaNode, ctx: EmitContext) -> None:
     hk, hv, skv, dv = k_t.dim[1], v_t.dim[1], k_t.dim[2], v_t.dim[3]
     mask_t = node.inputs.get("MASK")
     lo, hi = sorted((hk, hv))
-    # The target's rules (fusilli/lowering/rules.py): decomposed (CPU, with causal
+    # The target's rules (fusilli/backend/rules.py): decomposed (CPU, with causal
     # query blocks) or fused; f16/bf16 through f32 on CPUs without native dot products.
     algorithm = ctx.choose("algorithm")
     blocks = algorithm is not None and algorithm.rule is rules.CPU_SDPA_CAUSAL_QUERY_BLOCKS

@@ -213,7 +213,7 @@ def test_heavy_conv_auto(cpu, rng, dtype):
 
 def test_im2col_threshold_matches_conv_rule():
     """The bf16 im2col matmul and the im2col flags start at one threshold."""
-    from fusilli.lowering import rules
+    from fusilli.backend import rules
 
     heavy = build("heavy_bf16", HEAVY, BF16)
     target = heavy.target("cpu")

@@ -7,7 +7,7 @@ from conftest import random_array, run_and_check
 
 import fusilli as fs
 from fusilli.backend.targets import Target
-from fusilli.lowering import rules
+from fusilli.backend import rules
 from fusilli.ops import sdpa as sdpa_mod
 
 B, S, D = 1, 8, 4

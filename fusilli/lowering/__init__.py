@@ -1,1 +1,0 @@
-"""Lowering: per-target rules (rules.py)."""
