@@ -40,10 +40,10 @@ from __future__ import annotations
 import os
 
 from fusilli import ir
+from fusilli.backend import rules
 from fusilli.backend.targets import Target
 from fusilli.ir.rewrite import block_ops, constant_value, defining_op, func_blocks, int_list_value, permutation_of
 from fusilli.ir.torch import DYNAMIC, builtin_element_type
-from fusilli.backend import rules
 from fusilli.passes import Pass, register_pass
 from fusilli.passes.layout import FoldPermutesPass
 from fusilli.types import DataType

@@ -12,10 +12,9 @@ import pytest
 from conftest import random_array, run_and_check
 
 import fusilli as fs
-from fusilli.backend import targets
+from fusilli.backend import rules, targets
 from fusilli.backend.cpu_table import CPU_FEATURES
 from fusilli.backend.targets import Target, checked_features, host_cpu, named_cpu
-from fusilli.backend import rules
 
 BF16, F16, F32 = fs.DataType.BFLOAT16, fs.DataType.HALF, fs.DataType.FLOAT
 
