@@ -26,5 +26,10 @@ def emit_matmul(node: MatmulNode, ctx: EmitContext) -> None:
     if compute is not None and compute.rule is CPU_LOW_PRECISION_VIA_F32:
         operand = DataType.FLOAT
     a, b = ctx.cast(ctx.input("A"), operand), ctx.cast(ctx.input("B"), operand)
+    if compute is not None and compute.rule is CPU_LOW_PRECISION_VIA_F32 and DataType.BFLOAT16 in (a_dt, b_dt):
+        # IREE's data tiling looks through a widening cast to the bf16 operand and
+        # picks bf16 encodings, for which a CPU without avx512bf16 has no fast
+        # kernel: materialize the f32 operands so the matmul really is f32.
+        a, b = ctx.b.materialized(a), ctx.b.materialized(b)
     c = ctx.b.op("torch.aten.matmul", [a, b], ctx.result_type("C", element=acc))
     ctx.define("C", c)
