@@ -291,6 +291,19 @@ def CPU_CONV_LOW_PRECISION_IN_F32(p: Problem, t: Target) -> str | None:
 
 
 @rule(
+    "cpu-sdpa-decomposed-in-f32",
+    Backend.CPU,
+    ("sdpa",),
+    "compute",
+    evidence="f16 1x8x512x64 decomposed in f32: ratio 1.24 (PyTorch's f16 attention on CPU is slower)",
+)
+def CPU_SDPA_DECOMPOSED_IN_F32(p: Problem, t: Target) -> str | None:
+    if p.element not in _LOW_PRECISION or not _sdpa_decomposes(p):
+        return None
+    return f"{p.element.mlir_name}, decomposed: scores, softmax and both matmuls in f32"
+
+
+@rule(
     "cpu-own-type",
     Backend.CPU,
     CPU_MATMUL_KINDS + CPU_CONV_KINDS + ("sdpa",),
