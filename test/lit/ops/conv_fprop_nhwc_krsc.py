@@ -96,8 +96,8 @@ else:
     def conv_nhwc_krsc_f16_optimized():
         print(optimized(build([1, 1], dtype=fs.DataType.HALF)))
 
-    # f16: on the CPU computed in f32 (rule cpu-low-precision-via-f32: znver4 has no
-    # avx512fp16), widened once and rounded once; on gfx942 in f16 (MFMA), no f32 conv.
+    # f16: on the CPU computed in f32 (rule cpu-conv-low-precision-in-f32), widened
+    # once and rounded once; on gfx942 in f16 (MFMA), no f32 conv.
     # CHECK-LABEL: TEST: conv_nhwc_krsc_f16_optimized
     # CPU: arith.extf %{{.*}} : f16 to f32
     # CPU: linalg.conv_2d_nhwc_hwcf {{.*}} ins(%{{.*}}, %{{.*}} : tensor<2x10x10x8xf32>, tensor<3x3x8x16xf32>)
