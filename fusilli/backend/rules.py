@@ -13,6 +13,12 @@ an ISA feature), which ``explain`` prints. Emitters and passes ask ``choose``;
 ``compile_flags`` collects the flags of a graph's choices (they join the cache
 key through ``Target.flags``).
 
+Adding a rule (a Winograd conv, a GEMM tile configuration, a new ISA's kernel):
+register its predicate with ``@rule(name, backend, kinds, aspect, flags=...,
+evidence=...)`` above the rules it should take precedence over, and have the
+lowering or pass that implements it test ``choice.rule is THE_RULE``;
+``explain`` and the cache key pick it up by themselves.
+
 This module is IR-free: the cache key and ``Graph.explain`` use it without
 loading the MLIR bindings. Measurements quoted are ``fusilli-benchmark
 --compare torch`` ratios (PyTorch time / fusilli time, same run) on the 2-core
