@@ -53,7 +53,6 @@ TO_NCHW = [0, 3, 1, 2]
 TO_HWCF = [2, 3, 1, 0]  # logical KCYX filter -> YXCK
 # torch dtype codes of the floating element types this pass computes in f32.
 _FLOAT_CODES = {"f32": 6, "f16": 5, "bf16": 15}
-_DATA_TYPES = {"f32": DataType.FLOAT, "f16": DataType.HALF, "bf16": DataType.BFLOAT16}
 # How a rewritten conv is computed: "im2col" (explicit patch gather + a
 # mixed-precision linalg.matmul over a KRSC filter), "linalg"
 # (linalg.conv_2d_nhwc_hwcf, or torch.aten.mm for 1x1) or "auto": what the
@@ -137,7 +136,7 @@ def _rewrite(op: ir.Operation, target: Target) -> bool:
     element = yt.element
     b = ir.TorchBuilder()
     flops = 2 * n * oh * ow * k * c * fy * fx
-    compute = rules.choose(rules.Problem("conv_fprop", _DATA_TYPES[element], flops), target, "compute")
+    compute = rules.choose(rules.Problem("conv_fprop", DataType.from_mlir_name(element), flops), target, "compute")
     bf16_matmul = compute is not None and compute.rule is rules.CPU_CONV_BF16_IM2COL_MATMUL
     im2col = LOWERING == "im2col" or (LOWERING == "auto" and bf16_matmul)
     with ir.InsertionPoint(op), op.location:
