@@ -42,7 +42,8 @@ import os
 from fusilli import ir
 from fusilli.ir.rewrite import block_ops, constant_value, defining_op, func_blocks, int_list_value, permutation_of
 from fusilli.ir.torch import DYNAMIC, builtin_element_type
-from fusilli.passes import Pass, register_pass
+from fusilli.passes import Pass, register_pass, winograd
+from fusilli.passes.gemm_config import cpu_isa
 from fusilli.passes.layout import FoldPermutesPass
 
 TO_NHWC = [0, 2, 3, 1]
@@ -68,6 +69,7 @@ LOWERING = os.environ.get("FUSILLI_CONV_LOWERING", "auto")
 # fusilli/backend/targets.py): convs this heavy get data tiling + ukernels.
 # Smaller convs stay one linalg conv, one dispatch with their epilogue.
 IM2COL_MIN_FLOPS = 1 << 20
+WINOGRAD_MIN_FLOPS = 1 << 24
 
 
 @register_pass
@@ -77,7 +79,7 @@ class ConvLayoutPass(Pass):
 
     @classmethod
     def options(cls) -> str:
-        return f"lowering={LOWERING}"
+        return f"lowering={LOWERING},isa={cpu_isa()}"
 
     def run(self, module: ir.Module) -> None:
         changed = False
@@ -130,6 +132,7 @@ def _rewrite(op: ir.Operation) -> bool:
     b = ir.TorchBuilder()
     flops = 2 * n * oh * ow * k * c * fy * fx
     im2col = LOWERING == "im2col" or (LOWERING == "auto" and element == "bf16" and flops >= IM2COL_MIN_FLOPS)
+    winograd_m = None if im2col else winograd_tile(LOWERING, (n, c, h, wd, k), (fy, fx), stride, dilation, cpu_isa())
     with ir.InsertionPoint(op), op.location:
         x_nhwc = b.permute(x, TO_NHWC)
         # The im2col matmul reads the filter as KRSC (this permute cancels a
@@ -140,7 +143,11 @@ def _rewrite(op: ir.Operation) -> bool:
         if element != "f32" and not (im2col and element == "bf16"):
             x_nhwc = b.to_dtype(x_nhwc, "f32", _FLOAT_CODES["f32"])
             w_t = b.to_dtype(w_t, "f32", _FLOAT_CODES["f32"])
-        if im2col:
+        if winograd_m is not None:
+            wplan = winograd.plan((n, h, wd, c), k, (oh, ow), (padding[0], padding[1]), winograd_m)
+            y = winograd.winograd_conv(wplan, b.to_builtin(x_nhwc), b.to_builtin(w_t), cpu_isa())
+            y_nhwc = b.op("torch_c.from_builtin_tensor", [y], ir.vtensor_type([n, oh, ow, k], "f32"))
+        elif im2col:
             y_nhwc = _im2col_matmul(b, x_nhwc, w_t, (n, oh, ow, k), stride, padding, dilation, (fy, fx))
         elif (fy, fx) == (1, 1) and stride == [1, 1] and padding == [0, 0]:
             y_nhwc = _matmul_1x1(b, x_nhwc, w_t, (n, h, wd, c, k))
@@ -152,6 +159,18 @@ def _rewrite(op: ir.Operation) -> bool:
     op.results[0].replace_all_uses_with(y)
     op.erase()
     return True
+
+
+def winograd_tile(lowering: str, nchwk, kernel, stride, dilation, isa: str) -> int | None:
+    """The output tile m of Winograd F(m, 3) for this conv on ``isa``, or None for another lowering."""
+    n, c, h, w, k = nchwk
+    if tuple(kernel) != (3, 3) or list(stride) != [1, 1] or list(dilation) != [1, 1]:
+        return None
+    if lowering.startswith("winograd"):
+        return int(lowering[len("winograd") :] or 4)
+    if lowering != "auto" or isa == "generic":
+        return None
+    return 4 if 2 * n * h * w * k * c * 9 >= WINOGRAD_MIN_FLOPS else None
 
 
 def _compute_in_f32(op: ir.Operation) -> bool:
