@@ -18,10 +18,12 @@ from fusilli.ops.emit import EmitContext, physical_type
 from fusilli.tensor import data_type_of, scalar_value_of
 
 if TYPE_CHECKING:
+    from fusilli.backend.targets import Target
     from fusilli.graph import Graph
 
 
-def emit_module(graph: Graph) -> ir.Module:
+def emit_module(graph: Graph, target: Target) -> ir.Module:
+    """``graph`` as a torch-dialect module, each op lowered by the rules chosen for ``target``."""
     ctx = ir.fusilli_context()
     outputs = sorted(graph.output_tensors(), key=lambda t: t.name)
     inputs = sorted((t for t in graph.input_tensors() if not t.is_scalar), key=lambda t: t.name)
@@ -37,7 +39,7 @@ def emit_module(graph: Graph) -> ir.Module:
             block = fn.add_entry_block(arg_locs=[ir.Location.name(t.name) for t in outputs + inputs])
         _add_module_functions(graph, fn)
         b = ir.TorchBuilder()
-        emit = EmitContext(b)
+        emit = EmitContext(b, target)
         args = list(block.arguments)
         for t, arg in zip(inputs, args[len(outputs) :]):
             emit.physical[id(t)] = arg

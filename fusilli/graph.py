@@ -514,38 +514,54 @@ class Graph:
             raise fail(ErrorCode.NOT_VALIDATED, f"graph '{self.name}' must be validated before {what}")
 
     # ------------------------------------------------------------------ IR
-    def emit_mlir(self) -> str:
-        """The torch-dialect module the graph emits, before fusilli's passes."""
+    def emit_mlir(self, target: Target | None = None) -> str:
+        """The torch-dialect module the graph emits for ``target`` (default the host CPU),
+        before fusilli's passes."""
         if not self._validated:
             self.validate()
         from fusilli.emitter import emit_module
 
-        return str(emit_module(self))
+        return str(emit_module(self, target or self.target()))
 
     def mlir(self, stage: str = "emitted", backend: Any = None, arch: str | None = None) -> str:
-        """IR at ``stage``: emitted, optimized, or an IREE phase (input ... flow)."""
-        from fusilli.backend import Target, compile_module_to_phase
+        """IR at ``stage``: emitted, optimized (after fusilli's passes for the target), or an
+        IREE phase (input ... flow) compiled for ``backend``/``arch``."""
+        from fusilli.backend import compile_module_to_phase
 
         if stage not in MLIR_STAGES:
             raise fail(ErrorCode.INVALID_ARGUMENT, f"unknown IR stage {stage!r}; expected one of {MLIR_STAGES}")
+        target = self.target(backend, arch)
         if stage == "emitted":
-            return self.emit_mlir()
-        module = self._optimized_module()
+            return self.emit_mlir(target)
+        module = self._optimized_module(target)
         if stage == "optimized":
             return str(module)
-        target = Target.resolve(backend or Backend.CPU, arch, workloads=self.workloads())
         return compile_module_to_phase(module, target.flags, stage)
 
-    def _optimized_module(self):
+    def explain(self, backend: Any = None, arch: str | None = None) -> str:
+        """One line per node: the lowering rule chosen for each aspect on the target
+        (``backend``/``arch``, default the host CPU) and the fact that chose it."""
+        from fusilli.lowering.rules import explain
+
+        return explain(self.nodes, self.target(backend, arch))
+
+    def target(self, backend: Any = None, arch: str | None = None) -> Target:
+        """The compile target ``backend``/``arch`` name (default the CPU of ``FUSILLI_CPU_ARCH``
+        or the host), with the flags this graph's lowering rules add on it."""
+        if not self._validated:
+            self.validate()
+        return Target.resolve(backend or Backend.CPU, arch, nodes=self.nodes)
+
+    def _optimized_module(self, target: Target):
         from fusilli.emitter import emit_module
         from fusilli.passes import default_pipeline
 
         if not self._validated:
             self.validate()
         with timed(f"graph '{self.name}': emit + fusilli passes"):
-            module = emit_module(self)
+            module = emit_module(self, target)
             logger.info("graph '%s' emitted MLIR:\n%s", self.name, module)
-            default_pipeline().run(module)
+            default_pipeline(target).run(module)
         return module
 
     # ------------------------------------------------------------------ compile / run
@@ -553,7 +569,7 @@ class Graph:
         """The content key of this graph's compiled artifact for ``backend`` (default CPU)."""
         if self._compiled is not None and backend is None:
             return self._compiled.key
-        return self._cache_key(Target.resolve(backend or Backend.CPU, arch, workloads=self.workloads()))
+        return self._cache_key(self.target(backend, arch))
 
     def workloads(self) -> tuple:
         """The arithmetic of the graph's compute-bound nodes (they select CPU compile flags)."""
@@ -577,7 +593,7 @@ class Graph:
         """
         from fusilli.backend.cache import Artifact, lookup, store
 
-        target = Target.resolve(backend, arch, workloads=self.workloads())
+        target = self.target(backend, arch)
         key = self._cache_key(target)
         artifact = lookup(key)
         if artifact is not None:
@@ -586,7 +602,7 @@ class Graph:
         logger.info("graph '%s': cache miss %s; compiling for %s", self.name, key[:16], target.device_id)
         from fusilli.backend.compiler import compile_module
 
-        module = self._optimized_module()
+        module = self._optimized_module(target)
         vmfb, stats = compile_module(module, target.flags)
         logger.info(
             "graph '%s': %d dispatch(es), %d transient bytes",
@@ -594,7 +610,7 @@ class Graph:
             stats.dispatch_count,
             stats.transient_memory_bytes,
         )
-        artifact = Artifact(key, target.backend, target.arch, vmfb, stats)
+        artifact = Artifact(key, target.backend, target.arch, vmfb, stats, target=target.record())
         store(artifact)
         return artifact
 
@@ -618,7 +634,9 @@ class Graph:
 
         self._require_validated("loading a compiled artifact")
         artifact = Artifact.from_bytes(data)
-        expected = self.key(artifact.backend, artifact.arch)
+        built_for = Target.from_record(artifact.target)
+        built_for.check_runs_here(f"the artifact for graph '{self.name}'")
+        expected = self._cache_key(Target.resolve(artifact.backend, artifact.arch, nodes=self.nodes, cpu=built_for.cpu))
         if artifact.graph_key != expected:
             raise fail(
                 ErrorCode.INVALID_ARGUMENT,

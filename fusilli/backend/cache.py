@@ -96,7 +96,7 @@ class Artifact:
     does not import the compiler module.
     """
 
-    __slots__ = ("graph_key", "backend", "arch", "vmfb", "_stats", "from_cache")
+    __slots__ = ("graph_key", "backend", "arch", "vmfb", "_stats", "from_cache", "target")
 
     def __init__(
         self,
@@ -106,6 +106,7 @@ class Artifact:
         vmfb: Any,
         stats: CompileStats | dict,
         from_cache: bool = False,
+        target: dict | None = None,
     ):
         self.graph_key = graph_key
         self.backend = backend
@@ -113,6 +114,9 @@ class Artifact:
         self.vmfb = vmfb
         self._stats = stats
         self.from_cache = from_cache
+        # Target.record() of what it was compiled for: CPU name and ISA features,
+        # checked against this machine's before the code is loaded.
+        self.target = target or {"backend": backend.value, "arch": arch, "features": []}
 
     @property
     def stats(self) -> CompileStats:
@@ -137,6 +141,7 @@ class Artifact:
                 "graph_key": self.graph_key,
                 "backend": self.backend.value,
                 "arch": self.arch,
+                "target": self.target,
                 "stats": self._stats_json(),
                 "sha256": hashlib.sha256(self.vmfb).hexdigest(),
             }
@@ -164,7 +169,12 @@ class Artifact:
                 raise ValueError("payload checksum mismatch")
             if not isinstance(meta["stats"], dict):
                 raise ValueError("bad stats")
-            return Artifact(meta["graph_key"], Backend(meta["backend"]), meta["arch"], vmfb, meta["stats"])
+            target = meta.get("target")
+            if target is not None and not isinstance(target, dict):
+                raise ValueError("bad target record")
+            return Artifact(
+                meta["graph_key"], Backend(meta["backend"]), meta["arch"], vmfb, meta["stats"], target=target
+            )
         except (ValueError, KeyError, struct.error, TypeError) as e:
             raise fail(ErrorCode.INVALID_ARGUMENT, f"corrupt or foreign compiled artifact: {e}") from None
 

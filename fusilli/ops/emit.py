@@ -11,12 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from fusilli import ir
 from fusilli.errors import ErrorCode, fail
 from fusilli.ops.base import Node
 from fusilli.tensor import TensorAttr, data_type_of, inverse_permutation, is_identity
 from fusilli.types import DataType, torch_code_of
+
+if TYPE_CHECKING:
+    from fusilli.backend.targets import Target
+    from fusilli.lowering.rules import Choice
 
 
 def logical_type(t: TensorAttr, dims: Sequence[int] | None = None, element: DataType | None = None) -> ir.TensorType:
@@ -40,8 +45,15 @@ class EmitContext:
     """State of one module emission, handed to every op emitter."""
 
     b: ir.TorchBuilder
+    target: Target  # what the module is lowered for: emitters ask its rules (``choose``)
     physical: dict[int, ir.Value] = field(default_factory=dict)  # id(TensorAttr) -> value
     current_node: Node | None = None  # set by the emit driver before each op emitter runs
+
+    def choose(self, aspect: str) -> Choice | None:
+        """The lowering rule the target's rules choose for ``aspect`` of the current node."""
+        from fusilli.lowering.rules import choose, problem_of
+
+        return choose(problem_of(self.node), self.target, aspect)
 
     @property
     def node(self) -> Node:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fusilli.errors import ErrorCode
+from fusilli.lowering.rules import CPU_LOW_PRECISION_VIA_F32
 from fusilli.ops.base import Attrs, Node, Workload, register_emitter, register_node
 from fusilli.ops.emit import EmitContext
 from fusilli.tensor import TensorAttr, data_type_of
@@ -144,6 +145,11 @@ def emit_matmul(node: MatmulNode, ctx: EmitContext) -> None:
     # body (f16 x f16 -> f32, i8 x i8 -> i32), one dispatch. Mixed operands
     # (int4 x f16) are first brought to the wider type, so they work at any rank.
     operand = a_dt if a_dt == b_dt else acc if a_dt.is_float == b_dt.is_float else (a_dt if a_dt.is_float else b_dt)
+    # A CPU without native bf16/f16 dot products widens the operands once where
+    # they are read and runs an f32 matmul (the cpu-low-precision-via-f32 rule).
+    compute = ctx.choose("compute")
+    if compute is not None and compute.rule is CPU_LOW_PRECISION_VIA_F32:
+        operand = DataType.FLOAT
     a, b = ctx.cast(ctx.input("A"), operand), ctx.cast(ctx.input("B"), operand)
     c = ctx.b.op("torch.aten.matmul", [a, b], ctx.result_type("C", element=acc))
     ctx.define("C", c)

@@ -9,11 +9,14 @@ MLIR's ``PassManager`` as an upstream pass (``canonicalize``, ``cse``,
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import ClassVar, TypeVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from fusilli import ir
 from fusilli.errors import ErrorCode, fail
 from fusilli.log import logger
+
+if TYPE_CHECKING:
+    from fusilli.backend.targets import Target
 
 PASSES: dict[str, type[Pass]] = {}
 
@@ -32,6 +35,16 @@ class Pass:
     # Class-level for registered fusilli passes; per instance for upstream passes.
     name: str
     description: ClassVar[str]
+    # What the module is lowered for; passes whose rewrites depend on the hardware
+    # ask its lowering rules (None: the host CPU).
+    target: Target | None = None
+
+    def lowering_target(self) -> Target:
+        if self.target is None:
+            from fusilli.backend.targets import Target
+
+            self.target = Target.resolve("cpu")
+        return self.target
 
     def run(self, module: ir.Module) -> None:
         raise NotImplementedError
@@ -86,7 +99,7 @@ class Pipeline:
         self.passes = passes
 
     @staticmethod
-    def parse(text: str) -> Pipeline:
+    def parse(text: str, target: Target | None = None) -> Pipeline:
         text = text.strip()
         if text.startswith("builtin.module(") and text.endswith(")"):
             text = text[len("builtin.module(") : -1]
@@ -94,6 +107,8 @@ class Pipeline:
         for element in split_pipeline(text):
             cls = PASSES.get(element)
             passes.append(cls() if cls is not None else _UpstreamPass(element))
+        for p in passes:
+            p.target = target
         return Pipeline(passes)
 
     def run(self, module: ir.Module, after_each: Callable[[Pass, ir.Module], None] | None = None) -> None:
@@ -111,8 +126,9 @@ DEFAULT_PIPELINE = ",".join(
 )
 
 
-def default_pipeline() -> Pipeline:
-    return Pipeline.parse(DEFAULT_PIPELINE)
+def default_pipeline(target: Target | None = None) -> Pipeline:
+    """fusilli's passes, lowering for ``target`` (None: the host CPU)."""
+    return Pipeline.parse(DEFAULT_PIPELINE, target)
 
 
 def default_pipeline_fingerprint() -> str:

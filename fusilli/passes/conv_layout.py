@@ -40,22 +40,27 @@ from __future__ import annotations
 import os
 
 from fusilli import ir
+from fusilli.backend.targets import Target
 from fusilli.ir.rewrite import block_ops, constant_value, defining_op, func_blocks, int_list_value, permutation_of
 from fusilli.ir.torch import DYNAMIC, builtin_element_type
+from fusilli.lowering import rules
 from fusilli.passes import Pass, register_pass, winograd
-from fusilli.passes.gemm_config import cpu_isa
 from fusilli.passes.layout import FoldPermutesPass
+from fusilli.types import DataType
 
 TO_NHWC = [0, 2, 3, 1]
 TO_NCHW = [0, 3, 1, 2]
 TO_HWCF = [2, 3, 1, 0]  # logical KCYX filter -> YXCK
 # torch dtype codes of the floating element types this pass computes in f32.
 _FLOAT_CODES = {"f32": 6, "f16": 5, "bf16": 15}
+_DATA_TYPES = {"f32": DataType.FLOAT, "f16": DataType.HALF, "bf16": DataType.BFLOAT16}
 # How a rewritten conv is computed: "im2col" (explicit patch gather + a
 # mixed-precision linalg.matmul over a KRSC filter), "linalg"
-# (linalg.conv_2d_nhwc_hwcf, or torch.aten.mm for 1x1) or "auto": im2col for
-# bf16 convs of at least IM2COL_MIN_FLOPS, else linalg. FUSILLI_CONV_LOWERING
-# overrides it (for measuring); it is one of the pass's cache-key options.
+# (linalg.conv_2d_nhwc_hwcf, or torch.aten.mm for 1x1) or "auto": what the
+# target's lowering rules choose (fusilli/lowering/rules.py: im2col for heavy
+# bf16 convs on CPUs with native bf16 dot products, else linalg; f16/bf16 in
+# f32). FUSILLI_CONV_LOWERING overrides it (for measuring); it is one of the
+# pass's cache-key options.
 #
 # Measured side by side with PyTorch on the 2-core Zen 4 (fusilli-benchmark
 # --compare torch, min of 20): bf16 3x3 4x64x56x56->64 ~10.5 ms -> ~6.3 ms
@@ -65,11 +70,6 @@ _FLOAT_CODES = {"f32": 6, "f16": 5, "bf16": 15}
 # rewrite (all 3x3 convs) ran f32 3x3 at 9.2 ms vs 9.4 with 9 dispatches instead
 # of 4 and 5e-5 max error: not enabled.
 LOWERING = os.environ.get("FUSILLI_CONV_LOWERING", "auto")
-# The conv_fprop CPU flag rule's threshold (CPU_CONV_MIN_FLOPS in
-# fusilli/backend/targets.py): convs this heavy get data tiling + ukernels.
-# Smaller convs stay one linalg conv, one dispatch with their epilogue.
-IM2COL_MIN_FLOPS = 1 << 20
-WINOGRAD_MIN_FLOPS = 1 << 24
 
 
 @register_pass
@@ -79,14 +79,20 @@ class ConvLayoutPass(Pass):
 
     @classmethod
     def options(cls) -> str:
-        return f"lowering={LOWERING},isa={cpu_isa()}"
+        return f"lowering={LOWERING}"
 
     def run(self, module: ir.Module) -> None:
+        target = self.lowering_target()
+        # On AMD GPUs convs stay torch.aten.convolution in their own type (upstream
+        # Fusilli's lowering): only a CPU target has a rule for this pass's rewrites.
+        algorithm = rules.choose(rules.Problem("conv_fprop", DataType.FLOAT), target, "algorithm")
+        if algorithm is None or algorithm.rule is not rules.CPU_CONV_CHANNELS_LAST_LINALG:
+            return
         changed = False
         with module.context:
             for block in func_blocks(module):
                 for op in block_ops(block):
-                    if op.name == "torch.aten.convolution" and (_rewrite(op) or _compute_in_f32(op)):
+                    if op.name == "torch.aten.convolution" and (_rewrite(op, target) or _compute_in_f32(op)):
                         changed = True
         if changed:
             FoldPermutesPass().run(module)
@@ -118,7 +124,7 @@ def _conv_params(op: ir.Operation):
     return stride, padding, dilation
 
 
-def _rewrite(op: ir.Operation) -> bool:
+def _rewrite(op: ir.Operation, target: Target) -> bool:
     params = _conv_params(op)
     if params is None:
         return False
@@ -131,21 +137,27 @@ def _rewrite(op: ir.Operation) -> bool:
     element = yt.element
     b = ir.TorchBuilder()
     flops = 2 * n * oh * ow * k * c * fy * fx
-    im2col = LOWERING == "im2col" or (LOWERING == "auto" and element == "bf16" and flops >= IM2COL_MIN_FLOPS)
-    winograd_m = None if im2col else winograd_tile(LOWERING, (n, c, h, wd, k), (fy, fx), stride, dilation, cpu_isa())
+    facts = rules.conv_facts((fy, fx), stride, dilation, 1, True)
+    problem = rules.Problem("conv_fprop", _DATA_TYPES[element], flops, facts)
+    winograd_m = winograd_tile(LOWERING, problem, target)
+    compute = rules.choose(problem, target, "compute")
+    bf16_matmul = compute is not None and compute.rule is rules.CPU_CONV_BF16_IM2COL_MATMUL
+    im2col = winograd_m is None and (LOWERING == "im2col" or (LOWERING == "auto" and bf16_matmul))
     with ir.InsertionPoint(op), op.location:
         x_nhwc = b.permute(x, TO_NHWC)
         # The im2col matmul reads the filter as KRSC (this permute cancels a
         # channels-last filter's), the linalg conv as HWCF.
         w_t = b.permute(w, TO_NHWC if im2col else TO_HWCF)
-        # bf16 operands stay bf16 on the im2col path (a bf16 x bf16 -> f32
-        # matmul); everything else computes in f32 (no fast f16 matmul on CPU).
-        if element != "f32" and not (im2col and element == "bf16"):
+        # bf16 operands stay bf16 on the im2col path of a CPU with native bf16
+        # dot products (a bf16 x bf16 -> f32 matmul); everything else computes
+        # in f32 (no fast f16 matmul on CPU, emulated bf16 without avx512bf16).
+        keep_bf16 = im2col and element == "bf16" and rules.native_dot(target, DataType.BFLOAT16) is not None
+        if element != "f32" and not keep_bf16:
             x_nhwc = b.to_dtype(x_nhwc, "f32", _FLOAT_CODES["f32"])
             w_t = b.to_dtype(w_t, "f32", _FLOAT_CODES["f32"])
         if winograd_m is not None:
             wplan = winograd.plan((n, h, wd, c), k, (oh, ow), (padding[0], padding[1]), winograd_m)
-            y = winograd.winograd_conv(wplan, b.to_builtin(x_nhwc), b.to_builtin(w_t), cpu_isa())
+            y = winograd.winograd_conv(wplan, b.to_builtin(x_nhwc), b.to_builtin(w_t), rules.vector_isa(target))
             y_nhwc = b.op("torch_c.from_builtin_tensor", [y], ir.vtensor_type([n, oh, ow, k], "f32"))
         elif im2col:
             y_nhwc = _im2col_matmul(b, x_nhwc, w_t, (n, oh, ow, k), stride, padding, dilation, (fy, fx))
@@ -161,16 +173,23 @@ def _rewrite(op: ir.Operation) -> bool:
     return True
 
 
-def winograd_tile(lowering: str, nchwk, kernel, stride, dilation, isa: str) -> int | None:
-    """The output tile m of Winograd F(m, 3) for this conv on ``isa``, or None for another lowering."""
-    n, c, h, w, k = nchwk
-    if tuple(kernel) != (3, 3) or list(stride) != [1, 1] or list(dilation) != [1, 1]:
-        return None
+def winograd_tile(lowering: str, problem: rules.Problem, target: Target) -> int | None:
+    """The output tile m of Winograd F(m, 3) for this conv on ``target``, or None for another lowering.
+
+    ``FUSILLI_CONV_LOWERING=winograd<m>`` forces it on every 3x3 stride-1 conv
+    this pass rewrites; ``auto`` asks the target's rules (cpu-conv-winograd).
+    """
     if lowering.startswith("winograd"):
-        return int(lowering[len("winograd") :] or 4)
-    if lowering != "auto" or isa == "generic":
+        eligible = (problem.fact("kernel"), problem.fact("stride"), problem.fact("dilation")) == (
+            (3, 3),
+            (1, 1),
+            (1, 1),
+        )
+        return int(lowering[len("winograd") :] or 4) if eligible else None
+    if lowering != "auto":
         return None
-    return 4 if 2 * n * h * w * k * c * 9 >= WINOGRAD_MIN_FLOPS else None
+    choice = rules.choose(problem, target, "algorithm")
+    return 4 if choice is not None and choice.rule is rules.CPU_CONV_WINOGRAD else None
 
 
 def _compute_in_f32(op: ir.Operation) -> bool:

@@ -6,58 +6,14 @@ dispatches of their own. For the GEMMs fusilli builds itself (the Winograd
 batched GEMM) an explicit ``compilation_info`` is measurably faster. The table
 below is keyed by ISA; each entry says what it was measured against.
 
-The ISA comes from the CPU the code is compiled for: ``FUSILLI_CPU_ARCH`` (an
-LLVM CPU name, as in API.md "Targets") or the host's features.
+The ISA class comes from the target's CPU features (``rules.vector_isa``).
 """
 
 from __future__ import annotations
 
-import functools
-import os
 from dataclasses import dataclass
 
 from fusilli import ir
-
-# LLVM CPU names -> the vector ISA class fusilli tunes for.
-_ISA_BY_CPU = {
-    "x86-64-v4": "avx512",
-    "skylake-avx512": "avx512",
-    "cascadelake": "avx512",
-    "icelake-server": "avx512",
-    "sapphirerapids": "avx512",
-    "znver4": "avx512",
-    "znver5": "avx512",
-    "x86-64-v3": "avx2",
-    "haswell": "avx2",
-    "skylake": "avx2",
-    "znver2": "avx2",
-    "znver3": "avx2",
-}
-
-
-@functools.lru_cache(maxsize=1)
-def _host_isa() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
-    except OSError:
-        flags = []
-    if "avx512f" in flags:
-        return "avx512"
-    if "avx2" in flags and "fma" in flags:
-        return "avx2"
-    return "generic"
-
-
-def cpu_arch() -> str:
-    """The LLVM CPU name code is compiled for (``host`` unless FUSILLI_CPU_ARCH says otherwise)."""
-    return os.environ.get("FUSILLI_CPU_ARCH", "host")
-
-
-def cpu_isa(arch: str | None = None) -> str:
-    """``avx512``, ``avx2`` or ``generic`` for an LLVM CPU name (``host``: this machine)."""
-    arch = arch or cpu_arch()
-    return _host_isa() if arch == "host" else _ISA_BY_CPU.get(arch, "generic")
 
 
 @dataclass(frozen=True)
@@ -72,7 +28,9 @@ class GemmTile:
 # Winograd batched GEMM [t*t, tiles, K] x [t*t, C, K], f32, per ISA.
 # avx2: 4 rows x two 8-wide FMA vectors; 1.29 ms for 36x784x64x64 against
 #   1.8-2.4 ms with IREE's default 8x8 and 4.4 ms data-tiled (winograd-cpu.md, Zen 3).
-# avx512: measured on the Zen 4 host (BENCHMARKS.md): see the module docstring table.
+# avx512: 8 rows x two 16-wide vectors; on the 2-core Zen 4 host, 36x784x64x64 dispatch
+#   (iree-benchmark-module, median of 5, loaded machine): IREE's default 3.3 ms, 4x16 2.1,
+#   8x16 2.7, 16x16 2.2, 4x32 1.7, 8x32 1.37-1.55, 6x32 1.38, 4x64 2.4.
 WINOGRAD_GEMM_TILES = {
     "avx2": GemmTile((112, 64), (4, 16), 8),
     "avx512": GemmTile((112, 64), (8, 32), 8),

@@ -67,7 +67,12 @@ def _add_global_options(p: argparse.ArgumentParser, *, defaults: bool) -> None:
     p.add_argument("--warmup", type=int, default=d(3), help="untimed iterations before timing (per library)")
     p.add_argument("--device", "-D", type=int, default=d(0), help="device index (ignored on CPU)")
     p.add_argument("--backend", default=d("cpu"), choices=("cpu", "amdgpu"), help="fusilli backend")
-    p.add_argument("--arch", default=d(None), help="AMD GPU target (amdgpu backend only)")
+    p.add_argument(
+        "--arch",
+        default=d(None),
+        help="target arch: an LLVM CPU name for cpu (default FUSILLI_CPU_ARCH or 'host'; e.g. x86-64-v3 to "
+        "measure AVX2 code), a gfx arch for amdgpu",
+    )
     p.add_argument(
         "--dump",
         "-d",
@@ -698,9 +703,7 @@ def run_problem(ns: argparse.Namespace, label: str) -> dict[str, Any]:
         torch = _import_torch() if ns.compare == "torch" else None
         problem = PROBLEMS[ns.subcommand](ns)
         row["graph"] = problem.name
-        handle = (
-            fs.Handle(ns.backend, device=ns.device, arch=ns.arch) if ns.backend == "amdgpu" else fs.Handle(ns.backend)
-        )
+        handle = fs.Handle(ns.backend, device=ns.device, arch=ns.arch)
         t0 = time.perf_counter()
         problem.graph.compile(handle)
         row["compile_ms"] = (time.perf_counter() - t0) * 1e3
@@ -778,12 +781,10 @@ def _max_abs_err(torch, fusilli_out: np.ndarray, expected) -> float:
 
 
 def _dump(problem: Problem, ns: argparse.Namespace, handle) -> None:
-    from fusilli.backend import Target
-
     g = problem.graph
     out = sys.stdout
     print(f"=== {problem.name}", file=out)
-    target = Target.resolve(handle.backend, handle.arch, workloads=g.workloads())
+    target = g.target(handle.backend, handle.arch)
     print("compiler flags: " + " ".join(target.flags), file=out)
     stats = g.compile_stats
     print(
@@ -792,7 +793,7 @@ def _dump(problem: Problem, ns: argparse.Namespace, handle) -> None:
         file=out,
     )
     print("--- optimized IR (after fusilli passes)", file=out)
-    print(g.mlir("optimized"), file=out)
+    print(g.mlir("optimized", backend=handle.backend, arch=handle.arch), file=out)
     if ns.dump_stage:
         print(f"--- IREE {ns.dump_stage} IR", file=out)
         print(g.mlir(ns.dump_stage, backend=handle.backend, arch=handle.arch), file=out)

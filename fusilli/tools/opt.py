@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import TextIO
+from typing import Any, TextIO
 
 from fusilli import ir
 from fusilli.backend import Target, compile_module, compile_module_to_phase
@@ -61,7 +61,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="after the pass pipeline, compile fully and print 'dispatch-count: N' and 'transient-memory-bytes: N'",
     )
     parser.add_argument("--backend", default="cpu", choices=("cpu", "amdgpu"), help="compile target (default cpu)")
-    parser.add_argument("--arch", help="AMD GPU target for --backend=amdgpu, e.g. gfx942")
+    parser.add_argument(
+        "--arch",
+        help="target arch: an LLVM CPU name for cpu (default FUSILLI_CPU_ARCH or 'host'; e.g. znver4, "
+        "x86-64-v3, sapphirerapids), a gfx arch or SKU for amdgpu (e.g. gfx942)",
+    )
+    parser.add_argument(
+        "--explain",
+        action="store_true",
+        help="for a graph JSON: print one line per node with the lowering rule chosen for the target and why",
+    )
     parser.add_argument("--list-passes", action="store_true", help="list fusilli's passes and exit")
     return parser
 
@@ -86,17 +95,21 @@ def read_input(path: str) -> tuple[str, bool]:
     return text, path.endswith(".json")
 
 
-def load_module(path: str) -> ir.Module:
-    """The module to transform: a graph JSON's emitted module, or the parsed MLIR file."""
-    text, is_json = read_input(path)
-    name = "<stdin>" if path == "-" else path
-    if is_json:
-        from fusilli.emitter import emit_module
-        from fusilli.graph import Graph
+def load_graph(text: str):
+    from fusilli.graph import Graph
 
-        graph = Graph.from_json(text)
-        graph.validate()
-        return emit_module(graph)
+    graph = Graph.from_json(text)
+    graph.validate()
+    return graph
+
+
+def load_module(path: str, text: str, graph: Any, target: Target) -> ir.Module:
+    """The module to transform: a graph's module emitted for ``target``, or the parsed MLIR file."""
+    name = "<stdin>" if path == "-" else path
+    if graph is not None:
+        from fusilli.emitter import emit_module
+
+        return emit_module(graph, target)
     try:
         module = ir.parse_module(text)
     except Exception as e:  # the bindings' MLIRError, which fusilli.ir does not re-export
@@ -111,8 +124,8 @@ def verify(module: ir.Module, after: str) -> None:
         raise fail(ErrorCode.INTERNAL_ERROR, f"the module does not verify after {after}: {e}") from None
 
 
-def run_pipeline(module: ir.Module, text: str, dump: TextIO | None) -> None:
-    pipeline = Pipeline.parse(DEFAULT_PIPELINE if text.strip() == "default" else text)
+def run_pipeline(module: ir.Module, text: str, dump: TextIO | None, target: Target) -> None:
+    pipeline = Pipeline.parse(DEFAULT_PIPELINE if text.strip() == "default" else text, target)
 
     def after_each(p: Pass, m: ir.Module) -> None:
         verify(m, f"pass {p.name!r}")
@@ -129,13 +142,20 @@ def run(args: argparse.Namespace) -> str:
         return list_passes()
     if args.input is None:
         raise fail(ErrorCode.INVALID_ARGUMENT, "no input given (a graph JSON, an MLIR file or '-')")
-    module = load_module(args.input)
+    text, is_json = read_input(args.input)
+    graph = load_graph(text) if is_json else None
+    # A graph's target carries the flags its lowering rules add; an MLIR file gets the base flags.
+    target = graph.target(args.backend, args.arch) if graph is not None else Target.resolve(args.backend, args.arch)
+    if args.explain:
+        if graph is None:
+            raise fail(ErrorCode.INVALID_ARGUMENT, "--explain needs a graph JSON input (rules are chosen per node)")
+        return graph.explain(args.backend, args.arch) + "\n"
+    module = load_module(args.input, text, graph, target)
     verify(module, "loading the input")
     if args.pass_pipeline:
-        run_pipeline(module, args.pass_pipeline, sys.stdout if args.print_ir_after_all else None)
+        run_pipeline(module, args.pass_pipeline, sys.stdout if args.print_ir_after_all else None, target)
     if not (args.stats or args.compile_to):
         return f"{module}\n"
-    target = Target.resolve(args.backend, args.arch)
     if args.compile_to:
         return compile_module_to_phase(module, target.flags, args.compile_to)
     _, stats = compile_module(module, target.flags)

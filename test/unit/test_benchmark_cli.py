@@ -9,8 +9,8 @@ import json
 import pytest
 
 import fusilli as fs
-from fusilli.backend.targets import CPU_FLAG_RULES, CPU_FLAGS, CPU_HEAVY_MIN_FLOPS, Target, cpu_flags_for_workloads
-from fusilli.ops.base import Workload
+from fusilli.backend.targets import CPU_FLAGS, Target
+from fusilli.lowering import rules
 from fusilli.tools import benchmark as bm
 
 CONV = "conv -F 1 -n 1 -c 4 -H 6 -W 6 -k 4 -y 3 -x 3 -p 1 -q 1 --in_layout NHWC --out_layout NHWC --fil_layout NHWC".split()
@@ -149,30 +149,29 @@ def test_missing_op_is_a_clear_error(capsys, monkeypatch):
     assert "Graph.sdpa()" in row["error"] and "not" in row["error"]
 
 
+def _matmul_graph(n: int) -> fs.Graph:
+    g = fs.Graph(f"mm{n}")
+    g.matmul(g.tensor("a", [n, n]), g.tensor("b", [n, n]), name="mm").set_output(True).set_name("c")
+    g.validate()
+    return g
+
+
 def test_per_op_class_cpu_flags(monkeypatch):
     monkeypatch.delenv("FUSILLI_EXTRA_COMPILER_FLAGS", raising=False)
-    f32 = fs.DataType.FLOAT
-    heavy_mm = Workload("matmul", f32, CPU_HEAVY_MIN_FLOPS)
-    matmul_flags = next(r.flags for r in CPU_FLAG_RULES if r.kind == "matmul")
-    assert Target.resolve("cpu").flags == CPU_FLAGS
-    mm = Target.resolve("cpu", workloads=(heavy_mm,))
-    assert mm.flags[: len(CPU_FLAGS)] == CPU_FLAGS
-    assert set(matmul_flags) <= set(mm.flags)
-    assert cpu_flags_for_workloads([heavy_mm, heavy_mm]) == list(matmul_flags)
+    base = Target.resolve("cpu").flags
+    assert base[: len(CPU_FLAGS)] == CPU_FLAGS and base[-1].startswith("--iree-llvmcpu-target-cpu=")
+    heavy = _matmul_graph(1024)  # 2^31 FLOP >= CPU_MATMUL_MIN_FLOPS
+    assert 2 * 1024**3 >= rules.CPU_MATMUL_MIN_FLOPS
+    mm = heavy.target("cpu")
+    assert mm.flags[: len(base)] == base
+    assert mm.flags[len(base) :] == rules.CPU_MATMUL_FLAGS
+    assert rules.compile_flags(heavy.nodes + heavy.nodes, mm) == list(rules.CPU_MATMUL_FLAGS)
     # Small problems keep the base flags (and so their single fused dispatch).
-    assert cpu_flags_for_workloads([Workload("matmul", f32, CPU_HEAVY_MIN_FLOPS - 1)]) == []
-    # LayerNorm (memory bound) gets O3 from a lower threshold: one training dispatch.
-    ln_min = next(r.min_flops for r in CPU_FLAG_RULES if r.kind == "layernorm")
-    assert ln_min < CPU_HEAVY_MIN_FLOPS
-    assert cpu_flags_for_workloads([Workload("layernorm", f32, ln_min)]) == ["--iree-opt-level=O3"]
-    assert cpu_flags_for_workloads([Workload("layernorm", f32, ln_min - 1)]) == []
-    assert cpu_flags_for_workloads([Workload("layernorm", f32, ln_min), heavy_mm]) == list(matmul_flags)
-    # f16 convs get the conv flags too: they are computed in f32, where im2col compiles.
-    assert cpu_flags_for_workloads([Workload("conv_fprop", fs.DataType.HALF, CPU_HEAVY_MIN_FLOPS)])
-    assert cpu_flags_for_workloads([Workload("conv_fprop", f32, CPU_HEAVY_MIN_FLOPS)])
+    assert 2 * 256**3 < rules.CPU_MATMUL_MIN_FLOPS
+    assert _matmul_graph(256).target("cpu").flags == base
     # User flags come last, so they override the per-op-class defaults.
     monkeypatch.setenv("FUSILLI_EXTRA_COMPILER_FLAGS", "--iree-opt-data-tiling=false")
-    assert Target.resolve("cpu", workloads=(heavy_mm,)).flags[-1] == "--iree-opt-data-tiling=false"
+    assert heavy.target("cpu").flags[-1] == "--iree-opt-data-tiling=false"
 
 
 def test_graph_key_depends_on_op_class_flags():
@@ -183,7 +182,7 @@ def test_graph_key_depends_on_op_class_flags():
     g.validate()
     (w,) = g.workloads()
     assert w.kind == "matmul" and w.flops == 2 * 1024**3
-    assert g.key("cpu") != g._cache_key(Target.resolve("cpu"))
+    assert g.key("cpu") != g._cache_key(Target.resolve("cpu"))  # the graph's rules add flags
 
 
 def test_xiree_flags_apply_to_their_row_only(capsys, monkeypatch, tmp_path):

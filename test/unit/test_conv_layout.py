@@ -8,7 +8,6 @@ import pytest
 from conftest import random_array, run_and_check
 
 import fusilli as fs
-from fusilli.backend.targets import cpu_flags_for_workloads
 from fusilli.passes import conv_layout
 
 F32, F16, BF16 = fs.DataType.FLOAT, fs.DataType.HALF, fs.DataType.BFLOAT16
@@ -129,7 +128,7 @@ def test_fallback_half_in_f32(cpu, rng, name, dtype):
 def test_heavy_conv_flags(dtype):
     """Heavy fprop convs of every float type get im2col + data tiling (f16/bf16 compute in f32)."""
     g = build("big", ([4, 64, 56, 56], [64, 64, 3, 3], [1, 1], [1, 1], [1, 1], "NHWC", "NHWC"), dtype)
-    assert "--iree-global-opt-use-im2col-for-convs" in cpu_flags_for_workloads(g.workloads())
+    assert "--iree-global-opt-use-im2col-for-convs" in g.target("cpu").flags
 
 
 @pytest.mark.parametrize("dtype", [F16, BF16], ids=lambda d: d.short_name)
@@ -208,17 +207,21 @@ def test_heavy_conv_auto(cpu, rng, dtype):
         assert "linalg.matmul" in ir_text and "linalg.conv_2d" not in ir_text
     else:
         assert "linalg.conv_2d_nhwc_hwcf" in ir_text and "linalg.matmul" not in ir_text
-    assert "--iree-opt-data-tiling=true" in cpu_flags_for_workloads(g.workloads())
+    assert "--iree-opt-data-tiling=true" in g.target("cpu").flags
     run_and_check(g, cpu, inputs_for(g, rng), **TOL[dtype])
 
 
 def test_im2col_threshold_matches_conv_rule():
-    from fusilli.backend.targets import CPU_FLAG_RULES, CPU_HEAVY_MIN_FLOPS
-    from fusilli.passes.conv_layout import IM2COL_MIN_FLOPS
+    """The bf16 im2col matmul and the im2col flags start at one threshold."""
+    from fusilli.lowering import rules
 
-    (rule,) = [r for r in CPU_FLAG_RULES if r.kind == "conv_fprop"]
-    assert getattr(rule, "min_flops", CPU_HEAVY_MIN_FLOPS) == IM2COL_MIN_FLOPS
+    heavy = build("heavy_bf16", HEAVY, BF16)
+    target = heavy.target("cpu")
+    problem = rules.problem_of(heavy.nodes[0])
+    assert problem.flops >= rules.CPU_CONV_IM2COL_MIN_FLOPS
+    assert rules.choose(problem, target, "flags").rule is rules.CPU_CONV_IM2COL_DATA_TILING
     small = build("small_bf16", CASES["3x3_pad1"], BF16)
+    assert rules.problem_of(small.nodes[0]).flops < rules.CPU_CONV_IM2COL_MIN_FLOPS
     assert "linalg.conv_2d_nhwc_hwcf" in small.mlir("optimized")  # below it: one linalg conv
 
 

@@ -11,7 +11,9 @@ from conftest import random_array, run_and_check
 
 import fusilli as fs
 from fusilli import reference
+from fusilli.backend.targets import Target
 from fusilli.ir import fusilli_context
+from fusilli.lowering import rules
 from fusilli.passes import conv_layout, gemm_config, winograd
 
 F32, F16, BF16 = fs.DataType.FLOAT, fs.DataType.HALF, fs.DataType.BFLOAT16
@@ -98,6 +100,12 @@ def test_epilogue_adds_no_dispatch(cpu, lowering):
     assert fused.compile_stats.dispatch_count == plain.compile_stats.dispatch_count
 
 
+def _problem(shape, stride, dilation, kernel, channels_last=True, element=F32):
+    n, c, h, w, k = shape
+    facts = rules.conv_facts(kernel, stride, dilation, 1, channels_last)
+    return rules.Problem("conv_fprop", element, 2 * n * h * w * k * c * kernel[0] * kernel[1], facts)
+
+
 @pytest.mark.parametrize(
     "shape, stride, dilation, kernel, expected",
     [
@@ -108,9 +116,23 @@ def test_epilogue_adds_no_dispatch(cpu, lowering):
         ((4, 256, 28, 28, 128), [1, 1], [1, 1], (1, 1), None),
     ],
 )
-def test_auto_choice(shape, stride, dilation, kernel, expected):
-    assert conv_layout.winograd_tile("auto", shape, kernel, stride, dilation, "avx2") == expected
-    assert conv_layout.winograd_tile("auto", shape, kernel, stride, dilation, "generic") is None
+@pytest.mark.parametrize("arch", ["x86-64-v3", "znver4"])
+def test_auto_choice(shape, stride, dilation, kernel, expected, arch):
+    target = Target.resolve("cpu", arch)
+    assert conv_layout.winograd_tile("auto", _problem(shape, stride, dilation, kernel), target) == expected
+
+
+def test_no_winograd_without_a_tuned_isa_or_channels_last():
+    heavy = ((4, 64, 56, 56, 64), [1, 1], [1, 1], (3, 3))
+    assert conv_layout.winograd_tile("auto", _problem(*heavy), Target.resolve("cpu", "x86-64")) is None
+    nchw = _problem(*heavy, channels_last=False)
+    assert conv_layout.winograd_tile("auto", nchw, Target.resolve("cpu", "x86-64-v3")) is None
+
+
+def test_explain_names_the_winograd_rule():
+    g = build([4, 64, 56, 56], 64, [1, 1], name="wino_explain")
+    assert "cpu-conv-winograd (3x3 stride 1" in g.explain(fs.Backend.CPU, arch="x86-64-v3")
+    assert "cpu-conv-winograd" not in g.explain(fs.Backend.CPU, arch="x86-64")
 
 
 def test_gemm_config_per_isa():
@@ -126,6 +148,6 @@ def _check_gemm_configs():
     assert gemm_config.batch_matmul_compilation_info("generic", 36, 784, 64, 64) is None
 
 
-@pytest.mark.parametrize("arch, isa", [("x86-64-v3", "avx2"), ("znver4", "avx512"), ("generic", "generic")])
-def test_cpu_isa_of_arch(arch, isa):
-    assert gemm_config.cpu_isa(arch) == isa
+@pytest.mark.parametrize("arch, isa", [("x86-64-v3", "avx2"), ("znver4", "avx512"), ("x86-64", "generic")])
+def test_vector_isa_of_arch(arch, isa):
+    assert rules.vector_isa(Target.resolve("cpu", arch)) == isa

@@ -1,4 +1,5 @@
-# RUN: %python %s | filecheck %s
+# RUN: %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 # RUN: %python %s linalg | filecheck %s --check-prefix=LINALG
 # RUN: %python %s stats | filecheck %s --check-prefix=STATS
 
@@ -9,7 +10,7 @@
 
 import sys
 
-from lit_helpers import print_stats, run
+from lit_helpers import emitted, optimized, print_stats, run
 
 import fusilli as fs
 
@@ -50,7 +51,7 @@ else:
 
     @run
     def conv_nhwc_krsc():
-        print(build([1, 1]).emit_mlir())
+        print(emitted(build([1, 1])))
 
     # CHECK-LABEL: TEST: conv_nhwc_krsc
     # CHECK: func.func @main(%{{.*}}: !torch.tensor<[2,8,8,16],f32>, %[[W:[a-z0-9_]+]]: !torch.vtensor<[16,3,3,8],f32>, %[[X:[a-z0-9_]+]]: !torch.vtensor<[2,8,8,8],f32>)
@@ -64,7 +65,7 @@ else:
 
     @run
     def conv_nhwc_krsc_bias_relu_optimized():
-        print(build([1, 1], epilogue=True).mlir("optimized"))
+        print(optimized(build([1, 1], epilogue=True)))
 
     # The conv runs natively in NHWC; the bias add and relu become one
     # linalg.generic reading and writing NHWC, with the bias broadcast.

@@ -1,4 +1,5 @@
-# RUN: %python %s | filecheck %s
+# RUN: %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 # RUN: %python %s linalg | filecheck %s --check-prefix=LINALG
 
 # Strided, dilated and asymmetric-per-dim convolution, channels-last: the
@@ -6,7 +7,7 @@
 
 import sys
 
-from lit_helpers import run
+from lit_helpers import emitted, run
 
 import fusilli as fs
 
@@ -36,7 +37,7 @@ else:
 
     @run
     def conv_strided_dilated_nhwc():
-        print(build().emit_mlir())
+        print(emitted(build()))
 
     # CHECK-LABEL: TEST: conv_strided_dilated_nhwc
     # CHECK: func.func @main(%[[Y:[a-z0-9_]+]]: !torch.tensor<[1,5,3,8],f32>, %{{.*}}: !torch.vtensor<[8,3,3,4],f32>, %{{.*}}: !torch.vtensor<[1,11,10,4],f32>)

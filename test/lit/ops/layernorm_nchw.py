@@ -1,9 +1,10 @@
-# RUN: %python %s | filecheck %s
+# RUN: %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 # RUN: %python %s stats | filecheck %s --check-prefix=STATS
 
 import sys
 
-from lit_helpers import print_stats, run
+from lit_helpers import emitted, print_stats, run
 
 import fusilli as fs
 
@@ -42,7 +43,7 @@ else:
 
     @run
     def layernorm_nchw_inference():
-        print(build(fs.NormPhase.INFERENCE).emit_mlir())
+        print(emitted(build(fs.NormPhase.INFERENCE)))
 
     # One pass over each row: shifted sums (k = the row's first element) in one
     # multi-result linalg.generic reduction, then the normalization in torch ops.
@@ -57,7 +58,7 @@ else:
 
     @run
     def layernorm_nchw_training():
-        print(build(fs.NormPhase.TRAINING).emit_mlir())
+        print(emitted(build(fs.NormPhase.TRAINING)))
 
     # Training: the same sums, then a second generic over [B, 1, 1, 1] makes the stats.
     # CHECK-LABEL: TEST: layernorm_nchw_training

@@ -1,9 +1,10 @@
-# RUN: %python %s | filecheck %s
+# RUN: %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 # RUN: %python %s stats | filecheck %s --check-prefix=STATS
 
 import sys
 
-from lit_helpers import print_stats, run
+from lit_helpers import emitted, print_stats, run
 
 import fusilli as fs
 
@@ -29,7 +30,7 @@ else:
 
     @run
     def matmul_mixed_f16():
-        print(build().emit_mlir())
+        print(emitted(build()))
 
     # f16 operands, f32 product (accumulation), rounded once to f16.
     # CHECK-LABEL: TEST: matmul_mixed_f16

@@ -1,4 +1,5 @@
-# RUN: %python %s | filecheck %s
+# RUN: %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 # RUN: %python %s stats | filecheck %s --check-prefix=STATS
 
 # Above DECOMPOSE_MIN_FLOPS, SDPA is emitted as matmul / softmax / matmul in f32
@@ -6,7 +7,7 @@
 
 import sys
 
-from lit_helpers import print_stats, run
+from lit_helpers import emitted, print_stats, run
 
 import fusilli as fs
 
@@ -45,7 +46,7 @@ else:
 
     @run
     def sdpa_decomposed():
-        print(build("basic").emit_mlir())
+        print(emitted(build("basic")))
 
     # CHECK-LABEL: TEST: sdpa_decomposed
     # CHECK-NOT: scaled_dot_product_attention
@@ -57,7 +58,7 @@ else:
 
     @run
     def sdpa_decomposed_causal_f16():
-        print(build("causal", fs.DataType.HALF).emit_mlir())
+        print(emitted(build("causal", fs.DataType.HALF)))
 
     # CHECK-LABEL: TEST: sdpa_decomposed_causal_f16
     # CHECK: torch.aten.to.dtype %{{.*}} : !torch.vtensor<[1,2,64,64],f16>, {{.*}} -> !torch.vtensor<[1,2,64,64],f32>
@@ -71,7 +72,7 @@ else:
 
     @run
     def sdpa_decomposed_gqa_hk_ne_hv():
-        print(build("gqa_hk_ne_hv").emit_mlir())
+        print(emitted(build("gqa_hk_ne_hv")))
 
     # CHECK-LABEL: TEST: sdpa_decomposed_gqa_hk_ne_hv
     # CHECK: torch.aten.reshape {{.*}} -> !torch.vtensor<[1,2,128,64],f32>

@@ -1,9 +1,10 @@
-# RUN: %python %s | filecheck %s
+# RUN: %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 # RUN: %python %s stats | filecheck %s --check-prefix=STATS
 
 import sys
 
-from lit_helpers import print_stats, run
+from lit_helpers import emitted, print_stats, run
 
 import fusilli as fs
 
@@ -36,7 +37,7 @@ else:
 
     @run
     def sdpa_gqa():
-        print(build(2).emit_mlir())
+        print(emitted(build(2)))
 
     # Query heads are folded into the sequence dim: no copy of K/V.
     # CHECK-LABEL: TEST: sdpa_gqa
@@ -46,7 +47,7 @@ else:
 
     @run
     def sdpa_gqa_hk_ne_hv():
-        print(build(1).emit_mlir())
+        print(emitted(build(1)))
 
     # Hk = 2, Hv = 1: loops (b, lo=1, x=2, r=2, m, n, k1, k2); V's map has no x loop, so V is
     # read at its own head count (no repeat).

@@ -1,0 +1,1 @@
+"""Lowering: per-target rules (rules.py)."""
