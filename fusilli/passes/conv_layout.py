@@ -44,7 +44,7 @@ from fusilli.backend.targets import Target
 from fusilli.ir.rewrite import block_ops, constant_value, defining_op, func_blocks, int_list_value, permutation_of
 from fusilli.ir.torch import DYNAMIC, builtin_element_type
 from fusilli.lowering import rules
-from fusilli.passes import Pass, register_pass, winograd
+from fusilli.passes import Pass, conv_direct, register_pass, winograd
 from fusilli.passes.layout import FoldPermutesPass
 from fusilli.types import DataType
 
@@ -54,7 +54,8 @@ TO_HWCF = [2, 3, 1, 0]  # logical KCYX filter -> YXCK
 # torch dtype codes of the floating element types this pass computes in f32.
 _FLOAT_CODES = {"f32": 6, "f16": 5, "bf16": 15}
 _DATA_TYPES = {"f32": DataType.FLOAT, "f16": DataType.HALF, "bf16": DataType.BFLOAT16}
-# How a rewritten conv is computed: "im2col" (explicit patch gather + a
+# How a rewritten conv is computed: "winograd<m>" (Winograd F(m, 3) for 3x3
+# stride-1 convs, fusilli/passes/winograd.py), "im2col" (explicit patch gather + a
 # mixed-precision linalg.matmul over a KRSC filter), "linalg"
 # (linalg.conv_2d_nhwc_hwcf, or torch.aten.mm for 1x1) or "auto": what the
 # target's lowering rules choose (fusilli/lowering/rules.py: im2col for heavy
@@ -165,6 +166,11 @@ def _rewrite(op: ir.Operation, target: Target) -> bool:
             y_nhwc = _im2col_matmul(b, x_nhwc, w_t, (n, oh, ow, k), stride, padding, dilation, (fy, fx))
         elif (fy, fx) == (1, 1) and stride == [1, 1] and padding == [0, 0]:
             y_nhwc = _matmul_1x1(b, x_nhwc, w_t, (n, h, wd, c, k))
+        elif LOWERING == "auto" and any(padding) and flops < rules.CPU_CONV_IM2COL_MIN_FLOPS:
+            y = conv_direct.padded_direct_conv(
+                b.to_builtin(x_nhwc), b.to_builtin(w_t), (n, oh, ow, k), stride, padding, dilation
+            )
+            y_nhwc = b.op("torch_c.from_builtin_tensor", [y], ir.vtensor_type([n, oh, ow, k], "f32"))
         else:
             y_nhwc = _linalg_conv(b, x_nhwc, w_t, (n, oh, ow, k), stride, padding, dilation, (fy, fx))
         if element != "f32":
@@ -321,8 +327,9 @@ def _im2col_matmul(b: ir.TorchBuilder, x_nhwc, w_krsc, out_dims, stride, padding
     """
     n, oh, ow, k = out_dims
     f32 = builtin_element_type("f32")
-    patches = _patches(b.to_builtin(x_nhwc), (oh, ow), stride, padding, dilation, kernel)
-    filt = _collapse(b.to_builtin(w_krsc), [[0], [1, 2, 3]])
+    xin, win = b.to_builtin(x_nhwc), b.to_builtin(w_krsc)
+    patches = _patches(xin, (oh, ow), stride, padding, dilation, kernel)
+    filt = _collapse(win, [[0], [1, 2, 3]])
     mm = _matmul(patches, filt, n * oh * ow, k, _mnk_map(M, K), _mnk_map(N, K))
     y = ir.tensor.ExpandShapeOp(
         ir.RankedTensorType.get([n, oh, ow, k], f32), mm, _reassoc([[0, 1, 2], [3]]), [], [n, oh, ow, k]
