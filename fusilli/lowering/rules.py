@@ -69,7 +69,7 @@ def _sdpa_facts(node: Any) -> dict[str, Any]:
     }
 
 
-def _conv_fprop_facts(node: Any) -> dict[str, Any]:
+def _conv_facts_of_node(node: Any) -> dict[str, Any]:
     x, w, _ = node.conv_operands()
     return conv_facts(w.dim[2:], node.stride, node.dilation, node.groups, x.stride[1] == 1 and x.rank > 3)
 
@@ -86,7 +86,11 @@ def conv_facts(kernel, stride, dilation, groups: int, channels_last: bool) -> di
 
 
 # Facts beyond the node's workload, per op kind.
-_FACTS: dict[str, Callable[[Any], dict[str, Any]]] = {"sdpa": _sdpa_facts, "conv_fprop": _conv_fprop_facts}
+_FACTS: dict[str, Callable[[Any], dict[str, Any]]] = {
+    "sdpa": _sdpa_facts,
+    "conv_fprop": _conv_facts_of_node,
+    "conv_wgrad": _conv_facts_of_node,
+}
 
 
 def problem_of(node: Any) -> Problem:
@@ -338,7 +342,7 @@ CPU_CONV_WINOGRAD_MIN_FLOPS = 1 << 24
 @rule(
     "cpu-conv-winograd",
     Backend.CPU,
-    ("conv_fprop",),
+    ("conv_fprop", "conv_wgrad"),
     "algorithm",
     evidence=(
         "3x3 + bias + relu 4x64x56x56->64 f32 (fusilli-benchmark --compare torch, min ms): im2col + data "

@@ -51,6 +51,7 @@ from fusilli.types import DataType
 TO_NHWC = [0, 2, 3, 1]
 TO_NCHW = [0, 3, 1, 2]
 TO_HWCF = [2, 3, 1, 0]  # logical KCYX filter -> YXCK
+HWCF_TO_KCRS = [3, 2, 0, 1]
 # torch dtype codes of the floating element types this pass computes in f32.
 _FLOAT_CODES = {"f32": 6, "f16": 5, "bf16": 15}
 _DATA_TYPES = {"f32": DataType.FLOAT, "f16": DataType.HALF, "bf16": DataType.BFLOAT16}
@@ -95,7 +96,7 @@ class ConvLayoutPass(Pass):
                 for op in block_ops(block):
                     if op.name == "torch.aten.convolution" and (_rewrite(op, target) or _compute_in_f32(op)):
                         changed = True
-                    elif op.name == "torch.aten.convolution_backward" and _rewrite_wgrad(op):
+                    elif op.name == "torch.aten.convolution_backward" and _rewrite_wgrad(op, target):
                         changed = True
         if changed:
             FoldPermutesPass().run(module)
@@ -337,8 +338,9 @@ def _im2col_matmul(b: ir.TorchBuilder, x_nhwc, w_krsc, out_dims, stride, padding
     return b.op("torch_c.from_builtin_tensor", [y], ir.vtensor_type([n, oh, ow, k], "f32"))
 
 
-def _rewrite_wgrad(op: ir.Operation) -> bool:
-    """A channels-last, ungrouped 2-D weight gradient as one GEMM over the im2col patches.
+def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
+    """A channels-last, ungrouped 2-D weight gradient as Winograd (3x3 stride 1, where the
+    target's rules choose it) or one GEMM over the im2col patches.
 
     ``DW[K, R*S*C] = DY[N*Ho*Wo, K]^T x patches(X)[N*Ho*Wo, R*S*C]``: the forward conv's
     im2col read of X, contracted with DY over every output position. The result is the
@@ -371,17 +373,27 @@ def _rewrite_wgrad(op: ir.Operation) -> bool:
         if element != "f32":
             x_nhwc = b.to_dtype(x_nhwc, "f32", _FLOAT_CODES["f32"])
             dy_nhwc = b.to_dtype(dy_nhwc, "f32", _FLOAT_CODES["f32"])
-        patches = _patches(b.to_builtin(x_nhwc), (oh, ow), stride, padding, dilation, (fy, fx))
-        dy2 = _collapse(b.to_builtin(dy_nhwc), [[0, 1, 2], [3]])
-        mm = _matmul(dy2, patches, k, fy * fx * c, _mnk_map(K, M), _mnk_map(K, N))
-        f32 = builtin_element_type("f32")
-        dw = ir.tensor.ExpandShapeOp(
-            ir.RankedTensorType.get([k, fy, fx, c], f32), mm, _reassoc([[0], [1, 2, 3]]), [], [k, fy, fx, c]
-        ).result
-        dw_krsc = b.op("torch_c.from_builtin_tensor", [dw], ir.vtensor_type([k, fy, fx, c], "f32"))
-        if element != "f32":
-            dw_krsc = b.to_dtype(dw_krsc, element, _FLOAT_CODES[element])
-        result = b.permute(dw_krsc, TO_NCHW)
+        flops = 2 * n * oh * ow * k * c * fy * fx
+        facts = rules.conv_facts((fy, fx), stride, dilation, 1, True)
+        problem = rules.Problem("conv_wgrad", _DATA_TYPES[element], flops, facts)
+        if winograd_tile(LOWERING, problem, target) is not None:
+            dw = winograd.winograd_wgrad(b.to_builtin(x_nhwc), b.to_builtin(dy_nhwc), padding)
+            dw_hwcf = b.op("torch_c.from_builtin_tensor", [dw], ir.vtensor_type([fy, fx, c, k], "f32"))
+            if element != "f32":
+                dw_hwcf = b.to_dtype(dw_hwcf, element, _FLOAT_CODES[element])
+            result = b.permute(dw_hwcf, HWCF_TO_KCRS)
+        else:
+            patches = _patches(b.to_builtin(x_nhwc), (oh, ow), stride, padding, dilation, (fy, fx))
+            dy2 = _collapse(b.to_builtin(dy_nhwc), [[0, 1, 2], [3]])
+            mm = _matmul(dy2, patches, k, fy * fx * c, _mnk_map(K, M), _mnk_map(K, N))
+            f32 = builtin_element_type("f32")
+            dw = ir.tensor.ExpandShapeOp(
+                ir.RankedTensorType.get([k, fy, fx, c], f32), mm, _reassoc([[0], [1, 2, 3]]), [], [k, fy, fx, c]
+            ).result
+            dw_krsc = b.op("torch_c.from_builtin_tensor", [dw], ir.vtensor_type([k, fy, fx, c], "f32"))
+            if element != "f32":
+                dw_krsc = b.to_dtype(dw_krsc, element, _FLOAT_CODES[element])
+            result = b.permute(dw_krsc, TO_NCHW)
     op.results[1].replace_all_uses_with(result)
     op.erase()
     return True

@@ -40,11 +40,11 @@ import numpy as np
 from fusilli import ir
 from fusilli.passes.gemm_config import batch_matmul_compilation_info
 
-# Finite interpolation points per output tile size m (alpha - 1 = m + 1 of them).
+# Finite interpolation points per transform size t = m + r - 1 (t - 1 of them).
 _POINTS = {
-    2: (0.0, 1.0, -1.0),
-    4: (0.0, 1.0, -1.0, 2.0, -2.0),
-    6: (0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5),
+    4: (0.0, 1.0, -1.0),
+    6: (0.0, 1.0, -1.0, 2.0, -2.0),
+    8: (0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5),
 }
 KERNEL = 3
 
@@ -86,26 +86,26 @@ class WinogradPlan:
 
 
 @functools.cache
-def transform_matrices(m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(A^T [m, t], G [t, 3], B^T [t, t]) of F(m, 3), float64.
+def transform_matrices(m: int, r: int = KERNEL) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(A^T [m, t], G [t, r], B^T [t, t]) of F(m, r) with t = m + r - 1, float64.
 
-    A^T and G follow Cook-Toom for the points of ``_POINTS[m]`` plus infinity;
+    A^T and G follow Cook-Toom for the points of ``_POINTS[t]`` plus infinity;
     B^T is then the unique matrix with ``A^T diag(G e_k) B^T = shift_k`` for
     every filter tap k (the 1-D correlation identity), solved exactly.
     """
-    points = _POINTS[m]
-    t = m + KERNEL - 1
+    t = m + r - 1
+    points = _POINTS[t]
     at = np.zeros((m, t))
-    g = np.zeros((t, KERNEL))
+    g = np.zeros((t, r))
     for j, p in enumerate(points):
         at[:, j] = [p**i for i in range(m)]
         f = np.prod([p - q for q in points if q != p])
-        g[j] = [p**k / f for k in range(KERNEL)]
+        g[j] = [p**k / f for k in range(r)]
     at[m - 1, t - 1] = 1.0
-    g[t - 1, KERNEL - 1] = 1.0
+    g[t - 1, r - 1] = 1.0
     # Solve for B^T: for each tap k, sum_j at[i, j] g[j, k] bt[j, l] = [l == i + k].
     rows, rhs = [], []
-    for k in range(KERNEL):
+    for k in range(r):
         for i in range(m):
             for col in range(t):
                 coeffs = np.zeros((t, t))
@@ -115,10 +115,9 @@ def transform_matrices(m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     bt, *_ = np.linalg.lstsq(np.array(rows), np.array(rhs), rcond=None)
     bt = bt.reshape(t, t)
     bt[np.abs(bt) < 1e-12] = 0.0
-    check = [at @ np.diag(g[:, k]) @ bt for k in range(KERNEL)]
-    for k, c in enumerate(check):
-        if not np.allclose(c, np.eye(m, t, k), atol=1e-9):
-            raise AssertionError(f"F({m},3) transform matrices do not compute a correlation (tap {k})")
+    for k in range(r):
+        if not np.allclose(at @ np.diag(g[:, k]) @ bt, np.eye(m, t, k), atol=1e-9):
+            raise AssertionError(f"F({m},{r}) transform matrices do not compute a correlation (tap {k})")
     return at, g, bt
 
 
@@ -275,49 +274,60 @@ def _clamped(i: ir.Value, extent: int) -> ir.Value:
 def input_transform(p: WinogradPlan, x_nhwc: ir.Value) -> ir.Value:
     """``V[t*t, tiles, C] = B^T d B`` of every t x t input tile, padding folded into the reads."""
     _, _, bt = transform_matrices(p.m)
-    t, m, c = p.t, p.m, p.c
-    th, tw, wp = p.tiles_h, p.tiles_w, p.padded_w
+    return tile_transform(x_nhwc, bt, p.m, p.pad, (p.tiles_h, p.tiles_w), p.padded_w)
+
+
+def tile_transform(src: ir.Value, matrix: np.ndarray, step: int, pad, tiles, width: int) -> ir.Value:
+    """``V[t*t, tiles, C] = M d M^T`` of the ``taps x taps`` tiles of ``src`` ``[N, H, W, C]``.
+
+    Tile ``(th, tw)`` starts at ``(th*step - pad_h, tw*step - pad_w)``; ``matrix`` is
+    ``[t, taps]``; reads outside ``src`` are zeros (the padding, or the ragged edge).
+    """
+    st = ir.RankedTensorType(src.type)
+    n, h, w, c = (st.get_dim_size(i) for i in range(4))
+    t, taps = matrix.shape
+    th, tw = tiles
     i1 = ir.IntegerType.get_signless(1)
-    # Tile rows: U1[n, th, w', a, c] = sum_i B^T[a, i] x[n, th*m + i - ph, w' - pw, c] over the
-    # padded width w'. The input is read with clamped indices and out-of-bounds taps are
-    # zeroed by 1-D masks along tile rows and padded columns (with one 1-D operand per
+    # Tile rows: U1[n, th, w', a, c] = sum_i M[a, i] src[n, th*step + i - ph, w' - pw, c] over
+    # the padded width w'. The input is read with clamped indices and out-of-bounds taps
+    # are zeroed by 1-D masks along tile rows and padded columns (with one 1-D operand per
     # dim IREE keeps the dims apart instead of collapsing them into scalar code).
-    row_ok = [_in_bounds(p.h, th, m, i, p.pad[0]) for i in range(t)]
-    col_ok = _in_bounds(p.w, wp, 1, 0, p.pad[1])
+    row_ok = [_in_bounds(h, th, step, i, pad[0]) for i in range(taps)]
+    col_ok = _in_bounds(w, width, 1, 0, pad[1])
     masked = not (all(ok.all() for ok in row_ok) and col_ok.all())
     n_, th_, w_, a_, c_ = _dims(5)
-    ins = [_coefficients(bt[:, i]) for i in range(t)]
-    maps = [_map(5, [a_])] * t
+    ins = [_coefficients(matrix[:, i]) for i in range(taps)]
+    maps = [_map(5, [a_])] * taps
     if masked:
         ins += [_dense(ok, i1) for ok in row_ok] + [_dense(col_ok, i1)]
-        maps += [_map(5, [th_])] * t + [_map(5, [w_])]
+        maps += [_map(5, [th_])] * taps + [_map(5, [w_])]
 
     def rows_body(args):
-        coefs = args[:t]
+        coefs = args[:taps]
         # Source indices come from linalg.index (not from operands): IREE's vectorizer then
         # sees them uniform along the channel dim and emits contiguous loads, not gathers.
-        n, tile_row, col, ch = (ir.linalg.IndexOp(d).result for d in (0, 1, 2, 4))
-        col = _clamped(ir.arith.SubIOp(col, _index(p.pad[1])).result, p.w)
-        row0 = ir.arith.MulIOp(tile_row, _index(m)).result
+        batch, tile_row, col, ch = (ir.linalg.IndexOp(d).result for d in (0, 1, 2, 4))
+        col = _clamped(ir.arith.SubIOp(col, _index(pad[1])).result, w)
+        row0 = ir.arith.MulIOp(tile_row, _index(step)).result
         zero = ir.arith.ConstantOp(_f32(), 0.0).result
         values = []
-        for i in range(t):
-            row = _clamped(ir.arith.AddIOp(row0, _index(i - p.pad[0])).result, p.h)
-            v = ir.tensor.ExtractOp(x_nhwc, [n, row, col, ch]).result
+        for i in range(taps):
+            row = _clamped(ir.arith.AddIOp(row0, _index(i - pad[0])).result, h)
+            v = ir.tensor.ExtractOp(src, [batch, row, col, ch]).result
             if masked:
-                ok = ir.arith.AndIOp(args[t + i], args[2 * t]).result
+                ok = ir.arith.AndIOp(args[taps + i], args[2 * taps]).result
                 v = ir.arith.SelectOp(ok, v, zero).result
             values.append(v)
         return _fma_chain(coefs, values)
 
-    u1 = _generic(ins, maps, [p.n, th, wp, t, c], _map(5, [n_, th_, w_, a_, c_]), rows_body)
-    # Tile columns: V[a, b, n, th, tw, c] = sum_j B^T[b, j] U1[n, th, tw*m + j, a, c]: strided
-    # slices read the overlapping tiles; iterating (n, th, tw, a, b, c).
+    u1 = _generic(ins, maps, [n, th, width, t, c], _map(5, [n_, th_, w_, a_, c_]), rows_body)
+    # Tile columns: V[a, b, n, th, tw, c] = sum_j M[b, j] U1[n, th, tw*step + j, a, c]:
+    # strided slices read the (overlapping) tiles; iterating (n, th, tw, a, b, c).
     n_, th_, tw_, a_, b_, c_ = _dims(6)
-    taps = [_strided_slice(u1, 2, j, tw, m) for j in range(t)]
+    col_taps = [_strided_slice(u1, 2, j, tw, step) for j in range(taps)]
     out_map = _map(6, [a_, b_, n_, th_, tw_, c_])
-    v = _separable_stage(taps, bt, 4, [t, t, p.n, th, tw, c], out_map, _map(6, [n_, th_, tw_, a_, c_]))
-    return _collapse(v, [[0, 1], [2, 3, 4], [5]], [t * t, p.tiles, c])
+    v = _separable_stage(col_taps, matrix, 4, [t, t, n, th, tw, c], out_map, _map(6, [n_, th_, tw_, a_, c_]))
+    return _collapse(v, [[0, 1], [2, 3, 4], [5]], [t * t, n * th * tw, c])
 
 
 def batched_gemm(p: WinogradPlan, v: ir.Value, u: ir.Value, isa: str) -> ir.Value:
@@ -366,3 +376,33 @@ def winograd_conv(p: WinogradPlan, x_nhwc: ir.Value, w_hwcf: ir.Value, isa: str)
     u = filter_transform(p, w_hwcf)
     v = input_transform(p, x_nhwc)
     return output_transform(p, batched_gemm(p, v, u, isa))
+
+
+def winograd_wgrad(x_nhwc: ir.Value, dy_nhwc: ir.Value, pad) -> ir.Value:
+    """The HWCF ``[3, 3, C, K]`` weight gradient of a 3x3 stride-1 conv, by Winograd F(3x3, 4x4).
+
+    ``dw[r, s] = sum dy[o] x[o + (r, s) - pad]`` over every output position ``o`` is, per
+    4x4 tile of DY, a correlation of the 6x6 input tile with the DY tile giving 3x3:
+    Winograd F(3, 4) with the same t = 6 transforms as the forward F(4, 3). The sum over
+    tiles (and the batch) happens in the transformed domain, as one batched GEMM
+    ``M[36, C, K] = V[36, tiles, C]^T x D[36, tiles, K]``; one output transform follows.
+    """
+    at, g, bt = transform_matrices(3, 4)
+    xt, dyt = ir.RankedTensorType(x_nhwc.type), ir.RankedTensorType(dy_nhwc.type)
+    c, k = xt.get_dim_size(3), dyt.get_dim_size(3)
+    oh, ow = dyt.get_dim_size(1), dyt.get_dim_size(2)
+    tiles = (-(-oh // 4), -(-ow // 4))
+    v = tile_transform(x_nhwc, bt, 4, pad, tiles, tiles[1] * 4 + 2)
+    d = tile_transform(dy_nhwc, g, 4, (0, 0), tiles, tiles[1] * 4)
+    zero = ir.arith.ConstantOp(_f32(), 0.0).result
+    init = ir.linalg.fill(zero, outs=[_empty([36, c, k])])
+    b_, m_, n_, r_ = _dims(4)
+    maps = [_map(4, [b_, r_, m_]), _map(4, [b_, r_, n_]), _map(4, [b_, m_, n_])]
+    mm = ir.linalg.batch_matmul(v, d, outs=[init], indexing_maps=maps)
+    m6 = _expand(mm, [[0, 1], [2], [3]], [6, 6, c, k])
+    # Rows: O1[r, b, c, k] = sum_a A^T[r, a] M[a, b, c, k], iterating (b, c, r, k).
+    b_, c_, r_, k_ = _dims(4)
+    o1 = _separable_stage([_slice(m6, 0, a) for a in range(6)], at, 2, [3, 6, c, k], _map(4, [r_, b_, c_, k_]))
+    # Columns: DW[r, s, c, k] = sum_b A^T[s, b] O1[r, b, c, k], iterating (r, c, s, k).
+    r_, c_, s_, k_ = _dims(4)
+    return _separable_stage([_slice(o1, 1, b) for b in range(6)], at, 2, [3, 3, c, k], _map(4, [r_, s_, c_, k_]))
