@@ -102,8 +102,9 @@ def test_epilogue_adds_no_dispatch(cpu, lowering):
 
 def _problem(shape, stride, dilation, kernel, channels_last=True, element=F32):
     n, c, h, w, k = shape
-    facts = rules.conv_facts(kernel, stride, dilation, 1, channels_last)
-    return rules.Problem("conv_fprop", element, 2 * n * h * w * k * c * kernel[0] * kernel[1], facts)
+    out = [(d + 2 - kernel[0]) // s + 1 for d, s in zip((h, w), stride)]  # padding 1
+    facts = rules.conv_facts(kernel, stride, dilation, 1, channels_last, n, out)
+    return rules.Problem("conv_fprop", element, 2 * n * out[0] * out[1] * k * c * kernel[0] * kernel[1], facts)
 
 
 @pytest.mark.parametrize(
@@ -111,6 +112,9 @@ def _problem(shape, stride, dilation, kernel, channels_last=True, element=F32):
     [
         ((4, 64, 56, 56, 64), [1, 1], [1, 1], (3, 3), 4),
         ((1, 8, 8, 8, 16), [1, 1], [1, 1], (3, 3), None),  # too small to pay
+        ((8, 128, 14, 14, 128), [1, 1], [1, 1], (3, 3), 4),  # 128 tiles
+        ((1, 512, 7, 7, 512), [1, 1], [1, 1], (3, 3), None),  # heavy, but 4 tiles
+        ((8, 512, 7, 7, 512), [1, 1], [1, 1], (3, 3), None),  # 32 tiles
         ((4, 128, 28, 28, 256), [2, 2], [1, 1], (3, 3), None),
         ((4, 64, 56, 56, 64), [1, 1], [2, 2], (3, 3), None),
         ((4, 256, 28, 28, 128), [1, 1], [1, 1], (1, 1), None),
