@@ -452,6 +452,11 @@ class Graph:
             node.infer()
             self._inferred += [(t, f, getattr(t, f"_{f}")) for t, f in unset]
             node.post_validate()
+            if node.checked_by_lowering:
+                # Imported here, not at module level: only graphs with such nodes load the MLIR bindings.
+                from fusilli.lowering import check_node
+
+                check_node(node)
             for slot, out in node.outputs.items():
                 if out is None:
                     continue
@@ -514,14 +519,12 @@ class Graph:
             raise fail(ErrorCode.NOT_VALIDATED, f"graph '{self.name}' must be validated before {what}")
 
     # ------------------------------------------------------------------ IR
-    def emit_mlir(self, target: Target | None = None) -> str:
-        """The torch-dialect module the graph emits for ``target`` (default the host CPU),
-        before fusilli's passes."""
-        if not self._validated:
-            self.validate()
-        from fusilli.emitter import emit_module
+    def emit_mlir(self, backend: Any = None, arch: str | None = None) -> str:
+        """The torch-dialect module the graph emits for ``backend``/``arch`` (default the CPU of
+        ``FUSILLI_CPU_ARCH`` or the host), before fusilli's passes."""
+        from fusilli.lowering import emit_module
 
-        return str(emit_module(self, target or self.target()))
+        return str(emit_module(self, self.target(backend, arch)))
 
     def mlir(self, stage: str = "emitted", backend: Any = None, arch: str | None = None) -> str:
         """IR at ``stage``: emitted, optimized (after fusilli's passes for the target), or an
@@ -532,7 +535,9 @@ class Graph:
             raise fail(ErrorCode.INVALID_ARGUMENT, f"unknown IR stage {stage!r}; expected one of {MLIR_STAGES}")
         target = self.target(backend, arch)
         if stage == "emitted":
-            return self.emit_mlir(target)
+            from fusilli.lowering import emit_module
+
+            return str(emit_module(self, target))
         module = self._optimized_module(target)
         if stage == "optimized":
             return str(module)
@@ -541,7 +546,7 @@ class Graph:
     def explain(self, backend: Any = None, arch: str | None = None) -> str:
         """One line per node: the lowering rule chosen for each aspect on the target
         (``backend``/``arch``, default the host CPU) and the fact that chose it."""
-        from fusilli.lowering.rules import explain
+        from fusilli.backend.rules import explain
 
         return explain(self.nodes, self.target(backend, arch))
 
@@ -553,7 +558,7 @@ class Graph:
         return Target.resolve(backend or Backend.CPU, arch, nodes=self.nodes)
 
     def _optimized_module(self, target: Target):
-        from fusilli.emitter import emit_module
+        from fusilli.lowering import emit_module
         from fusilli.passes import default_pipeline
 
         if not self._validated:

@@ -1,7 +1,7 @@
 """Compile targets: what fusilli compiles for, and the base compiler flags of each.
 
 A ``Target`` is a backend plus the hardware facts lowering rules are chosen by
-(fusilli/lowering/rules.py): for the CPU the LLVM CPU name and the ISA features
+(fusilli/backend/rules.py): for the CPU the LLVM CPU name and the ISA features
 it implies (from this machine's /proc/cpuinfo for ``"host"``, from LLVM's own
 table in cpu_table.py for a named CPU), for an AMD GPU the gfx arch and its
 matrix units. The target is part of every cache key, is recorded with every
@@ -590,7 +590,7 @@ class Target:
         cpu: Cpu | None = None,
     ) -> Target:
         """The target ``backend``/``arch`` names, with its compiler flags: the backend's base
-        flags, the lowering rules' flags for the graph's ``nodes`` (fusilli/lowering/rules.py),
+        flags, the lowering rules' flags for the graph's ``nodes`` (fusilli/backend/rules.py),
         then the caller's and FUSILLI_EXTRA_COMPILER_FLAGS (last, so users override).
         ``cpu`` replaces the CPU ``arch`` names (an artifact's recorded one)."""
         backend = Backend.coerce(backend)
@@ -607,7 +607,7 @@ class Target:
             gpu = amdgpu_arch_info(arch)
             base = list(AMDGPU_FLAGS) + [f"--iree-rocm-target={arch}"]
             target = Target(backend, arch, gpu.features, gpu=gpu)
-        from fusilli.lowering.rules import compile_flags
+        from fusilli.backend.rules import compile_flags
 
         flags = base + [f for f in compile_flags(nodes, target) if f not in base] + extras
         _refuse_crashing_flags(backend, flags)

@@ -40,10 +40,10 @@ from __future__ import annotations
 import os
 
 from fusilli import ir
+from fusilli.backend import rules
 from fusilli.backend.targets import Target
 from fusilli.ir.rewrite import block_ops, constant_value, defining_op, func_blocks, int_list_value, permutation_of
 from fusilli.ir.torch import DYNAMIC, builtin_element_type
-from fusilli.lowering import rules
 from fusilli.passes import Pass, conv_direct, register_pass, winograd
 from fusilli.passes.layout import FoldPermutesPass
 from fusilli.types import DataType
@@ -59,7 +59,7 @@ _DATA_TYPES = {"f32": DataType.FLOAT, "f16": DataType.HALF, "bf16": DataType.BFL
 # stride-1 convs, fusilli/passes/winograd.py), "im2col" (explicit patch gather + a
 # mixed-precision linalg.matmul over a KRSC filter), "linalg"
 # (linalg.conv_2d_nhwc_hwcf, or torch.aten.mm for 1x1) or "auto": what the
-# target's lowering rules choose (fusilli/lowering/rules.py: im2col for heavy
+# target's lowering rules choose (fusilli/backend/rules.py: im2col for heavy
 # bf16 convs on CPUs with native bf16 dot products, else linalg; f16/bf16 in
 # f32). FUSILLI_CONV_LOWERING overrides it (for measuring); it is one of the
 # pass's cache-key options.

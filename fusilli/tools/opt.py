@@ -107,7 +107,7 @@ def load_module(path: str, text: str, graph: Any, target: Target) -> ir.Module:
     """The module to transform: a graph's module emitted for ``target``, or the parsed MLIR file."""
     name = "<stdin>" if path == "-" else path
     if graph is not None:
-        from fusilli.emitter import emit_module
+        from fusilli.lowering import emit_module
 
         return emit_module(graph, target)
     try:

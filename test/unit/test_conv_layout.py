@@ -8,7 +8,7 @@ import pytest
 from conftest import random_array, run_and_check
 
 import fusilli as fs
-from fusilli.lowering import rules
+from fusilli.backend import rules
 from fusilli.passes import conv_layout
 
 F32, F16, BF16 = fs.DataType.FLOAT, fs.DataType.HALF, fs.DataType.BFLOAT16
@@ -223,7 +223,7 @@ def test_heavy_conv_auto(cpu, rng, dtype):
 
 def test_im2col_threshold_matches_conv_rule():
     """The bf16 im2col matmul and the im2col flags start at one threshold."""
-    from fusilli.lowering import rules
+    from fusilli.backend import rules
 
     heavy = build("heavy_bf16", HEAVY, BF16)
     target = heavy.target("cpu")

@@ -152,3 +152,18 @@ def test_bad_backend_choice_is_a_usage_error(mlir_file, capsys):
     with pytest.raises(SystemExit) as exc:
         main([str(mlir_file), "--backend=tpu"])
     assert exc.value.code == 2
+
+
+def test_explain_prints_each_nodes_rule_for_the_target(graph_json, capsys):
+    assert main([str(graph_json), "--explain", "--backend=amdgpu", "--arch=gfx942"]) == 0
+    out = capsys.readouterr().out
+    g = fs.Graph.from_json(graph_json.read_text())
+    assert out.startswith("target: amdgpu gfx942 (mfma)")
+    assert out == g.explain(fs.Backend.AMDGPU, "gfx942") + "\n"
+    assert main([str(graph_json), "--explain", "--arch=x86-64-v3"]) == 0
+    assert "target: cpu x86-64-v3" in capsys.readouterr().out
+
+
+def test_explain_needs_a_graph(mlir_file, capsys):
+    assert main([str(mlir_file), "--explain"]) == 1
+    assert "--explain needs a graph JSON" in capsys.readouterr().err

@@ -294,7 +294,7 @@ def test_layernorm_large_mean_accuracy(cpu, rng):
 def test_layernorm_train_large_one_dispatch(cpu, rng, dtype):
     """A layernorm of >= CPU_LAYERNORM_MIN_FLOPS takes the O3 CPU rule: training's stats
     reduction and Y fuse into one dispatch (x read once), with the reference's numerics."""
-    from fusilli.lowering.rules import CPU_LAYERNORM_MIN_FLOPS, compile_flags
+    from fusilli.backend.rules import CPU_LAYERNORM_MIN_FLOPS, compile_flags
 
     g = fs.Graph(name=f"ln_train_large_{dtype.name}", io_data_type=dtype, compute_data_type=fs.DataType.FLOAT)
     x = g.tensor(name="x", dim=[256, 640])
@@ -312,7 +312,7 @@ def test_layernorm_train_large_one_dispatch(cpu, rng, dtype):
 
 
 def test_layernorm_small_and_dynamic_keep_default_flags():
-    from fusilli.lowering.rules import compile_flags
+    from fusilli.backend.rules import compile_flags
 
     g = fs.Graph(name="ln_small")
     x = g.tensor(name="x", dim=DIMS)

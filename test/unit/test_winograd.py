@@ -11,9 +11,9 @@ from conftest import random_array, run_and_check
 
 import fusilli as fs
 from fusilli import reference
+from fusilli.backend import rules
 from fusilli.backend.targets import Target
 from fusilli.ir import fusilli_context
-from fusilli.lowering import rules
 from fusilli.passes import conv_layout, gemm_config, winograd
 
 F32, F16, BF16 = fs.DataType.FLOAT, fs.DataType.HALF, fs.DataType.BFLOAT16

@@ -1,4 +1,4 @@
-# RUN: %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,CPU
 # RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 # RUN: %python %s linalg | filecheck %s --check-prefix=LINALG
 # RUN: %python %s stats | filecheck %s --check-prefix=STATS
@@ -15,8 +15,8 @@ from lit_helpers import emitted, optimized, print_stats, run
 import fusilli as fs
 
 
-def build(padding, epilogue=False):
-    g = fs.Graph(name="conv_nhwc_krsc")
+def build(padding, epilogue=False, dtype=fs.DataType.FLOAT):
+    g = fs.Graph(name="conv_nhwc_krsc", io_data_type=dtype, compute_data_type=fs.DataType.FLOAT)
     n, c, h, w, k = 2, 8, 8, 8, 16
     x = g.tensor(name="x", dim=[n, c, h, w], stride=fs.strides([n, c, h, w], "NHWC"))
     wt = g.tensor(name="w", dim=[k, c, 3, 3], stride=fs.strides([k, c, 3, 3], "NHWC"))
@@ -67,11 +67,19 @@ else:
     def conv_nhwc_krsc_bias_relu_optimized():
         print(optimized(build([1, 1], epilogue=True)))
 
-    # The conv runs natively in NHWC. It is small (below the im2col size), so it is one
-    # reduction generic reading the unpadded input through clamped tensor.extract with
-    # the padding taps zeroed (fusilli/passes/conv_direct.py): no tensor.pad. The bias
-    # add and relu become one linalg.generic iterating NHWC, with the bias broadcast.
+    # On the CPU the conv runs natively in NHWC (rule cpu-conv-channels-last-linalg). It is
+    # small (below the im2col size), so it is one reduction generic reading the unpadded
+    # input through clamped tensor.extract with the padding taps zeroed
+    # (fusilli/passes/conv_direct.py): no tensor.pad. The bias add and relu become one
+    # linalg.generic iterating NHWC, with the bias broadcast. On gfx942 (rule
+    # amdgpu-conv-upstream) the conv stays torch.aten.convolution on permuted operands, as
+    # upstream Fusilli emits it, for IREE's GPU pipeline to propagate the transposes; the
+    # epilogue still fuses.
     # CHECK-LABEL: TEST: conv_nhwc_krsc_bias_relu_optimized
+    # AMDGPU-NOT: linalg.conv_2d
+    # AMDGPU: %[[Y:.*]] = torch.aten.convolution {{.*}} -> !torch.vtensor<[2,16,8,8],f32>
+    # AMDGPU: %[[YB:.*]] = torch_c.to_builtin_tensor %[[Y]]
+    # AMDGPU: linalg.generic {{.*}} ins(%[[YB]], %{{.*}} : tensor<2x16x8x8xf32>, tensor<1x16x1x1xf32>) outs(%{{.*}} : tensor<2x8x8x16xf32>)
     # CPU-DAG: #[[HWCF:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d5, d6, d3)>
     # CPU-DAG: #[[OUT:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>
     # CPU-DAG: #[[NHWC:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
@@ -92,4 +100,16 @@ else:
     # CPU: %[[R:.*]] = torch_c.from_builtin_tensor %[[G]]
     # CPU-NOT: torch.aten.permute
     # CPU: torch.overwrite.tensor.contents %[[R]] overwrites
-    # AMDGPU: torch.aten.convolution
+
+    @run
+    def conv_nhwc_krsc_f16_optimized():
+        print(optimized(build([1, 1], dtype=fs.DataType.HALF)))
+
+    # f16: on the CPU computed in f32 (rule cpu-low-precision-via-f32: znver4 has no
+    # avx512fp16), widened once and rounded once; on gfx942 in f16 (MFMA), no f32 conv.
+    # CHECK-LABEL: TEST: conv_nhwc_krsc_f16_optimized
+    # CPU: arith.extf %{{.*}} : f16 to f32
+    # CPU: linalg.conv_2d_nhwc_hwcf {{.*}} ins(%{{.*}}, %{{.*}} : tensor<2x10x10x8xf32>, tensor<3x3x8x16xf32>)
+    # CPU: arith.truncf %{{.*}} : f32 to f16
+    # AMDGPU-NOT: f32>
+    # AMDGPU: torch.aten.convolution {{.*}} : !torch.vtensor<[2,8,8,8],f16>, !torch.vtensor<[16,8,3,3],f16>, {{.*}} -> !torch.vtensor<[2,16,8,8],f16>

@@ -1,4 +1,4 @@
-# RUN: %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,CPU
 # RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 # RUN: %python %s stats | filecheck %s --check-prefix=STATS
 
@@ -32,7 +32,12 @@ else:
     def matmul_mixed_f16():
         print(emitted(build()))
 
-    # f16 operands, f32 product (accumulation), rounded once to f16.
+    # An f32 product (accumulation), rounded once to f16. znver4 has no f16 dot
+    # products (avx512fp16): the operands are widened once and the matmul is f32
+    # (rule cpu-low-precision-via-f32). gfx942's MFMA multiplies f16 operands.
     # CHECK-LABEL: TEST: matmul_mixed_f16
-    # CHECK: %[[C:.*]] = torch.aten.matmul %{{.*}}, %{{.*}} : !torch.vtensor<[2,4,16],f16>, !torch.vtensor<[2,16,8],f16> -> !torch.vtensor<[2,4,8],f32>
+    # CPU: %[[A:.*]] = torch.aten.to.dtype %{{.*}} : !torch.vtensor<[2,4,16],f16>, {{.*}} -> !torch.vtensor<[2,4,16],f32>
+    # CPU: %[[B:.*]] = torch.aten.to.dtype %{{.*}} : !torch.vtensor<[2,16,8],f16>, {{.*}} -> !torch.vtensor<[2,16,8],f32>
+    # CPU: %[[C:.*]] = torch.aten.matmul %[[A]], %[[B]] : !torch.vtensor<[2,4,16],f32>, !torch.vtensor<[2,16,8],f32> -> !torch.vtensor<[2,4,8],f32>
+    # AMDGPU: %[[C:.*]] = torch.aten.matmul %{{.*}}, %{{.*}} : !torch.vtensor<[2,4,16],f16>, !torch.vtensor<[2,16,8],f16> -> !torch.vtensor<[2,4,8],f32>
     # CHECK: torch.aten.to.dtype %[[C]], {{.*}} -> !torch.vtensor<[2,4,8],f16>

@@ -1,5 +1,5 @@
-"""What an op emitter sees: its node's inputs as logical torch values, and a place
-to put its results.
+"""What a lowering sees: its node's inputs as logical torch values, a place to
+put its results, and the target the IR is built for.
 
 Emission is deliberately naive, like upstream Fusilli's: every tensor lives in
 its *physical* order between ops, each op permutes its inputs to logical order
@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from fusilli import ir
+from fusilli.backend.targets import Target
 from fusilli.errors import ErrorCode, fail
 from fusilli.ops.base import Node
 from fusilli.tensor import TensorAttr, data_type_of, inverse_permutation, is_identity
 from fusilli.types import DataType, torch_code_of
 
 if TYPE_CHECKING:
-    from fusilli.backend.targets import Target
-    from fusilli.lowering.rules import Choice
+    from fusilli.backend.rules import Choice
 
 
 def logical_type(t: TensorAttr, dims: Sequence[int] | None = None, element: DataType | None = None) -> ir.TensorType:
@@ -42,16 +42,17 @@ def physical_type(t: TensorAttr, *, value_semantics: bool = True) -> ir.TensorTy
 
 @dataclass
 class EmitContext:
-    """State of one module emission, handed to every op emitter."""
+    """State of one module emission, handed to every lowering."""
 
     b: ir.TorchBuilder
-    target: Target  # what the module is lowered for: emitters ask its rules (``choose``)
+    target: Target  # what the module is built for: lowerings ask its rules (``choose``)
+    main: ir.Operation  # @main, before which module-scope functions are placed
     physical: dict[int, ir.Value] = field(default_factory=dict)  # id(TensorAttr) -> value
-    current_node: Node | None = None  # set by the emit driver before each op emitter runs
+    current_node: Node | None = None  # set by the emit driver before each lowering runs
 
     def choose(self, aspect: str) -> Choice | None:
         """The lowering rule the target's rules choose for ``aspect`` of the current node."""
-        from fusilli.lowering.rules import choose, problem_of
+        from fusilli.backend.rules import choose, problem_of
 
         return choose(problem_of(self.node), self.target, aspect)
 
@@ -92,6 +93,11 @@ class EmitContext:
         if ir.element_type(value) == dt.mlir_name:
             return value
         return self.b.to_dtype(value, dt.mlir_name, torch_code_of(dt))
+
+    def add_module_function(self, function: ir.Operation) -> None:
+        """Clones ``function`` (built in this context) to module scope, before @main."""
+        with ir.InsertionPoint(self.main):
+            function.clone()
 
     # ---- outputs ---------------------------------------------------------------
     def result_type(self, slot: str, element: DataType | None = None) -> ir.Type:
