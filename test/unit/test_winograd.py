@@ -139,6 +139,20 @@ def test_explain_names_the_winograd_rule():
     assert "cpu-conv-winograd" not in g.explain(fs.Backend.CPU, arch="x86-64")
 
 
+def test_explain_names_winograd_for_dgrad_and_wgrad():
+    n, c, h, w, k = 4, 64, 28, 28, 64
+    g = fs.Graph(name="wino_grads_explain")
+    dy = g.tensor(name="dy", dim=[n, k, h, w], stride=fs.strides([n, k, h, w], "NHWC"))
+    x = g.tensor(name="x", dim=[n, c, h, w], stride=fs.strides([n, c, h, w], "NHWC"))
+    wt = g.tensor(name="w", dim=[k, c, 3, 3], stride=fs.strides([k, c, 3, 3], "NHWC"))
+    attrs = dict(padding=[1, 1], stride=[1, 1], dilation=[1, 1])
+    g.conv_dgrad(dy, wt, name="dgrad", **attrs).set_dim([n, c, h, w]).set_output(True).set_name("dx")
+    g.conv_wgrad(dy, x, name="wgrad", **attrs).set_dim([k, c, 3, 3]).set_output(True).set_name("dw")
+    g.validate()
+    lines = g.explain(fs.Backend.CPU, arch="znver4").splitlines()
+    assert all("cpu-conv-winograd" in next(li for li in lines if li.startswith(op)) for op in ("dgrad", "wgrad"))
+
+
 def test_gemm_config_per_isa():
     with fusilli_context():
         _check_gemm_configs()
