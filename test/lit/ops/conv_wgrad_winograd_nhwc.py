@@ -1,11 +1,14 @@
 # RUN: env FUSILLI_CONV_LOWERING=winograd %python %s | filecheck %s
+# RUN: env FUSILLI_CONV_LOWERING=winograd %python %s stats | filecheck %s --check-prefix=STATS
 
 # Weight gradient of a channels-last 3x3 stride-1 conv by Winograd F(3x3, 4x4)
 # (fusilli/passes/winograd.py): X 1x8x8x8 (pad 1), DY 1x8x8x16 -> DW 16x8x3x3.
 # DY is cut into 2x2 tiles of 4x4; each pairs with the 6x6 input tile starting
 # at the same (padded) position. One case per stage of the optimized module.
 
-from lit_helpers import run
+import sys
+
+from lit_helpers import print_stats, run
 
 import fusilli as fs
 
@@ -18,6 +21,18 @@ def build():
     dw = g.conv_wgrad(dy, x, padding=[1, 1], stride=[1, 1], dilation=[1, 1], name="wgrad")
     dw.set_dim([k, c, 3, 3]).set_output(True).set_name("dw")
     return g
+
+
+if len(sys.argv) > 1 and sys.argv[1] == "stats":
+    # X rows, X columns, DY rows, DY columns, the GEMM, output rows, output columns
+    # (writing the KRSC gradient: the final permute fuses into it).
+    @run
+    def stats_wgrad_winograd():
+        print_stats(build())
+
+    # STATS-LABEL: TEST: stats_wgrad_winograd
+    # STATS: dispatch-count: 7
+    sys.exit(0)
 
 
 @run
