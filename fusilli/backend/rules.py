@@ -30,6 +30,7 @@ per ISA).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -75,8 +76,34 @@ def _sdpa_facts(node: Any) -> dict[str, Any]:
     }
 
 
+def _conv_facts_of_node(node: Any) -> dict[str, Any]:
+    x, w, y = node.conv_operands()
+    channels_last = x.stride[1] == 1 and x.rank > 3
+    # dgrad runs as a forward conv producing DX (stride 1; fusilli/lowering/conv.py).
+    out = x if node.kind == "conv_dgrad" else y
+    return conv_facts(w.dim[2:], node.stride, node.dilation, node.groups, channels_last, out.dim[0], out.dim[2:])
+
+
+def conv_facts(kernel, stride, dilation, groups: int, channels_last: bool, batch: int, out_spatial) -> dict[str, Any]:
+    """The shape facts of a forward conv that algorithm rules look at (from a node or from IR)."""
+    return {
+        "kernel": tuple(kernel),
+        "stride": tuple(stride),
+        "dilation": tuple(dilation),
+        "groups": groups,
+        "channels_last": channels_last,
+        "batch": batch,
+        "out_spatial": tuple(out_spatial),
+    }
+
+
 # Facts beyond the node's workload, per op kind.
-_FACTS: dict[str, Callable[[Any], dict[str, Any]]] = {"sdpa": _sdpa_facts}
+_FACTS: dict[str, Callable[[Any], dict[str, Any]]] = {
+    "sdpa": _sdpa_facts,
+    "conv_fprop": _conv_facts_of_node,
+    "conv_wgrad": _conv_facts_of_node,
+    "conv_dgrad": _conv_facts_of_node,
+}
 
 
 def problem_of(node: Any) -> Problem:
@@ -286,6 +313,10 @@ def CPU_CONV_BF16_IM2COL_MATMUL(p: Problem, t: Target) -> str | None:
     feature = native_dot(t, DataType.BFLOAT16)
     if p.element != DataType.BFLOAT16 or feature is None or p.flops < CPU_CONV_IM2COL_MIN_FLOPS:
         return None
+    # Winograd in f32 beats the bf16 ukernel where it applies: bf16 3x3 4x64x56x56->64
+    # min 6.3 ms (bf16 im2col matmul) -> 1.7 ms (Winograd F(4,3) in f32), AVX-512 host.
+    if CPU_CONV_WINOGRAD.applies(p, t) is not None:
+        return None
     return f"bf16, {_mflop(p.flops)} >= {_mflop(CPU_CONV_IM2COL_MIN_FLOPS)}, {feature}"
 
 
@@ -329,6 +360,57 @@ def CPU_OWN_TYPE(p: Problem, t: Target) -> str | None:
 
 
 # ---------------------------------------------------------------- CPU: algorithms
+
+
+def vector_isa(target: Target) -> str:
+    """The vector ISA class CPU tile configs are tuned for: ``avx512``, ``avx2`` or ``generic``."""
+    if "avx512f" in target.features:
+        return "avx512"
+    if {"avx2", "fma"} <= target.features:
+        return "avx2"
+    return "generic"
+
+
+# Winograd F(4x4, 3x3) from this much arithmetic; below it the im2col path's
+# single GEMM wins and small graphs keep few dispatches.
+CPU_CONV_WINOGRAD_MIN_FLOPS = 1 << 24
+# ... and from this many 4x4 output tiles (N * ceil(Ho/4) * ceil(Wo/4)): the filter-side
+# transform costs 36*C*K per call whatever the image size, so small images lose.
+# ResNet-50 3x3 shapes, min ms Winograd vs im2col (AVX-512 host, loaded): 1x28x28 (49
+# tiles) 0.41 vs 1.35, 8x14x14 (128) 8.6 vs 17.8; 1x14x14 (16) 1.30 vs 0.90, 8x7x7 (32)
+# 29.8 vs 19.5, 1x7x7 (4) 9.8 vs 1.6.
+CPU_CONV_WINOGRAD_MIN_TILES = 48
+
+
+def winograd_tiles(p: Problem) -> int:
+    """4x4 output tiles of a conv problem (its batch times the tiles per image)."""
+    return int(p.fact("batch", 0)) * math.prod(-(-int(d) // 4) for d in p.fact("out_spatial", ()))
+
+
+@rule(
+    "cpu-conv-winograd",
+    Backend.CPU,
+    ("conv_fprop", "conv_dgrad", "conv_wgrad"),
+    "algorithm",
+    evidence=(
+        "3x3 + bias + relu 4x64x56x56->64 f32 (fusilli-benchmark --compare torch, min ms): im2col + data "
+        "tiling 9.9 -> Winograd F(4,3) 1.3 (F(6,3) 1.7, F(2,3) 1.8); PyTorch 3.6 (AVX-512 host). "
+        "AVX2 prototype (winograd-cpu.md): 1.34-1.69x PyTorch"
+    ),
+)
+def CPU_CONV_WINOGRAD(p: Problem, t: Target) -> str | None:
+    if p.fact("kernel") != (3, 3) or p.fact("stride") != (1, 1) or p.fact("dilation") != (1, 1):
+        return None
+    if p.fact("groups") != 1 or not p.fact("channels_last") or p.element not in (DataType.FLOAT, *_LOW_PRECISION):
+        return None
+    isa = vector_isa(t)
+    tiles = winograd_tiles(p)
+    if isa == "generic" or p.flops < CPU_CONV_WINOGRAD_MIN_FLOPS or tiles < CPU_CONV_WINOGRAD_MIN_TILES:
+        return None
+    return (
+        f"3x3 stride 1, {_mflop(p.flops)} >= {_mflop(CPU_CONV_WINOGRAD_MIN_FLOPS)}, {tiles} tiles >= "
+        f"{CPU_CONV_WINOGRAD_MIN_TILES}, GEMM tuned for {isa}"
+    )
 
 
 @rule(

@@ -67,21 +67,30 @@ else:
     def conv_nhwc_krsc_bias_relu_optimized():
         print(optimized(build([1, 1], epilogue=True)))
 
-    # On the CPU the conv runs natively in NHWC (rule cpu-conv-channels-last-linalg);
-    # the bias add and relu become one linalg.generic reading and writing NHWC, with
-    # the bias broadcast. On gfx942 (rule amdgpu-conv-upstream) the conv stays
-    # torch.aten.convolution on permuted operands, as upstream Fusilli emits it, for
-    # IREE's GPU pipeline to propagate the transposes; the epilogue still fuses.
+    # On the CPU the conv runs natively in NHWC (rule cpu-conv-channels-last-linalg). It is
+    # small (below the im2col size), so it is one reduction generic reading the unpadded
+    # input through clamped tensor.extract with the padding taps zeroed
+    # (fusilli/passes/conv_direct.py): no tensor.pad. The bias add and relu become one
+    # linalg.generic iterating NHWC, with the bias broadcast. On gfx942 (rule
+    # amdgpu-conv-upstream) the conv stays torch.aten.convolution on permuted operands, as
+    # upstream Fusilli emits it, for IREE's GPU pipeline to propagate the transposes; the
+    # epilogue still fuses.
     # CHECK-LABEL: TEST: conv_nhwc_krsc_bias_relu_optimized
     # AMDGPU-NOT: linalg.conv_2d
     # AMDGPU: %[[Y:.*]] = torch.aten.convolution {{.*}} -> !torch.vtensor<[2,16,8,8],f32>
     # AMDGPU: %[[YB:.*]] = torch_c.to_builtin_tensor %[[Y]]
     # AMDGPU: linalg.generic {{.*}} ins(%[[YB]], %{{.*}} : tensor<2x16x8x8xf32>, tensor<1x16x1x1xf32>) outs(%{{.*}} : tensor<2x8x8x16xf32>)
-    # CPU-DAG: #[[NHWC:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3, d1)>
-    # CPU-DAG: #[[BIAS:.*]] = affine_map<(d0, d1, d2, d3) -> (0, d1, 0, 0)>
+    # CPU-DAG: #[[HWCF:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d5, d6, d3)>
+    # CPU-DAG: #[[OUT:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>
+    # CPU-DAG: #[[NHWC:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+    # CPU-DAG: #[[BIAS:.*]] = affine_map<(d0, d1, d2, d3) -> (0, d3, 0, 0)>
     # CPU: torch.aten.permute %{{.*}} -> !torch.vtensor<[3,3,8,16],f32>
-    # CPU: %[[PAD:.*]] = tensor.pad
-    # CPU: %[[CONV:.*]] = linalg.conv_2d_nhwc_hwcf {{.*}} ins(%[[PAD]], %{{.*}} : tensor<2x10x10x8xf32>, tensor<3x3x8x16xf32>)
+    # CPU-NOT: tensor.pad
+    # CPU: %[[CONV:.*]] = linalg.generic {indexing_maps = [#[[HWCF]], #[[OUT]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%{{.*}} : tensor<3x3x8x16xf32>) outs(%{{.*}} : tensor<2x8x8x16xf32>)
+    # CPU: arith.cmpi ult
+    # CPU: tensor.extract %{{.*}} : tensor<2x8x8x8xf32>
+    # CPU: arith.select
+    # CPU: math.fma
     # CPU: %[[Y:.*]] = torch_c.from_builtin_tensor %[[CONV]]
     # CPU: %[[YB:.*]] = torch_c.to_builtin_tensor %[[Y]]
     # CPU: %[[G:.*]] = linalg.generic {indexing_maps = [#[[NHWC]], #[[BIAS]], #[[NHWC]]]
@@ -100,7 +109,8 @@ else:
     # once and rounded once; on gfx942 in f16 (MFMA), no f32 conv.
     # CHECK-LABEL: TEST: conv_nhwc_krsc_f16_optimized
     # CPU: arith.extf %{{.*}} : f16 to f32
-    # CPU: linalg.conv_2d_nhwc_hwcf {{.*}} ins(%{{.*}}, %{{.*}} : tensor<2x10x10x8xf32>, tensor<3x3x8x16xf32>)
+    # CPU: linalg.generic {{.*}} ins(%{{.*}} : tensor<3x3x8x16xf32>) outs(%{{.*}} : tensor<2x8x8x16xf32>)
+    # CPU: tensor.extract %{{.*}} : tensor<2x8x8x8xf32>
     # CPU: arith.truncf %{{.*}} : f32 to f16
     # AMDGPU-NOT: f32>
     # AMDGPU: torch.aten.convolution {{.*}} : !torch.vtensor<[2,8,8,8],f16>, !torch.vtensor<[16,8,3,3],f16>, {{.*}} -> !torch.vtensor<[2,16,8,8],f16>
