@@ -62,7 +62,7 @@ _TMP_PREFIX = ".tmp-"
 LOCK_TIMEOUT_SECONDS = 900.0
 
 
-def _dist_version(dist: str) -> str:
+def dist_version(dist: str) -> str:
     """The installed version of ``dist`` from its ``.dist-info`` directory name
     (what ``importlib.metadata.version`` returns, without importing it and the
     ``email`` parser, which costs milliseconds per process)."""
@@ -98,7 +98,7 @@ def versions() -> dict[str, str]:
                     digest.update(f.read())
     found = {"sources": digest.hexdigest()[:16]}
     for dist in ("fusilli", "iree-base-compiler"):
-        found[dist] = _dist_version(dist)
+        found[dist] = dist_version(dist)
     return found
 
 
@@ -236,10 +236,16 @@ class Artifact:
 
 
 # ---------------------------------------------------------------------- locations and environment
+def configured_cache_dir() -> str:
+    """``FUSILLI_CACHE_DIR``, else ``~/.cache/fusilli`` (whether or not the cache is disabled)."""
+    return os.environ.get("FUSILLI_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "fusilli")
+
+
 def cache_dir() -> str | None:
+    """The cache directory compiles use; None when ``FUSILLI_DISABLE_CACHE`` is set."""
     if os.environ.get("FUSILLI_DISABLE_CACHE", "0") not in ("", "0"):
         return None
-    return os.environ.get("FUSILLI_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "fusilli")
+    return configured_cache_dir()
 
 
 _SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
