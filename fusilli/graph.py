@@ -125,13 +125,20 @@ class Graph:
         *,
         dynamic_dims: Iterable[int] = (),
     ) -> TensorAttr:
-        """Registers a graph input. ``stride`` defaults to contiguous."""
+        """Registers a graph input. ``stride`` defaults to contiguous, ``data_type`` to the
+        graph's ``io_data_type``."""
         if isinstance(name, TensorAttr):  # cuDNN-style: g.tensor(TensorAttr(...))
             t = name
         else:
             if stride is None and dim is not None:
                 stride = contiguous_strides(dim)
             t = TensorAttr(name, dim, stride, data_type, dynamic_dims=dynamic_dims)
+        if t.data_type is None:
+            # The graph's io_data_type now, so the input can be allocated (fs.empty) before
+            # validate(); recorded as inferred, so validate() re-infers it unless the user
+            # has set a data type since (or changed io_data_type).
+            t.set_data_type(self.io_data_type)
+            self._inferred.append((t, "data_type", t.data_type))
         self._inputs.append(t)
         self._invalidate()
         return t
