@@ -29,6 +29,7 @@ The op families live in ``ops/``, one module each (see ``ops/__init__.py``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
 import statistics
@@ -300,7 +301,7 @@ def _measure(ns: argparse.Namespace, row: dict[str, Any]) -> None:
             torch_run = problem.torch_builder(torch)
         runners.append(("torch", torch_run))
     times: dict[str, list[float]] = {name: [] for name, _ in runners}
-    with torch.inference_mode() if torch is not None else _no_context():
+    with torch.inference_mode() if torch is not None else contextlib.nullcontext():
         for _, fn in runners:
             _timed_block(fn, ns.warmup, [])
         # Alternate in blocks (not call by call), swapping who goes first each round.
@@ -321,14 +322,6 @@ def _measure(ns: argparse.Namespace, row: dict[str, Any]) -> None:
         t = _stats(times["torch"])
         row.update({f"torch_{k}_ms": v for k, v in t.items()})
         row["ratio"] = t["median"] / f["median"]
-
-
-class _no_context:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: Any) -> bool:
-        return False
 
 
 def _max_abs_err(torch: Any, fusilli_out: Any, expected: Any) -> float:

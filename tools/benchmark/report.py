@@ -119,7 +119,8 @@ class RowWriter:
             if self.count == 0:  # written with the first row, so a --dump before it stays outside the JSON
                 header = json.dumps({"peak_gflops": self.peak, "host": self.host}, indent=2)
                 self._write(header[: header.rindex("}")].rstrip() + ',\n  "rows": [\n')
-            self._write((",\n" if self.count else "") + "    " + json.dumps(r))
+            # Each row is a whole line as soon as it is measured (a leading comma joins it to the last).
+            self._write(("    , " if self.count else "      ") + json.dumps(r) + "\n")
         elif self.fmt == "csv":
             self._csv.writerow({**{k: r.get(k, "") for k in COLUMNS}, **self._csv_host})
             self.out.flush()
@@ -146,7 +147,7 @@ class RowWriter:
             if self.count == 0:
                 self._write(json.dumps({"peak_gflops": self.peak, "host": self.host, "rows": []}, indent=2) + "\n")
             else:
-                self._write("\n  ]\n}\n")
+                self._write("  ]\n}\n")
 
 
 def plot_ratios(rows: list[dict[str, Any]], path: str) -> None:
