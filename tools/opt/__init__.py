@@ -173,6 +173,13 @@ def read_input(path: str, split: bool) -> list[Chunk]:
     return chunks
 
 
+def _relocate(text: str, chunk: Chunk, quoted: bool = True) -> str:
+    """MLIR names the parsed buffer "-": point at the input and the line in it instead
+    (quoted as in a ``loc(...)``, or bare as in a diagnostic, ``file.mlir:3:7``)."""
+    name = f'"{chunk.name}"' if quoted else chunk.name
+    return _BUFFER_LOCATION.sub(lambda m: f"{name}:{int(m.group(1)) + chunk.first_line - 1}:{m.group(2)}", text)
+
+
 def load_module(chunk: Chunk) -> ir.Module:
     """The module to transform: a graph JSON's emitted module, or the parsed MLIR."""
     if chunk.is_json:
@@ -185,10 +192,7 @@ def load_module(chunk: Chunk) -> ir.Module:
     try:
         return ir.parse_module(chunk.text)
     except Exception as e:  # the bindings' MLIRError, which fusilli.ir does not re-export
-        # MLIR names the buffer "-": point at the file and the line in it instead.
-        message = _BUFFER_LOCATION.sub(
-            lambda m: f"{chunk.name}:{int(m.group(1)) + chunk.first_line - 1}:{m.group(2)}", str(e)
-        )
+        message = _relocate(str(e), chunk, quoted=False)
         raise fail(ErrorCode.INVALID_ARGUMENT, f"{chunk.name} is not a valid MLIR module: {message}") from None
 
 
@@ -209,9 +213,15 @@ class Printer:
     def __init__(self, args: argparse.Namespace, out: TextIO):
         self.debuginfo = args.mlir_print_debuginfo
         self.out = out
+        self.chunk: Chunk | None = None  # the input being processed: locations point into it
 
     def text(self, module: ir.Module) -> str:
-        return module.operation.get_asm(enable_debug_info=self.debuginfo)
+        if not self.debuginfo:
+            return module.operation.get_asm()
+        # Locations inline (loc("conv") on the op, not #loc3 aliases), the parser's buffer
+        # name "-" replaced by the input's name and line.
+        text = module.operation.get_asm(enable_debug_info=True, use_local_scope=True)
+        return _relocate(text, self.chunk) if self.chunk is not None else text
 
     def dump(self, header: str, module: ir.Module) -> None:
         print(header, file=self.out)
@@ -305,6 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     printer = Printer(args, sys.stdout)
     results, failed = [], False
     for chunk in chunks:
+        printer.chunk = chunk
         try:
             results.append(process(chunk, pipeline, args, printer))
         except FusilliError as e:  # as mlir-opt: report, go on with the next chunk, fail at the end
