@@ -54,7 +54,7 @@ def _map_checkout_tools() -> None:
 
     The command-line tools' sources live in ``<repo>/tools``; an install maps
     them into the package as ``fusilli.tools`` (setuptools ``package-dir``), so
-    an installed ``fusilli`` has a ``tools`` subdirectory. Run from a checkout
+    an installed ``fusilli`` has a ``tools`` subpackage. Run from a checkout
     (``PYTHONPATH=<repo>``, lit, an editable install) ``fusilli/`` has none, and
     this binds ``fusilli.tools`` to the ``tools/`` beside it: always the tools of
     the same tree as the ``fusilli`` that was imported, whatever else is installed.
@@ -66,7 +66,8 @@ def _map_checkout_tools() -> None:
     import sys
 
     here = os.path.dirname(os.path.abspath(__file__))
-    if "fusilli.tools" in sys.modules or os.path.isdir(os.path.join(here, "tools")):
+    # An install has fusilli/tools/__init__.py (a leftover fusilli/tools/__pycache__ is not one).
+    if "fusilli.tools" in sys.modules or os.path.isfile(os.path.join(here, "tools", "__init__.py")):
         return
     checkout = os.path.dirname(here)
     init = os.path.join(checkout, "tools", "__init__.py")

@@ -459,6 +459,11 @@ class Graph:
             node.infer()
             self._inferred += [(t, f, getattr(t, f"_{f}")) for t, f in unset]
             node.post_validate()
+            if node.checked_by_lowering:
+                # Imported here, not at module level: only graphs with such nodes load the MLIR bindings.
+                from fusilli.lowering import check_node
+
+                check_node(node)
             for slot, out in node.outputs.items():
                 if out is None:
                     continue
@@ -521,36 +526,38 @@ class Graph:
             raise fail(ErrorCode.NOT_VALIDATED, f"graph '{self.name}' must be validated before {what}")
 
     # ------------------------------------------------------------------ IR
-    def emit_mlir(self) -> str:
-        """The torch-dialect module the graph emits, before fusilli's passes."""
-        if not self._validated:
-            self.validate()
-        from fusilli.emitter import emit_module
+    def emit_mlir(self, backend: Any = None, arch: str | None = None) -> str:
+        """The torch-dialect module the graph emits for ``backend`` (default CPU), before fusilli's passes."""
+        from fusilli.lowering import emit_module
 
-        return str(emit_module(self))
+        return str(emit_module(self, self._target(backend, arch)))
 
     def mlir(self, stage: str = "emitted", backend: Any = None, arch: str | None = None) -> str:
         """IR at ``stage``: emitted, optimized, or an IREE phase (input ... flow)."""
-        from fusilli.backend import Target, compile_module_to_phase
+        from fusilli.backend import compile_module_to_phase
 
         if stage not in MLIR_STAGES:
             raise fail(ErrorCode.INVALID_ARGUMENT, f"unknown IR stage {stage!r}; expected one of {MLIR_STAGES}")
         if stage == "emitted":
-            return self.emit_mlir()
-        module = self._optimized_module()
+            return self.emit_mlir(backend, arch)
+        target = self._target(backend, arch)
+        module = self._optimized_module(target)
         if stage == "optimized":
             return str(module)
-        target = Target.resolve(backend or Backend.CPU, arch, workloads=self.workloads())
         return compile_module_to_phase(module, target.flags, stage)
 
-    def _optimized_module(self):
-        from fusilli.emitter import emit_module
+    def _target(self, backend: Any, arch: str | None) -> Target:
+        """The compile target for ``backend`` (default CPU); validates the graph first."""
+        return Target.resolve(backend or Backend.CPU, arch, workloads=self.workloads())
+
+    def _optimized_module(self, target: Target):
+        from fusilli.lowering import emit_module
         from fusilli.passes import default_pipeline
 
         if not self._validated:
             self.validate()
         with timed(f"graph '{self.name}': emit + fusilli passes"):
-            module = emit_module(self)
+            module = emit_module(self, target)
             logger.info("graph '%s' emitted MLIR:\n%s", self.name, module)
             default_pipeline().run(module)
         return module
@@ -602,7 +609,7 @@ class Graph:
         from fusilli.backend.compiler import compile_module
 
         logger.info("graph '%s': cache miss %s; compiling for %s", self.name, key[:16], target.device_id)
-        module = self._optimized_module()
+        module = self._optimized_module(target)
         vmfb, stats = compile_module(module, target.flags)
         logger.info(
             "graph '%s': %d dispatch(es), %d transient bytes",

@@ -1,25 +1,23 @@
-"""Op families. Importing this package registers every node type and emitter."""
+"""Op families: IR-free nodes. Importing this package registers every node type."""
 
-from fusilli.ops import (  # noqa: F401  (registration)  # noqa: F401  (registration)
+from fusilli.ops import (  # noqa: F401  (registration)
     conv,
     custom,
     matmul,
-    norm,  # noqa: F401  (registration)
+    norm,
     pointwise,
-    reduction,  # noqa: F401  (registration)
+    reduction,
     sdpa,
 )
-from fusilli.ops.base import EMITTERS, NODE_TYPES, Attrs, Node, register_emitter, register_node
+from fusilli.ops.base import NODE_TYPES, Attrs, Node, register_node
 from fusilli.ops.pointwise import PointwiseMode
 from fusilli.ops.reduction import ReductionMode
 
 __all__ = [
-    "EMITTERS",
     "NODE_TYPES",
     "Attrs",
     "Node",
     "PointwiseMode",
     "ReductionMode",
-    "register_emitter",
     "register_node",
 ]

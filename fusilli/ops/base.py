@@ -1,29 +1,25 @@
-"""The node model shared by every op family, and the registries they fill.
+"""The node model shared by every op family, and the registry of node types.
 
 An op family module (conv.py, matmul.py, ...) defines a ``Node`` subclass with
-its attributes, shape/stride/dtype inference and checks, and registers it with
-``@register_node``; it registers its IR emitter with ``@register_emitter``. The
-graph, the emit driver, JSON (de)serialization and the reference interpreter
-look ops up in these registries by ``kind``; nothing dispatches on op kinds
-with if-chains.
+its attributes, shape/stride/dtype inference, checks and workload, and registers
+it with ``@register_node``. Nodes know nothing of MLIR: their IR is built by the
+lowering registered for their class and target (fusilli/lowering). The graph,
+JSON (de)serialization and the reference interpreter look node types up by
+``kind``; nothing dispatches on op kinds with if-chains.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
+from collections.abc import Mapping
+from typing import Any, ClassVar, TypeVar
 
 from fusilli.errors import ErrorCode, FusilliError, fail
-from fusilli.tensor import TensorAttr, contiguous_strides, data_type_of, is_valid_layout
+from fusilli.tensor import TensorAttr, contiguous_strides, data_type_of, is_valid_layout, strides_for_order
 from fusilli.types import DataType
 
-if TYPE_CHECKING:
-    from fusilli.ops.emit import EmitContext
-
 NODE_TYPES: dict[str, type[Node]] = {}
-EMITTERS: dict[str, Callable[[Node, EmitContext], None]] = {}
 
 NodeT = TypeVar("NodeT", bound="Node")
 
@@ -33,18 +29,6 @@ def register_node(cls: type[NodeT]) -> type[NodeT]:
         raise RuntimeError(f"op kind {cls.kind!r} registered twice")
     NODE_TYPES[cls.kind] = cls
     return cls
-
-
-def register_emitter(
-    kind: str,
-) -> Callable[[Callable[[NodeT, EmitContext], None]], Callable[[NodeT, EmitContext], None]]:
-    def wrap(fn: Callable[[NodeT, EmitContext], None]) -> Callable[[NodeT, EmitContext], None]:
-        # The emit driver looks emitters up by ``node.kind``, so each one only ever
-        # sees nodes of the class registered for that kind.
-        EMITTERS[kind] = cast("Callable[[Node, EmitContext], None]", fn)
-        return fn
-
-    return wrap
 
 
 @dataclasses.dataclass
@@ -90,6 +74,9 @@ class Node:
     output_slots: tuple[str, ...]
     optional_inputs: ClassVar[frozenset[str]] = frozenset()
     attrs_type: ClassVar[type[Attrs]]
+    # True when an attribute holds IR text that only the lowering can check (a custom
+    # op's template): Graph.validate then runs the lowering's check for the node.
+    checked_by_lowering: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -157,8 +144,6 @@ class Node:
         if out.has_stride:
             return
         if like is not None and like.rank == out.rank and like.has_stride:
-            from fusilli.tensor import strides_for_order
-
             out.set_stride(strides_for_order(out.dim, like.physical_order))
         else:
             out.set_stride(contiguous_strides(out.dim))

@@ -1,8 +1,8 @@
 """Matmul ``C = A @ B`` over ``[..., M, K] x [..., K, N]`` with broadcast batch dims.
 
 Transposed operands are expressed by strides on the last two dims, as in
-upstream Fusilli; batch dims must be outermost in memory. Emits
-``torch.aten.matmul`` on logical operands.
+upstream Fusilli; batch dims must be outermost in memory (lowered in
+fusilli/lowering/matmul.py).
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fusilli.errors import ErrorCode
-from fusilli.ops.base import Attrs, Node, Workload, register_emitter, register_node
-from fusilli.ops.emit import EmitContext
+from fusilli.ops.base import Attrs, Node, Workload, register_node
 from fusilli.tensor import TensorAttr, data_type_of
 from fusilli.types import DataType
 
@@ -132,18 +131,3 @@ def accumulator_type(a: DataType, b: DataType, c: DataType, compute: DataType | 
     acc = compute if compute is not None and compute.is_float else DataType.FLOAT
     widest = max((t for t in (a, b) if t.is_float), key=lambda t: t.bits)
     return widest if widest.bits > acc.bits else acc
-
-
-@register_emitter("matmul")
-def emit_matmul(node: MatmulNode, ctx: EmitContext) -> None:
-    a_t, b_t, c_t = node.tensor("A"), node.tensor("B"), node.tensor("C")
-    a_dt, b_dt = data_type_of(a_t), data_type_of(b_t)
-    acc = accumulator_type(a_dt, b_dt, data_type_of(c_t), node.compute_data_type)
-    # Same-typed operands go in as they are with an accumulator-typed result:
-    # torch-mlir lowers that to a linalg.matmul extending its operands in the
-    # body (f16 x f16 -> f32, i8 x i8 -> i32), one dispatch. Mixed operands
-    # (int4 x f16) are first brought to the wider type, so they work at any rank.
-    operand = a_dt if a_dt == b_dt else acc if a_dt.is_float == b_dt.is_float else (a_dt if a_dt.is_float else b_dt)
-    a, b = ctx.cast(ctx.input("A"), operand), ctx.cast(ctx.input("B"), operand)
-    c = ctx.b.op("torch.aten.matmul", [a, b], ctx.result_type("C", element=acc))
-    ctx.define("C", c)

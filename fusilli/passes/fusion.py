@@ -1,7 +1,7 @@
 """Epilogue fusion: a chain of torch elementwise ops becomes one ``linalg.generic``.
 
 Starting from each elementwise op (one with a scalar body in
-``ops.pointwise.ELEMENTWISE_BODIES``), the pass gathers the producers whose
+``ir.elementwise.ELEMENTWISE_BODIES``), the pass gathers the producers whose
 results are used only inside the region, so an anchor (conv, matmul, norm,
 attention ...) followed by its single-use pointwise chain ends up as the anchor
 plus one elementwise region. The region also absorbs
@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from typing import TypeGuard
 
 from fusilli import ir
+from fusilli.ir.elementwise import ELEMENTWISE_BODIES
 from fusilli.ir.rewrite import block_ops, defining_op, erase_dead, func_blocks, op_alive, op_key, permutation_of, users
 from fusilli.ir.torch import DYNAMIC, builtin_element_type
-from fusilli.ops.pointwise import ELEMENTWISE_BODIES
 from fusilli.passes import Pass, register_pass
 
 

@@ -10,8 +10,8 @@ layout change per graph input and output at most.
 from __future__ import annotations
 
 from fusilli import ir
+from fusilli.ir.elementwise import ELEMENTWISE_BODIES
 from fusilli.ir.rewrite import block_ops, defining_op, erase_dead, func_blocks, permutation_of
-from fusilli.ops.pointwise import ELEMENTWISE_BODIES
 from fusilli.passes import Pass, register_pass
 from fusilli.tensor import is_identity
 

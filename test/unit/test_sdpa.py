@@ -6,7 +6,7 @@ import pytest
 from conftest import random_array, run_and_check
 
 import fusilli as fs
-from fusilli.ops import sdpa as sdpa_mod
+from fusilli.lowering import sdpa as sdpa_mod
 
 B, S, D = 1, 8, 4
 # A size that takes the decomposed (matmul / softmax / matmul) emission: 4*B*H*S*S*D >= 2^20.

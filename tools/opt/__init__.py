@@ -180,15 +180,15 @@ def _relocate(text: str, chunk: Chunk, quoted: bool = True) -> str:
     return _BUFFER_LOCATION.sub(lambda m: f"{name}:{int(m.group(1)) + chunk.first_line - 1}:{m.group(2)}", text)
 
 
-def load_module(chunk: Chunk) -> ir.Module:
-    """The module to transform: a graph JSON's emitted module, or the parsed MLIR."""
+def load_module(chunk: Chunk, backend: str = "cpu", arch: str | None = None) -> ir.Module:
+    """The module to transform: a graph JSON's module emitted for ``backend``, or the parsed MLIR."""
     if chunk.is_json:
-        from fusilli.emitter import emit_module
         from fusilli.graph import Graph
+        from fusilli.lowering import emit_module
 
         graph = Graph.from_json(chunk.text)
         graph.validate()
-        return emit_module(graph)
+        return emit_module(graph, Target.resolve(backend, arch, workloads=graph.workloads()))
     try:
         return ir.parse_module(chunk.text)
     except Exception as e:  # the bindings' MLIRError, which fusilli.ir does not re-export
@@ -275,7 +275,7 @@ def check_target(args: argparse.Namespace) -> None:
 
 def process(chunk: Chunk, pipeline: Pipeline | None, args: argparse.Namespace, printer: Printer) -> str:
     """The tool's result for one module."""
-    module = load_module(chunk)
+    module = load_module(chunk, args.backend or "cpu", args.arch)
     verify(module, "loading the input")
     if pipeline is not None:
         run_pipeline(pipeline, module, args, printer)

@@ -1,5 +1,5 @@
-"""What an op emitter sees: its node's inputs as logical torch values, and a place
-to put its results.
+"""What a lowering sees: its node's inputs as logical torch values, a place to
+put its results, and the target the IR is built for.
 
 Emission is deliberately naive, like upstream Fusilli's: every tensor lives in
 its *physical* order between ops, each op permutes its inputs to logical order
@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from fusilli import ir
+from fusilli.backend.targets import Target
 from fusilli.errors import ErrorCode, fail
 from fusilli.ops.base import Node
 from fusilli.tensor import TensorAttr, data_type_of, inverse_permutation, is_identity
@@ -37,11 +38,13 @@ def physical_type(t: TensorAttr, *, value_semantics: bool = True) -> ir.TensorTy
 
 @dataclass
 class EmitContext:
-    """State of one module emission, handed to every op emitter."""
+    """State of one module emission, handed to every lowering."""
 
     b: ir.TorchBuilder
+    target: Target  # what the module is built for; lowerings may choose by it
+    main: ir.Operation  # @main, before which module-scope functions are placed
     physical: dict[int, ir.Value] = field(default_factory=dict)  # id(TensorAttr) -> value
-    current_node: Node | None = None  # set by the emit driver before each op emitter runs
+    current_node: Node | None = None  # set by the emit driver before each lowering runs
 
     @property
     def node(self) -> Node:
@@ -80,6 +83,11 @@ class EmitContext:
         if ir.element_type(value) == dt.mlir_name:
             return value
         return self.b.to_dtype(value, dt.mlir_name, torch_code_of(dt))
+
+    def add_module_function(self, function: ir.Operation) -> None:
+        """Clones ``function`` (built in this context) to module scope, before @main."""
+        with ir.InsertionPoint(self.main):
+            function.clone()
 
     # ---- outputs ---------------------------------------------------------------
     def result_type(self, slot: str, element: DataType | None = None) -> ir.Type:

@@ -1,27 +1,38 @@
-"""Walks a validated graph and emits its torch-dialect module.
+"""Walks a validated graph and emits its torch-dialect module for a target.
 
 ``@main`` takes the graph's outputs first (``!torch.tensor``, written in place
 through ``torch.overwrite.tensor.contents``) then its non-scalar inputs
 (``!torch.vtensor``), each sorted by name and in physical dim order, as
-upstream Fusilli does. Each op is emitted by the emitter its module registered,
-under a ``Location.name`` of its node, so compiler diagnostics point at nodes.
+upstream Fusilli does. Each node is emitted by the lowering registered for its
+class and the target's backend, under a ``Location.name`` of the node, so
+compiler diagnostics point at nodes.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Protocol
 
 from fusilli import ir
-from fusilli.errors import ErrorCode, fail
-from fusilli.ops import EMITTERS
-from fusilli.ops.emit import EmitContext, physical_type
-from fusilli.tensor import data_type_of, scalar_value_of
-
-if TYPE_CHECKING:
-    from fusilli.graph import Graph
+from fusilli.backend.targets import Target
+from fusilli.lowering.emit import EmitContext, physical_type
+from fusilli.lowering.registry import lowering_for
+from fusilli.ops.base import Node
+from fusilli.tensor import TensorAttr, data_type_of, scalar_value_of
 
 
-def emit_module(graph: Graph) -> ir.Module:
+class ValidatedGraph(Protocol):
+    """What emission reads of a validated ``fusilli.graph.Graph``."""
+
+    @property
+    def nodes(self) -> Sequence[Node]: ...
+
+    def input_tensors(self) -> Sequence[TensorAttr]: ...
+
+    def output_tensors(self) -> Sequence[TensorAttr]: ...
+
+
+def emit_module(graph: ValidatedGraph, target: Target) -> ir.Module:
     ctx = ir.fusilli_context()
     outputs = sorted(graph.output_tensors(), key=lambda t: t.name)
     inputs = sorted((t for t in graph.input_tensors() if not t.is_scalar), key=lambda t: t.name)
@@ -35,9 +46,8 @@ def emit_module(graph: Graph) -> ir.Module:
             fn = ir.func.FuncOp("main", ir.FunctionType.get(arg_types, []))
             fn.attributes["torch.assume_strict_symbolic_shapes"] = ir.UnitAttr.get()
             block = fn.add_entry_block(arg_locs=[ir.Location.name(t.name) for t in outputs + inputs])
-        _add_module_functions(graph, fn)
         b = ir.TorchBuilder()
-        emit = EmitContext(b)
+        emit = EmitContext(b, target, fn.operation)
         args = list(block.arguments)
         for t, arg in zip(inputs, args[len(outputs) :]):
             emit.physical[id(t)] = arg
@@ -46,27 +56,13 @@ def emit_module(graph: Graph) -> ir.Module:
                 with ir.Location.name(t.name):
                     emit.physical[id(t)] = b.scalar_literal(scalar_value_of(t), data_type_of(t).mlir_name)
             for node in graph.nodes:
-                emitter = EMITTERS.get(node.kind)
-                if emitter is None:
-                    raise fail(ErrorCode.NOT_IMPLEMENTED, f"no emitter registered for op kind {node.kind!r}")
+                lowering = lowering_for(node, target.backend)
                 emit.current_node = node
                 with ir.Location.name(node.name):
-                    emitter(node, emit)
+                    lowering(node, emit)
             for t, arg in zip(outputs, args[: len(outputs)]):
                 with ir.Location.name(t.name):
                     b.overwrite(emit.physical[id(t)], arg)
             with ir.Location.unknown():
                 ir.func.ReturnOp([])
     return module
-
-
-def _add_module_functions(graph: Graph, main: ir.Operation) -> None:
-    """Clones the functions ops call (custom ops' templates) to module scope, before @main."""
-    for node in graph.nodes:
-        provide = getattr(node, "module_functions", None)
-        if provide is None:
-            continue
-        source = provide()  # an ir.Module parsed in this thread's fusilli context
-        with ir.InsertionPoint(main), ir.Location.name(node.name):
-            for op in source.body.operations:
-                op.operation.clone()

@@ -1,0 +1,379 @@
+"""Scaled dot-product attention lowering.
+
+Two emissions, chosen per problem (measured on a 2-core CPU against PyTorch,
+``fusilli-benchmark --compare torch sdpa``; see BENCHMARKS.md):
+
+* **Decomposed** (static shapes, at least ``DECOMPOSE_MIN_FLOPS`` of work and
+  at most ``DECOMPOSE_MAX_SCORES_BYTES`` of f32 scores): ``Q @ K^T``
+  (``torch.aten.matmul`` on a permuted K), ``* scale``, mask add (causal: a
+  ``where`` on an iota comparison, no constant), ``torch.aten._softmax``,
+  ``@ V``, in f32 (f16/bf16 inputs are widened, the result narrowed). IREE
+  turns this into 3 dispatches (matmul, softmax, matmul) with its tuned matmul
+  codegen; its ``iree_linalg_ext.attention`` CPU kernel runs at 1-4 GFLOP/s
+  (1x8x512x64 f32: ~15x faster decomposed). The matmul flags (O3, data tiling,
+  ukernels) measured slower here (more dispatches), so no CPU flag rule.
+* **Fused** ``torch.aten.scaled_dot_product_attention`` (IREE lowers it to
+  ``iree_linalg_ext.attention``) for tiny problems (same speed, 1 dispatch),
+  dynamic dims, and scores too large to materialize. An explicit ``scale`` is
+  passed to the op (IREE 3.13 lowers it correctly; upstream's #404 XFAIL does
+  not reproduce); ``is_causal`` becomes a constant additive mask of the full
+  attention shape when small (so it stays 1 dispatch), else a computed
+  ``[1, 1, Sq, Skv]`` mask. With a user mask or Hk != Hv (static shapes),
+  ``iree_linalg_ext.attention`` is emitted directly instead: the mask (bool
+  or float) at its own shape and K/V at their own head counts, broadcast by
+  the indexing maps (1 CPU dispatch; torch's lowering materializes the
+  broadcast mask / repeated K or V in a second one).
+
+Both fold GQA the same way: K and V are brought to one head count L
+(repeating the one with fewer heads only when Hk != Hv), then each group of
+Hq/L query heads is folded into q's sequence dim (a free reshape), so
+Hk == Hv needs no copy of K/V. Causal rows are top-left aligned like torch's.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from fusilli import ir
+from fusilli.ir.torch import builtin_element_type
+from fusilli.lowering.emit import EmitContext
+from fusilli.lowering.registry import register_lowering
+from fusilli.ops.sdpa import SdpaNode
+from fusilli.tensor import TensorAttr, data_type_of
+from fusilli.types import DataType, torch_code_of
+
+
+def _repeat_heads(b: ir.TorchBuilder, x: ir.Value, heads: int) -> ir.Value:
+    """``[B, H, S, D] -> [B, heads, S, D]`` with head h reading head ``h // (heads // H)``
+    (torch's ``repeat_interleave`` on dim 1, as SDPA's enable_gqa does)."""
+    tt = ir.TensorType.of(x)
+    bsz, h, s, d = tt.dims
+    rep = heads // h
+    x = b.op("torch.aten.unsqueeze", [x, b.const_int(2)], tt.with_dims([bsz, h, 1, s, d]).to_type())
+    x = b.expand(x, [bsz, h, rep, s, d])
+    return b.op("torch.aten.reshape", [x, b.int_list([bsz, heads, s, d])], tt.with_dims([bsz, heads, s, d]).to_type())
+
+
+# Decompose when the problem does at least this much arithmetic (4*B*Hq*Sq*Skv*D):
+# below it both emissions run in the same few microseconds and the fused op is
+# 1 dispatch instead of 3 (1x2x8x4: 0.03 ms either way; 1x8x32x64, 2 MFLOP:
+# fused 0.37 ms, decomposed 0.05 ms).
+DECOMPOSE_MIN_FLOPS = 1 << 20
+# ... and when the [B, Hq, Sq, Skv] f32 scores it materializes fit in this.
+DECOMPOSE_MAX_SCORES_BYTES = 1 << 30
+# A causal mask of at most this many elements is a constant of the full
+# attention shape (IREE then keeps the fused op one dispatch).
+CONST_CAUSAL_MASK_MAX_ELEMENTS = 1 << 16
+
+
+# Causal decomposed SDPA with at least this many query rows (and no folded GQA
+# heads) is split into CAUSAL_ROW_BLOCKS query blocks, block i attending only to
+# keys [0, end of block i): 4 blocks compute 10/16 of the scores.
+CAUSAL_BLOCK_MIN_ROWS = 256
+CAUSAL_ROW_BLOCKS = 4
+
+
+def _causal_keep(b: ir.TorchBuilder, rows: int, sq: int, skv: int, offset: int = 0) -> ir.Value:
+    """A boolean ``[rows, Skv]`` tensor, True where key ``j <= i`` for row ``r`` (``i = (r + offset) % Sq``):
+    the top-left aligned causal pattern, repeated per group of folded query heads."""
+    i64 = "si64"
+    r = b.op(
+        "torch.aten.arange",
+        [b.const_int(rows), b.const_int(4), b.const_none(), b.const_none(), b.const_none()],
+        ir.vtensor_type([rows], i64),
+    )
+    if offset:
+        r = b.op("torch.aten.add.Scalar", [r, b.const_int(offset), b.const_int(1)], ir.vtensor_type([rows], i64))
+    if rows != sq:
+        r = b.op("torch.aten.remainder.Scalar", [r, b.const_int(sq)], ir.vtensor_type([rows], i64))
+    r = b.op("torch.aten.unsqueeze", [r, b.const_int(1)], ir.vtensor_type([rows, 1], i64))
+    c = b.op(
+        "torch.aten.arange",
+        [b.const_int(skv), b.const_int(4), b.const_none(), b.const_none(), b.const_none()],
+        ir.vtensor_type([skv], i64),
+    )
+    return b.op("torch.aten.le.Tensor", [c, r], ir.vtensor_type([rows, skv], "i1"))
+
+
+def _causal_mask(b: ir.TorchBuilder, shape: list[int], sq: int, skv: int, element: DataType) -> ir.Value:
+    """An additive causal mask (0 where attended, -inf above the diagonal) for the fused op:
+    a constant of the full ``shape`` = [B, L, rows, Skv] when small, else computed as
+    ``[1, 1, rows, Skv]``."""
+    rows = shape[2]
+    if math.prod(shape) <= CONST_CAUSAL_MASK_MAX_ELEMENTS:
+        tri = np.where(np.tril(np.ones((sq, skv), dtype=bool)), 0.0, -np.inf)
+        values = np.broadcast_to(np.tile(tri, (rows // sq, 1)), shape).astype(element.numpy_dtype)
+        tt = ir.TensorType(tuple(shape), element.mlir_name)
+        attr = ir.DenseElementsAttr.get(np.ascontiguousarray(values), type=ir.builtin_tensor_type(tt))
+        return ir.Operation.create("torch.vtensor.literal", results=[tt.to_type()], attributes={"value": attr}).result
+    keep = _causal_keep(b, rows, sq, skv)
+    zero = b.scalar_literal(0.0, "f32")
+    ninf = b.scalar_literal(-math.inf, "f32")
+    m = b.op("torch.aten.where.self", [keep, zero, ninf], ir.vtensor_type([rows, skv], "f32"))
+    m = _reshape(b, m, [1, 1, rows, skv])
+    return m if element == DataType.FLOAT else b.to_dtype(m, element.mlir_name, torch_code_of(element))
+
+
+def _reshape(b: ir.TorchBuilder, x: ir.Value, dims: list[int]) -> ir.Value:
+    return b.op("torch.aten.reshape", [x, b.int_list(dims)], ir.TensorType.of(x).with_dims(dims).to_type())
+
+
+def _float_mask(ctx: EmitContext, mask_t: TensorAttr, element: DataType) -> ir.Value:
+    """The user mask as an additive mask of ``element`` (boolean: True = attend -> 0, else -inf)."""
+    b = ctx.b
+    m = ctx.logical(mask_t)
+    if mask_t.data_type == DataType.BOOLEAN:
+        zero = b.scalar_literal(0.0, "f32")
+        ninf = b.scalar_literal(-math.inf, "f32")
+        m = b.op("torch.aten.where.self", [m, zero, ninf], ir.TensorType.of(m).with_element("f32").to_type())
+    return ctx.cast(m, element)
+
+
+def decomposes(node: SdpaNode) -> bool:
+    """Whether ``node`` is emitted as matmul/softmax/matmul rather than the fused op."""
+    q, k, v = (node.tensor(s) for s in ("Q", "K", "V"))
+    if any(t.dynamic_dims for t in (q, k, v)):
+        return False
+    bsz, hq, sq, d = q.dim
+    skv = k.dim[2]
+    return 4 * bsz * hq * sq * skv * d >= DECOMPOSE_MIN_FLOPS and 4 * bsz * hq * sq * skv <= DECOMPOSE_MAX_SCORES_BYTES
+
+
+def _emit_decomposed(
+    ctx: EmitContext,
+    q: ir.Value,
+    k: ir.Value,
+    v: ir.Value,
+    mask: ir.Value | None,
+    causal_sq: int | None,
+    scale: float,
+) -> ir.Value:
+    """``softmax(q @ k^T * scale + mask) @ v`` in f32 on ``[B, L, M, *]`` operands (f32 result)."""
+    b = ctx.b
+    q, k, v = (ctx.cast(x, DataType.FLOAT) for x in (q, k, v))
+    if mask is not None:
+        mask = ctx.cast(mask, DataType.FLOAT)
+    qt = ir.TensorType.of(q)
+    bsz, groups, rows, _ = qt.dims
+    skv, dv = ir.TensorType.of(k).dims[2], ir.TensorType.of(v).dims[3]
+    if causal_sq is not None and rows == causal_sq and rows >= CAUSAL_BLOCK_MIN_ROWS and mask is None:
+        # Query blocks: block [r0, r1) attends to keys [0, min(r1, Skv)) only.
+        bounds = [rows * i // CAUSAL_ROW_BLOCKS for i in range(CAUSAL_ROW_BLOCKS + 1)]
+        outs = []
+        for r0, r1 in zip(bounds, bounds[1:]):
+            kv_end = min(r1, skv)
+            qb = _slice(b, q, 2, r0, r1)
+            kb, vb = _slice(b, k, 2, 0, kv_end), _slice(b, v, 2, 0, kv_end)
+            outs.append(_attend(b, qb, kb, vb, (causal_sq, r0), scale))
+        ot = qt.with_dims([bsz, groups, rows, dv]).to_type()
+        return b.op("torch.aten.cat", [b.list_of(outs, "vtensor"), b.const_int(2)], ot)
+    return _attend(b, q, k, v, None if causal_sq is None else (causal_sq, 0), scale, mask)
+
+
+def _slice(b: ir.TorchBuilder, x: ir.Value, dim: int, start: int, end: int) -> ir.Value:
+    t = ir.TensorType.of(x)
+    dims = list(t.dims)
+    if start == 0 and end == dims[dim]:
+        return x
+    dims[dim] = end - start
+    return b.op(
+        "torch.aten.slice.Tensor",
+        [x, b.const_int(dim), b.const_int(start), b.const_int(end), b.const_int(1)],
+        t.with_dims(dims).to_type(),
+    )
+
+
+def _attend(
+    b: ir.TorchBuilder,
+    q: ir.Value,
+    k: ir.Value,
+    v: ir.Value,
+    causal: tuple[int, int] | None,
+    scale: float,
+    mask: ir.Value | None = None,
+) -> ir.Value:
+    """``softmax(q @ k^T * scale [causal] [+ mask]) @ v`` on f32 ``[B, L, M, *]`` operands; ``causal``
+    is (Sq, the first query row's index) for a top-left aligned causal mask."""
+    qt = ir.TensorType.of(q)
+    bsz, groups, rows, _ = qt.dims
+    skv, dv = ir.TensorType.of(k).dims[2], ir.TensorType.of(v).dims[3]
+    st = qt.with_dims([bsz, groups, rows, skv]).to_type()
+    s = b.op("torch.aten.matmul", [q, b.permute(k, [0, 1, 3, 2])], st)
+    s = b.op("torch.aten.mul.Scalar", [s, b.const_float(scale)], st)
+    if causal is not None:
+        keep = _causal_keep(b, rows, causal[0], skv, causal[1])
+        s = b.op("torch.aten.where.self", [keep, s, b.scalar_literal(-math.inf, "f32")], st)
+    if mask is not None:
+        s = b.op("torch.aten.add.Tensor", [s, mask, b.const_int(1)], st)
+    p = b.op("torch.aten._softmax", [s, b.const_int(-1), b.const_bool(False)], st)
+    return b.op("torch.aten.matmul", [p, v], qt.with_dims([bsz, groups, rows, dv]).to_type())
+
+
+def _direct_attention(
+    b: ir.TorchBuilder,
+    q: ir.Value,
+    k: ir.Value,
+    v: ir.Value,
+    mask: ir.Value | None,
+    scale: float,
+) -> ir.Value:
+    """``iree_linalg_ext.attention`` on builtin tensors, for static ``q`` = [B, Hq, Sq, D] and
+    ``k``/``v`` = [B, Hk, Skv, D] / [B, Hv, Skv, Dv] (Hq a multiple of both, the larger of Hk and
+    Hv a multiple of the smaller). Heads are loops of their own: ``lo`` = min(Hk, Hv), ``x`` =
+    max/min, ``r`` = Hq/max; q is [B, lo, x, r, Sq, D] and k, v read only the head loops they
+    have (free reshapes, no repeated K/V). The mask (bool: True = attend, or float, additive)
+    keeps its own shape: its size-1 dims are dropped by a free reshape and its indexing map reads
+    the remaining loops, so no broadcast is materialized (torch's SDPA lowering broadcasts it in
+    a dispatch of its own). Returns [B, Hq, Sq, Dv] in q's element type."""
+    qt = ir.TensorType.of(q)
+    bsz, hq, sq, d = qt.dims
+    hk, skv = ir.TensorType.of(k).dims[1:3]
+    hv, dv = ir.TensorType.of(v).dims[1], ir.TensorType.of(v).dims[3]
+    lo, hi = sorted((hk, hv))
+    head_loops = [(n, e) for n, e in (("lo", lo), ("x", hi // lo), ("r", hq // hi)) if e > 1 or n == "lo"]
+    names = ["b"] + [n for n, _ in head_loops] + ["m", "n", "k1", "k2"]
+    loop = {n: ir.AffineDimExpr.get(i) for i, n in enumerate(names)}
+    heads = [n for n, _ in head_loops]
+    head_dims = [e for _, e in head_loops]
+
+    def kv_heads(h: int) -> list[str]:
+        return ["lo", "x"] if h == hi and "x" in heads else ["lo"]
+
+    def amap(*ns: str) -> ir.AffineMap:
+        return ir.AffineMap.get(len(names), 0, [loop[n] for n in ns])
+
+    def builtin(x: ir.Value, dims: list[int]) -> ir.Value:
+        if list(ir.TensorType.of(x).dims) != dims:
+            x = _reshape(b, x, dims)
+        return b.to_builtin(x)
+
+    operands = [
+        builtin(q, [bsz, *head_dims, sq, d]),
+        builtin(k, [bsz, *[e for n, e in head_loops if n in kv_heads(hk)], skv, d]),
+        builtin(v, [bsz, *[e for n, e in head_loops if n in kv_heads(hv)], skv, dv]),
+        ir.arith.ConstantOp(builtin_element_type("f32"), scale).result,
+    ]
+    maps = [
+        amap("b", *heads, "m", "k1"),
+        amap("b", *kv_heads(hk), "k2", "k1"),
+        amap("b", *kv_heads(hv), "k2", "n"),
+        amap(),
+    ]
+    if mask is not None:
+        md = list(ir.TensorType.of(mask).dims)
+        mask_loops: list[str] = []
+        mask_dims: list[int] = []
+        for size, ls, ext in (
+            (md[0], ["b"], [bsz]),
+            (md[1], heads, head_dims),
+            (md[2], ["m"], [sq]),
+            (md[3], ["k2"], [skv]),
+        ):
+            if size != 1:
+                mask_loops += ls
+                mask_dims += ext
+        operands.append(builtin(mask, mask_dims))
+        maps.append(amap(*mask_loops))
+    maps.append(amap("b", *heads, "m", "n"))
+    element = builtin_element_type(qt.element)
+    out = ir.tensor.EmptyOp([bsz, *head_dims, sq, dv], element).result
+    f32 = builtin_element_type("f32")
+    op = ir.Operation.create(
+        "iree_linalg_ext.attention",
+        results=[out.type],
+        operands=[*operands, out],
+        attributes={"indexing_maps": ir.indexing_maps(*maps)},
+        regions=1,
+    )
+    block = op.regions[0].blocks.append(f32)
+    with ir.InsertionPoint(block):
+        ir.Operation.create("iree_linalg_ext.yield", operands=[block.arguments[0]])
+    o = b.op("torch_c.from_builtin_tensor", [op.result], ir.vtensor_type([bsz, *head_dims, sq, dv], qt.element))
+    return o if len(head_dims) == 1 else _reshape(b, o, [bsz, hq, sq, dv])
+
+
+@register_lowering(SdpaNode)
+def emit_sdpa(node: SdpaNode, ctx: EmitContext) -> None:
+    b = ctx.b
+    q_t, k_t, v_t = node.tensor("Q"), node.tensor("K"), node.tensor("V")
+    dt = data_type_of(q_t)
+    q, k, v = ctx.input("Q"), ctx.input("K"), ctx.input("V")
+    bsz, hq, sq, _ = q_t.dim
+    hk, hv, skv, dv = k_t.dim[1], v_t.dim[1], k_t.dim[2], v_t.dim[3]
+    mask_t = node.inputs.get("MASK")
+    lo, hi = sorted((hk, hv))
+    if (
+        (mask_t is not None or hk != hv)
+        and hi % lo == 0
+        and not node.attrs.is_causal
+        and not decomposes(node)
+        and not any(t.dynamic_dims for t in (q_t, k_t, v_t) + ((mask_t,) if mask_t is not None else ()))
+    ):
+        # A mask or Hk != Hv: iree_linalg_ext.attention directly, broadcasting by indexing maps
+        # (1 CPU dispatch; torch's SDPA lowering materializes the broadcast mask or repeated K/V).
+        m = None
+        if mask_t is not None:
+            m = ctx.logical(mask_t)
+            if mask_t.data_type != DataType.BOOLEAN:
+                m = ctx.cast(m, dt)
+        direct_scale = node.attrs.scale if node.attrs.scale is not None else 1.0 / math.sqrt(q_t.dim[3])
+        ctx.define("O", _direct_attention(b, q, k, v, m, direct_scale))
+        return
+    # GQA: bring K and V to one head count L (repeating the one with fewer heads,
+    # or both to Hq), then fold each group of Hq/L query heads into the sequence
+    # dim of q: [B, Hq, Sq, D] -> [B, L, (Hq/L)*Sq, D]. That reshape is free, so
+    # the common Hk == Hv case stays one attention dispatch with no copies of K/V.
+    groups = hq
+    if hk != hq or hv != hq:
+        groups = hi if hi % lo == 0 else hq
+        if hk != groups:
+            k = _repeat_heads(b, k, groups)
+        if hv != groups:
+            v = _repeat_heads(b, v, groups)
+    rep = hq // groups
+    if rep > 1:
+        q = _reshape(b, q, [bsz, groups, rep * sq, q_t.dim[3]])
+    mask = None
+    if mask_t is not None:
+        mask = _float_mask(ctx, mask_t, DataType.FLOAT if decomposes(node) else dt)
+        if rep > 1:
+            mask = _reshape(b, b.expand(mask, [bsz, hq, sq, skv]), [bsz, groups, rep * sq, skv])
+    scale = node.attrs.scale
+    if decomposes(node):
+        o = _emit_decomposed(
+            ctx,
+            q,
+            k,
+            v,
+            mask,
+            sq if node.attrs.is_causal else None,
+            scale if scale is not None else 1.0 / math.sqrt(q_t.dim[3]),
+        )
+        if rep > 1:
+            o = _reshape(b, o, [bsz, hq, sq, dv])
+        ctx.define("O", o)  # casts back to O's data type
+        return
+    if node.attrs.is_causal:
+        mask = _causal_mask(b, [bsz, groups, rep * sq, skv], sq, skv, dt)
+    elif mask is None:
+        mask = b.const_none()
+    o_type = ir.TensorType.of(q).with_dims([bsz, groups, rep * sq, dv]).with_element(dt.mlir_name)
+    o = b.op(
+        "torch.aten.scaled_dot_product_attention",
+        [
+            q,
+            k,
+            v,
+            mask,
+            b.const_float(0.0),
+            b.const_bool(False),
+            b.const_none() if scale is None else b.const_float(scale),
+            b.const_bool(False),
+        ],
+        o_type.to_type(),
+    )
+    if rep > 1:
+        o = _reshape(b, o, [bsz, hq, sq, dv])
+    ctx.define("O", o)
