@@ -5,7 +5,7 @@ families share."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -28,7 +28,6 @@ class Problem:
     output: np.ndarray
     flops: float
     torch_builder: Callable[[Any], Callable[[], Any]] | None = None  # torch module -> zero-arg runner
-    notes: list[str] = field(default_factory=list)
 
 
 def data_type(name: str) -> fs.DataType:
