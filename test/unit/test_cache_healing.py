@@ -166,13 +166,12 @@ def test_unwritable_cache_dir_runs_uncached(private_cache, monkeypatch, caplog, 
     os.makedirs(private_cache)
     os.chmod(private_cache, 0o555)
     try:
-        if os.access(private_cache, os.W_OK):  # root ignores permissions: make the write fail as EROFS would
+        if os.access(private_cache, os.W_OK):  # root ignores permissions: fail the writes as EROFS would
 
             def read_only(*args, **kwargs):
                 raise OSError(errno.EROFS, "Read-only file system")
 
-            monkeypatch.setattr(cache.tempfile, "mkstemp", read_only)
-            monkeypatch.setattr(cache.os, "makedirs", read_only)
+            monkeypatch.setattr(cache, "_prepare_shard", read_only)
         run_checked(graph(name="read_only"), cpu, rng)
     finally:
         os.chmod(private_cache, 0o755)
