@@ -271,6 +271,14 @@ def test_miopen_command_lines_run_verbatim(capsys, tmp_path):
     assert "ETA" in err and "[2/2]" in err
 
 
+def test_driver_options_before_the_subcommand_only(capsys):
+    # -j is --jobs before the subcommand and conv's dilation after it.
+    argv = ["--iter", "1", "--warmup", "0", "-j", "1", "--output-format", "json", "conv", "-F", "1"]
+    rc, out, _ = _run(capsys, argv + CONV[3:] + ["-j", "2", "-l", "2"])
+    (row,) = json.loads(out)["rows"]
+    assert rc == 0 and "_l2_j2_" in row["graph"]
+
+
 def test_mixed_type_matmul_compares_with_torch(capsys):
     pytest.importorskip("torch")
     argv = "--iter 2 --warmup 0 --compare torch --output-format json matmul -M 64 -N 32 -K 16 -B 10 --a_type f32 --b_type bf16 --out_type f32"

@@ -38,7 +38,7 @@ from typing import Any
 
 from .. import add_version_argument
 from .measure import compile_row, run_problem
-from .ops import FAMILIES
+from .ops import FAMILIES, SUBCOMMANDS
 from .problem import BenchmarkError, Problem
 from .report import COLUMNS, HOST_COLUMNS, PEAK_GFLOPS_DEFAULT, RowWriter, host_record, plot_ratios
 
@@ -175,10 +175,15 @@ def read_suite(path: str) -> list[tuple[str, list[str] | None]]:
 
 
 def _row_defaults(argv: Sequence[str]) -> list[str]:
-    """The command line minus the driver's own options: the defaults of every suite row."""
+    """The command line minus the driver's own options (those before the subcommand: after
+    it, ``-j`` is conv's dilation): the defaults of every suite row, or the one command."""
     out: list[str] = []
     args = iter(argv)
     for arg in args:
+        if arg in SUBCOMMANDS or os.path.basename(arg) in DRIVER_NAMES:
+            out.append(arg)
+            out.extend(args)
+            break
         flag = arg.split("=", 1)[0]
         if flag in _DRIVER_OPTIONS:
             if _DRIVER_OPTIONS[flag] and "=" not in arg:
