@@ -161,6 +161,7 @@ def plot_ratios(rows: list[dict[str, Any]], path: str) -> None:
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.ticker import FuncFormatter
     except ImportError:
         raise BenchmarkError("--plot needs matplotlib: pip install 'fusilli[plot]'") from None
     labels = [r["command"] for r in measured][::-1]
@@ -185,6 +186,7 @@ def plot_ratios(rows: list[dict[str, Any]], path: str) -> None:
     ax.axvline(1.0, color="black", linewidth=1)
     ax.set_yticks(range(len(labels)), labels, fontsize=8)
     ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}" if v >= 1 else f"1/{1 / v:g}"))
     ax.set_xlabel("PyTorch median / fusilli median (log scale; > 1: fusilli faster; whiskers: min/max spread)")
     host = host_record(with_torch=True)
     ax.set_title(
