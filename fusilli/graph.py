@@ -18,7 +18,7 @@ from fusilli.ops.norm import BatchNormNode, LayerNormNode, NormAttrs, NormNodeBa
 from fusilli.ops.pointwise import INPUT_SLOTS, PointwiseAttrs, PointwiseMode, PointwiseNode
 from fusilli.ops.reduction import ReductionAttrs, ReductionMode, ReductionNode
 from fusilli.ops.sdpa import SdpaAttrs, SdpaNode
-from fusilli.tensor import TensorAttr, as_numpy, contiguous_strides
+from fusilli.tensor import TensorAttr, as_numpy, contiguous_strides, data_type_of, is_valid_layout, scalar_value_of
 from fusilli.types import DataType
 
 if TYPE_CHECKING:
@@ -152,8 +152,9 @@ class Graph:
 
     def scalar(self, value: float | int | bool, data_type: Any = None, name: str | None = None) -> TensorAttr:
         """A compile-time constant operand (dim = stride = [1]), inlined in the IR."""
-        if data_type is None:
-            data_type = DataType.FLOAT if isinstance(value, float) else DataType.INT64
+        data_type = DataType.FLOAT if data_type is None and isinstance(value, float) else data_type
+        data_type = DataType.INT64 if data_type is None else DataType.coerce(data_type)
+        data_type.scalar_array(value, f"scalar '{name}'" if name else "scalar")  # representable?
         t = TensorAttr(name, [1], [1], data_type, scalar_value=value)
         self._inputs.append(t)
         self._invalidate()
@@ -447,6 +448,8 @@ class Graph:
                 t.set_data_type(self.io_data_type)
                 self._inferred.append((t, "data_type", t.data_type))
             self._check_tensor(t, "graph input")
+            if t.is_scalar:
+                data_type_of(t).scalar_array(scalar_value_of(t), f"scalar '{t.name}'")
         for node in self.nodes:
             if node.compute_data_type is None:
                 node.compute_data_type = self.compute_data_type
@@ -489,8 +492,6 @@ class Graph:
             seen[name] = what
 
     def _check_tensor(self, t: TensorAttr, role: str) -> None:
-        from fusilli.tensor import is_valid_layout
-
         if not t.has_dim:
             raise fail(ErrorCode.ATTRIBUTE_NOT_SET, f"{role} tensor '{t.name}' dims not set")
         if not t.has_stride:

@@ -9,15 +9,12 @@ varying, which is the shape the compiled function sees.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from fusilli.errors import ErrorCode, fail
 from fusilli.types import DataType
-
-if TYPE_CHECKING:
-    from fusilli.ops.base import Node
 
 # Layout names -> the logical dims listed from slowest to fastest in memory.
 _LAYOUT_ORDERS: dict[str, tuple[int, ...]] = {
@@ -154,7 +151,9 @@ class TensorAttr:
         self._is_virtual = is_virtual
         self._scalar_value = scalar_value
         self._dynamic_dims = sorted({int(d) for d in dynamic_dims})
-        self.producer: Node | None = None  # the Node that computes this tensor, if any
+        # The node that computes this tensor, if any (a fusilli.ops Node: the floor above
+        # this module, so only its presence is used here).
+        self.producer: object | None = None
 
     # ---- properties -------------------------------------------------------
     @property

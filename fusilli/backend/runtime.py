@@ -425,23 +425,7 @@ def _dense(shape, strides) -> bool:
 
 def _hal_element_type(t: TensorAttr):
     rt = _rt()
-    return getattr(rt.HalElementType, _HAL_TYPES[data_type_of(t).name])
-
-
-_HAL_TYPES = {
-    "HALF": "FLOAT_16",
-    "BFLOAT16": "BFLOAT_16",
-    "FLOAT": "FLOAT_32",
-    "DOUBLE": "FLOAT_64",
-    "UINT8": "UINT_8",
-    "INT4": "SINT_4",
-    "INT8": "SINT_8",
-    "INT16": "SINT_16",
-    "INT32": "SINT_32",
-    "INT64": "SINT_64",
-    "BOOLEAN": "BOOL_8",
-    "FP8_E5M2": "FLOAT_8_E5M2",
-}
+    return getattr(rt.HalElementType, data_type_of(t).hal_name)
 
 
 def _pack_int4(t: TensorAttr, flat: np.ndarray, is_output: bool) -> np.ndarray:

@@ -57,9 +57,9 @@ def _promoted(elems: Sequence[str]) -> str:
     """The common element of a comparison's operands (torch promotion of tensors)."""
     floats = [e for e in elems if sc.is_float(e)]
     if floats:
-        return max(floats, key=sc.float_bits)
+        return max(floats, key=sc.bits)
     ints = [e for e in elems if e != "i1"]
-    return max(ints, key=sc.int_bits) if ints else "i1"
+    return max(ints, key=sc.bits) if ints else "i1"
 
 
 def _arith_binary(float_op, int_op) -> ScalarBody:

@@ -7,33 +7,21 @@ signedness.
 
 from __future__ import annotations
 
-import re
-
 from fusilli.ir.bindings import FloatAttr, IntegerAttr, Type, Value, arith
 from fusilli.ir.torch import builtin_element_type
-
-_FLOAT_RE = re.compile(r"^(f\d+|bf16|f8E\w+)$")
+from fusilli.types import DataType
 
 
 def is_float(elem: str) -> bool:
-    return bool(_FLOAT_RE.match(elem))
+    return DataType.from_mlir_name(elem).is_float
 
 
-def int_bits(elem: str) -> int:
-    if elem == "i1":
-        return 1
-    m = re.fullmatch(r"[su]?i(\d+)", elem)
-    if not m:
-        raise ValueError(f"not an integer element type: {elem}")
-    return int(m.group(1))
-
-
-def float_bits(elem: str) -> int:
-    return {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}.get(elem, 8)
+def bits(elem: str) -> int:
+    return DataType.from_mlir_name(elem).bits
 
 
 def is_unsigned(elem: str) -> bool:
-    return elem.startswith("ui") or elem == "i1"
+    return DataType.from_mlir_name(elem).is_unsigned
 
 
 def constant(elem: str, value: float | int | bool) -> Value:
@@ -56,14 +44,14 @@ def convert(v: Value, src: str, dst: str) -> Value:
     if is_float(src) and is_float(dst):
         if src in ("bf16", "f16") and dst in ("bf16", "f16"):
             return arith.TruncFOp(dst_t, arith.ExtFOp(Type.parse("f32"), v).result).result
-        if float_bits(dst) > float_bits(src):
+        if bits(dst) > bits(src):
             return arith.ExtFOp(dst_t, v).result
         return arith.TruncFOp(dst_t, v).result
     if is_float(src):
         return (arith.FPToUIOp if is_unsigned(dst) else arith.FPToSIOp)(dst_t, v).result
     if is_float(dst):
         return (arith.UIToFPOp if is_unsigned(src) else arith.SIToFPOp)(dst_t, v).result
-    sb, db = int_bits(src), int_bits(dst)
+    sb, db = bits(src), bits(dst)
     if db > sb:
         return (arith.ExtUIOp if is_unsigned(src) else arith.ExtSIOp)(dst_t, v).result
     if db < sb:

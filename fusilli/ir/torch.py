@@ -9,7 +9,6 @@ point and location.
 from __future__ import annotations
 
 import re
-import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -26,6 +25,7 @@ from fusilli.ir.bindings import (
     Type,
     Value,
 )
+from fusilli.types import DataType
 
 DYNAMIC = -1
 _VTENSOR_RE = re.compile(r"^!torch\.(v?tensor)<\[([^\]]*)\],([A-Za-z0-9_]+)>$")
@@ -73,10 +73,7 @@ def vtensor_type(dims: Sequence[int], element: str, *, value_semantics: bool = T
 
 def builtin_element_type(torch_element: str) -> Type:
     """torch element spelling -> builtin element type (signedness dropped)."""
-    m = re.fullmatch(r"[su]i(\d+)", torch_element)
-    if m:
-        return IntegerType.get_signless(int(m.group(1)))
-    return Type.parse(torch_element)
+    return Type.parse(DataType.from_mlir_name(torch_element).builtin_name)
 
 
 def builtin_tensor_type(tt: TensorType) -> Type:
@@ -138,15 +135,23 @@ class TorchBuilder:
         return Operation.create("torch.prim.ListConstruct", results=[t], operands=list(items)).result
 
     def scalar_literal(self, value: float | int | bool, element: str) -> Value:
-        """A rank-1, one-element ``torch.vtensor.literal`` (how graph scalars are inlined)."""
+        """A rank-1, one-element ``torch.vtensor.literal`` (how graph scalars are inlined);
+        INVALID_ARGUMENT if ``element`` cannot represent ``value``."""
+        dt = DataType.from_mlir_name(element)
+        array = dt.scalar_array(value, f"{element} scalar literal")
         tt = TensorType((1,), element)
-        attr_type = builtin_tensor_type(tt)
-        raw = _scalar_bytes(value, element)
-        attr = (
-            DenseElementsAttr.get(raw, type=attr_type)
-            if element != "i1"
-            else DenseElementsAttr.get_splat(attr_type, IntegerAttr.get(IntegerType.get_signless(1), int(bool(value))))
+        # The literal's type is inferred from its value's: signless integers read as
+        # signed, so an unsigned literal keeps its ``ui`` element type.
+        attr_type = (
+            RankedTensorType.get([1], Type.parse(element))
+            if dt.is_integer and dt.is_unsigned
+            else builtin_tensor_type(tt)
         )
+        if dt.bits < 8:  # i1 / i4 have no byte-per-element buffer form: a splat of the value
+            splat = IntegerAttr.get(IntegerType.get_signless(dt.bits), int(array[0]))
+            attr = DenseElementsAttr.get_splat(attr_type, splat)
+        else:
+            attr = DenseElementsAttr.get(array.tobytes(), type=attr_type)
         return Operation.create("torch.vtensor.literal", results=[tt.to_type()], attributes={"value": attr}).result
 
     # ---- generic op ----------------------------------------------------------
@@ -190,22 +195,6 @@ class TorchBuilder:
 
     def overwrite(self, value: Value, target: Value) -> None:
         Operation.create("torch.overwrite.tensor.contents", results=[], operands=[value, target])
-
-
-def _scalar_bytes(value: float | int | bool, element: str) -> bytes:
-    fmt = {"f32": "<f", "f64": "<d", "si32": "<i", "si64": "<q", "si16": "<h", "si8": "<b", "ui8": "<B"}
-    if element in fmt:
-        return struct.pack(fmt[element], value)
-    if element == "f16":
-        import numpy as np
-
-        return np.float16(value).tobytes()
-    if element == "bf16":
-        import ml_dtypes
-        import numpy as np
-
-        return np.asarray(value, dtype=ml_dtypes.bfloat16).tobytes()
-    raise ValueError(f"no scalar literal encoding for {element}")
 
 
 __all__ = ["DYNAMIC", "TensorType", "TorchBuilder", "builtin_tensor_type", "vtensor_type", "F32Type"]

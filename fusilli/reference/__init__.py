@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from fusilli.errors import ErrorCode, fail
-from fusilli.tensor import TensorAttr, as_numpy, data_type_of
+from fusilli.tensor import TensorAttr, as_numpy, data_type_of, scalar_value_of
 
 # kind -> kernel(node, {slot: array}) -> {slot: array}
 KERNELS: dict[str, Callable[[Any, dict[str, np.ndarray]], dict[str, np.ndarray]]] = {}
@@ -37,11 +37,11 @@ def compute_array(a: np.ndarray) -> np.ndarray:
 
 
 def cast_to(t: TensorAttr, a: np.ndarray) -> np.ndarray:
-    dt = data_type_of(t).numpy_dtype
+    dt = data_type_of(t)
     a = np.asarray(a)
-    if dt.kind in "iu" and a.dtype.kind == "f":
+    if dt.is_integer and a.dtype.kind == "f":
         a = np.trunc(a)
-    return a.astype(dt)
+    return a.astype(dt.numpy_dtype)
 
 
 def run(graph: Any, inputs: Mapping[Any, Any]) -> dict[str, np.ndarray]:
@@ -62,7 +62,7 @@ def run(graph: Any, inputs: Mapping[Any, Any]) -> dict[str, np.ndarray]:
             env[id(t)] = compute_array(as_numpy(value))
     for t in graph.input_tensors():
         if t.is_scalar:
-            env[id(t)] = compute_array(np.full([1], t.scalar_value, dtype=t.data_type.numpy_dtype))
+            env[id(t)] = compute_array(data_type_of(t).scalar_array(scalar_value_of(t), f"scalar '{t.name}'"))
         elif id(t) not in env:
             raise fail(ErrorCode.VARIANT_PACK_ERROR, f"reference: input '{t.name}' not given")
     for node in graph.nodes:

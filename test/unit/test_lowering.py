@@ -10,6 +10,7 @@ import json
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import run_python
 
@@ -298,3 +299,49 @@ def test_build_validate_serialize_imports_no_mlir_bindings():
     imported = [line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")]
     assert "fusilli.ops.conv" in imported  # the log is on
     assert not [m for m in imported if m.startswith(("iree", "fusilli.ir", "fusilli.lowering"))]
+
+
+SCALAR_OPS_MODULE = """
+func.func @main(%x: !torch.vtensor<[16],si64>, %y: !torch.vtensor<[16],f32>)
+    -> (!torch.vtensor<[16],si64>, !torch.vtensor<[16],si64>, !torch.vtensor<[16],f32>, !torch.vtensor<[16],f32>) {
+  %int1 = torch.constant.int 1
+  %int2 = torch.constant.int 2
+  %int3 = torch.constant.int 3
+  %intm3 = torch.constant.int -3
+  %fm25 = torch.constant.float -2.500000e+00
+  %eps = torch.constant.float 1.000000e-01
+  %0 = torch.aten.add.Scalar %x, %int3, %int2 : !torch.vtensor<[16],si64>, !torch.int, !torch.int -> !torch.vtensor<[16],si64>
+  %1 = torch.aten.remainder.Scalar %0, %int3 : !torch.vtensor<[16],si64>, !torch.int -> !torch.vtensor<[16],si64>
+  %2 = torch.aten.remainder.Scalar %x, %intm3 : !torch.vtensor<[16],si64>, !torch.int -> !torch.vtensor<[16],si64>
+  %3 = torch.aten.remainder.Scalar %y, %fm25 : !torch.vtensor<[16],f32>, !torch.float -> !torch.vtensor<[16],f32>
+  %4 = torch.aten.add.Scalar %y, %eps, %int1 : !torch.vtensor<[16],f32>, !torch.float, !torch.int -> !torch.vtensor<[16],f32>
+  return %1, %2, %3, %4 : !torch.vtensor<[16],si64>, !torch.vtensor<[16],si64>, !torch.vtensor<[16],f32>, !torch.vtensor<[16],f32>
+}
+"""
+
+
+def test_scalar_operand_bodies_compute_torch_semantics():
+    """add.Scalar (other * alpha) and remainder.Scalar (the divisor's sign, as Python's %)
+    fused, compiled and run: the results are numpy's."""
+    import iree.runtime as rt
+
+    from fusilli import ir
+    from fusilli.backend.compiler import compile_module
+    from fusilli.backend.targets import Target
+    from fusilli.passes import Pipeline
+
+    with ir.fusilli_context():
+        module = ir.parse_module(SCALAR_OPS_MODULE)
+    Pipeline.parse("fusilli-epilogue-fusion").run(module)
+    assert "torch.aten.remainder.Scalar" not in str(module) and "torch.aten.add.Scalar" not in str(module)
+    # Called directly through iree.runtime, so without the transient-buffer argument.
+    flags = tuple(f for f in Target.resolve(Backend.CPU).flags if f != "--iree-torch-externalize-transients")
+    vmfb, _ = compile_module(module, flags)
+    main = rt.load_vm_flatbuffer(vmfb, driver="local-sync").main
+    x = np.arange(-8, 8, dtype=np.int64)
+    y = np.linspace(-6.0, 6.0, 16, dtype=np.float32)
+    got = [r.to_host() for r in main(x, y)]
+    np.testing.assert_array_equal(got[0], np.remainder(x + 6, 3))
+    np.testing.assert_array_equal(got[1], np.remainder(x, -3))
+    np.testing.assert_allclose(got[2], np.remainder(y, np.float32(-2.5)), rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(got[3], y + np.float32(0.1))

@@ -121,3 +121,77 @@ def test_error_codes_and_str():
     assert isinstance(err, Exception)
     assert err.code is fs.ErrorCode.INVALID_ATTRIBUTE
     assert str(err) == "INVALID_ATTRIBUTE: conv_fprop 'c': bad"
+
+
+# ---- the one table: every encoding of a type comes from DataType -------------------
+@pytest.mark.parametrize("dt", list(fs.DataType), ids=lambda d: d.name)
+def test_table_encodings_agree(dt):
+    import iree.runtime as rt
+
+    from fusilli import ir
+
+    assert fs.DataType.from_mlir_name(dt.mlir_name) is dt
+    assert dt.bits <= dt.numpy_dtype.itemsize * 8
+    assert isinstance(getattr(rt.HalElementType, dt.hal_name), rt.HalElementType)
+    with ir.fusilli_context(), ir.Location.unknown():
+        builtin = ir.builtin_tensor_type(ir.TensorType((1,), dt.mlir_name))
+        assert str(builtin) == f"tensor<1x{dt.builtin_name}>"
+
+
+def test_unknown_mlir_element_type():
+    with pytest.raises(fs.FusilliError) as e:
+        fs.DataType.from_mlir_name("f8E4M3FN")
+    assert e.value.code == fs.ErrorCode.NOT_IMPLEMENTED and "f8E4M3FN" in str(e.value)
+
+
+@pytest.mark.parametrize(
+    "dt,value,expected",
+    [
+        (fs.DataType.FP8_E5M2, 2.0, 2.0),
+        (fs.DataType.FP8_E5M2, 0.3, 0.3125),  # rounded to the nearest e5m2 value
+        (fs.DataType.HALF, -65504.0, -65504.0),
+        (fs.DataType.BFLOAT16, 1.0e38, 9.969209968386869e37),
+        (fs.DataType.FLOAT, float("inf"), float("inf")),
+        (fs.DataType.INT4, -8, -8),
+        (fs.DataType.INT8, 3.0, 3),
+        (fs.DataType.UINT8, 255, 255),
+        (fs.DataType.INT64, -(2**63), -(2**63)),
+        (fs.DataType.BOOLEAN, True, True),
+        (fs.DataType.BOOLEAN, 0, False),
+    ],
+)
+def test_scalar_array_of_representable_values(dt, value, expected):
+    array = dt.scalar_array(value, "scalar 's'")
+    assert array.dtype == dt.numpy_dtype and array.shape == (1,)
+    assert array.astype(np.float64)[0] == pytest.approx(float(expected))
+
+
+@pytest.mark.parametrize(
+    "dt,value,reason",
+    [
+        (fs.DataType.FP8_E5M2, 1.0e6, "overflows"),
+        (fs.DataType.HALF, 70000.0, "overflows"),
+        (fs.DataType.INT4, 8, "outside [-8, 7]"),
+        (fs.DataType.UINT8, -1, "outside [0, 255]"),
+        (fs.DataType.INT64, 2**63, "outside"),
+        (fs.DataType.INT32, 2.5, "not integral"),
+        (fs.DataType.BOOLEAN, 2, "outside [0, 1]"),
+        (fs.DataType.FLOAT, "1.0", "not a number"),
+    ],
+)
+def test_unrepresentable_scalar_is_invalid_argument_naming_it(dt, value, reason):
+    g = fs.Graph(name="scalars")
+    with pytest.raises(fs.FusilliError) as e:
+        g.scalar(value, dt, name="my_scalar")
+    assert e.value.code == fs.ErrorCode.INVALID_ARGUMENT
+    assert "scalar 'my_scalar'" in str(e.value) and reason in str(e.value) and dt.name in str(e.value)
+
+
+def test_unrepresentable_scalar_from_tensor_attr_fails_validate():
+    g = fs.Graph(name="scalar_attr")
+    x = g.tensor(name="x", dim=[4], data_type=fs.DataType.INT8)
+    s = g.tensor(fs.TensorAttr(name="big", dim=[1], stride=[1], data_type=fs.DataType.INT8, scalar_value=300))
+    g.add(x, s, name="add").set_output(True)
+    with pytest.raises(fs.FusilliError) as e:
+        g.validate()
+    assert e.value.code == fs.ErrorCode.INVALID_ARGUMENT and "scalar 'big'" in str(e.value)
