@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from fusilli.backend.targets import Backend, Target
-from fusilli.errors import ErrorCode, fail
+from fusilli.errors import ErrorCode, FusilliError, fail
 from fusilli.log import logger, timed
 from fusilli.ops import NODE_TYPES, Node
 from fusilli.ops.conv import ConvAttrs, ConvDGradNode, ConvFPropNode, ConvWGradNode
@@ -125,13 +125,20 @@ class Graph:
         *,
         dynamic_dims: Iterable[int] = (),
     ) -> TensorAttr:
-        """Registers a graph input. ``stride`` defaults to contiguous."""
+        """Registers a graph input. ``stride`` defaults to contiguous, ``data_type`` to the
+        graph's ``io_data_type``."""
         if isinstance(name, TensorAttr):  # cuDNN-style: g.tensor(TensorAttr(...))
             t = name
         else:
             if stride is None and dim is not None:
                 stride = contiguous_strides(dim)
             t = TensorAttr(name, dim, stride, data_type, dynamic_dims=dynamic_dims)
+        if t.data_type is None:
+            # The graph's io_data_type now, so the input can be allocated (fs.empty) before
+            # validate(); recorded as inferred, so validate() re-infers it unless the user
+            # has set a data type since (or changed io_data_type).
+            t.set_data_type(self.io_data_type)
+            self._inferred.append((t, "data_type", t.data_type))
         self._inputs.append(t)
         self._invalidate()
         return t
@@ -591,23 +598,32 @@ class Graph:
             self.validate()
         return compute_key(self.canonical_json(), target, default_pipeline_fingerprint())
 
-    def _build_artifact(self, backend: Any, arch: str | None):
+    def _build_artifact(self, backend: Any, arch: str | None, use_cached: bool = True):
         """The compiled artifact: from the disk cache, or compiled in process and stored.
 
         A cache hit needs only the key (canonical JSON, flags, versions): no IR is
-        emitted and the compiler module is not imported.
+        emitted and the compiler module is not imported. On a miss the entry's
+        lock is taken and the cache looked at again, so processes compiling the
+        same graph at once compile it once.
         """
-        from fusilli.backend.cache import Artifact, lookup, store
+        from fusilli.backend.cache import entry_lock, lookup
 
         target = self.target(backend, arch)
         key = self._cache_key(target)
-        artifact = lookup(key)
-        if artifact is not None:
-            logger.info("graph '%s': cache hit %s", self.name, key[:16])
-            return artifact
-        logger.info("graph '%s': cache miss %s; compiling for %s", self.name, key[:16], target.device_id)
+        artifact = lookup(key) if use_cached else None
+        if artifact is None:
+            with entry_lock(key):
+                artifact = lookup(key) if use_cached else None  # another process may have just stored it
+                if artifact is None:
+                    return self._compile_and_store(target, key)
+        logger.info("graph '%s': cache hit %s", self.name, key[:16])
+        return artifact
+
+    def _compile_and_store(self, target: Target, key: str):
+        from fusilli.backend.cache import Artifact, entry_metadata, store
         from fusilli.backend.compiler import compile_module
 
+        logger.info("graph '%s': cache miss %s; compiling for %s", self.name, key[:16], target.device_id)
         module = self._optimized_module(target)
         vmfb, stats = compile_module(module, target.flags)
         logger.info(
@@ -616,17 +632,34 @@ class Graph:
             stats.dispatch_count,
             stats.transient_memory_bytes,
         )
-        artifact = Artifact(key, target.backend, target.arch, vmfb, stats, target=target.record())
+        artifact = Artifact(
+            key,
+            target.backend,
+            target.arch,
+            vmfb,
+            stats,
+            target=target.record(),
+            metadata=entry_metadata(self.name, target),
+        )
         store(artifact)
         return artifact
 
     def compile(self, handle: Any) -> Graph:
         """Compiles in process (or loads from the disk cache) for ``handle``'s backend."""
+        from fusilli.backend.cache import discard
         from fusilli.backend.runtime import CompiledGraph
 
         with timed(f"graph '{self.name}': compile"):
             artifact = self._build_artifact(handle.backend, handle.arch)
-            self._compiled = CompiledGraph(handle, artifact, self)
+            try:
+                self._compiled = CompiledGraph(handle, artifact, self)
+            except FusilliError as e:
+                if not artifact.from_cache or e.code != ErrorCode.RUNTIME_FAILURE:
+                    raise
+                # The entry passed its checksum but the runtime refuses it: heal the cache.
+                discard(artifact.graph_key, str(e))
+                artifact = self._build_artifact(handle.backend, handle.arch, use_cached=False)
+                self._compiled = CompiledGraph(handle, artifact, self)
         return self
 
     def compile_to_artifact(self, backend: Any, arch: str | None = None) -> bytes:

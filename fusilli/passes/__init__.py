@@ -82,12 +82,20 @@ class _UpstreamPass(Pass):
         self.name = spec
         self.spec = spec
 
+    def parsed(self):
+        """The ``PassManager`` for this pass in the current context (an error naming it if it does not parse)."""
+        try:
+            return ir.PassManager.parse(f"builtin.module({self.spec})")
+        except ValueError as e:
+            raise fail(ErrorCode.INVALID_ARGUMENT, f"unknown pass or bad pipeline {self.spec!r}: {e}") from None
+
+    def check(self) -> None:
+        with ir.fusilli_context():
+            self.parsed()
+
     def run(self, module: ir.Module) -> None:
         with module.context:
-            try:
-                pm = ir.PassManager.parse(f"builtin.module({self.spec})")
-            except ValueError as e:
-                raise fail(ErrorCode.INVALID_ARGUMENT, f"unknown pass or bad pipeline {self.spec!r}: {e}") from None
+            pm = self.parsed()
             try:
                 pm.run(module.operation)
             except Exception as e:
@@ -111,6 +119,13 @@ class Pipeline:
             p.target = target
         return Pipeline(passes)
 
+    def check(self) -> None:
+        """Raises for the first element that does not name a fusilli pass or parse as an upstream one,
+        before any pass has run."""
+        for p in self.passes:
+            if isinstance(p, _UpstreamPass):
+                p.check()
+
     def run(self, module: ir.Module, after_each: Callable[[Pass, ir.Module], None] | None = None) -> None:
         for p in self.passes:
             logger.debug("running pass %s", p.name)
@@ -119,10 +134,15 @@ class Pipeline:
                 after_each(p, module)
 
 
-from fusilli.passes import conv_layout, fusion, layout  # noqa: E402,F401  (registration)
+from fusilli.passes import cleanup, conv_layout, fusion, layout  # noqa: E402,F401  (registration)
 
 DEFAULT_PIPELINE = ",".join(
-    [layout.FoldPermutesPass.name, conv_layout.ConvLayoutPass.name, fusion.EpilogueFusionPass.name]
+    [
+        layout.FoldPermutesPass.name,
+        conv_layout.ConvLayoutPass.name,
+        fusion.EpilogueFusionPass.name,
+        cleanup.DeadConstantsPass.name,
+    ]
 )
 
 
