@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from fusilli.backend.targets import Backend, Target
-from fusilli.errors import ErrorCode, fail
+from fusilli.errors import ErrorCode, FusilliError, fail
 from fusilli.graph_json import INT64_MAX, JSON_FORMAT_VERSION, load_graph_document
 from fusilli.log import logger, timed
 from fusilli.ops import NODE_TYPES, Node
@@ -133,7 +133,8 @@ class Graph:
         *,
         dynamic_dims: Iterable[int] = (),
     ) -> TensorAttr:
-        """Registers a graph input. ``stride`` defaults to contiguous."""
+        """Registers a graph input. ``stride`` defaults to contiguous, ``data_type`` to the
+        graph's ``io_data_type``."""
         if isinstance(name, TensorAttr):  # cuDNN-style: g.tensor(TensorAttr(...))
             t = name
         else:
@@ -141,6 +142,12 @@ class Graph:
                 dim = checked_ints(dim, f"tensor '{name}' dim")
                 stride = contiguous_strides(dim)
             t = TensorAttr(name, dim, stride, data_type, dynamic_dims=dynamic_dims)
+        if t.data_type is None:
+            # The graph's io_data_type now, so the input can be allocated (fs.empty) before
+            # validate(); recorded as inferred, so validate() re-infers it unless the user
+            # has set a data type since (or changed io_data_type).
+            t.set_data_type(self.io_data_type)
+            self._inferred.append((t, "data_type", t.data_type))
         self._inputs.append(t)
         self._invalidate()
         return t
@@ -560,28 +567,42 @@ class Graph:
 
     # ------------------------------------------------------------------ IR
     def emit_mlir(self, backend: Any = None, arch: str | None = None) -> str:
-        """The torch-dialect module the graph emits for ``backend`` (default CPU), before fusilli's passes."""
+        """The torch-dialect module the graph emits for ``backend``/``arch`` (default the CPU of
+        ``FUSILLI_CPU_ARCH`` or the host), before fusilli's passes."""
         from fusilli.lowering import emit_module
 
-        return str(emit_module(self, self._target(backend, arch)))
+        return str(emit_module(self, self.target(backend, arch)))
 
     def mlir(self, stage: str = "emitted", backend: Any = None, arch: str | None = None) -> str:
-        """IR at ``stage``: emitted, optimized, or an IREE phase (input ... flow)."""
+        """IR at ``stage``: emitted, optimized (after fusilli's passes for the target), or an
+        IREE phase (input ... flow) compiled for ``backend``/``arch``."""
         from fusilli.backend import compile_module_to_phase
 
         if stage not in MLIR_STAGES:
             raise fail(ErrorCode.INVALID_ARGUMENT, f"unknown IR stage {stage!r}; expected one of {MLIR_STAGES}")
+        target = self.target(backend, arch)
         if stage == "emitted":
-            return self.emit_mlir(backend, arch)
-        target = self._target(backend, arch)
+            from fusilli.lowering import emit_module
+
+            return str(emit_module(self, target))
         module = self._optimized_module(target)
         if stage == "optimized":
             return str(module)
         return compile_module_to_phase(module, target.flags, stage)
 
-    def _target(self, backend: Any, arch: str | None) -> Target:
-        """The compile target for ``backend`` (default CPU); validates the graph first."""
-        return Target.resolve(backend or Backend.CPU, arch, workloads=self.workloads())
+    def explain(self, backend: Any = None, arch: str | None = None) -> str:
+        """One line per node: the lowering rule chosen for each aspect on the target
+        (``backend``/``arch``, default the host CPU) and the fact that chose it."""
+        from fusilli.backend.rules import explain
+
+        return explain(self.nodes, self.target(backend, arch))
+
+    def target(self, backend: Any = None, arch: str | None = None) -> Target:
+        """The compile target ``backend``/``arch`` name (default the CPU of ``FUSILLI_CPU_ARCH``
+        or the host), with the flags this graph's lowering rules add on it."""
+        if not self._validated:
+            self.validate()
+        return Target.resolve(backend or Backend.CPU, arch, nodes=self.nodes)
 
     def _optimized_module(self, target: Target):
         from fusilli.lowering import emit_module
@@ -592,7 +613,7 @@ class Graph:
         with timed(f"graph '{self.name}': emit + fusilli passes"):
             module = emit_module(self, target)
             logger.info("graph '%s' emitted MLIR:\n%s", self.name, module)
-            default_pipeline().run(module)
+            default_pipeline(target).run(module)
         return module
 
     # ------------------------------------------------------------------ compile / run
@@ -600,7 +621,7 @@ class Graph:
         """The content key of this graph's compiled artifact for ``backend`` (default CPU)."""
         if self._compiled is not None and backend is None:
             return self._compiled.key
-        return self._cache_key(Target.resolve(backend or Backend.CPU, arch, workloads=self.workloads()))
+        return self._cache_key(self.target(backend, arch))
 
     def workloads(self) -> tuple:
         """The arithmetic of the graph's compute-bound nodes (they select CPU compile flags)."""
@@ -616,23 +637,32 @@ class Graph:
             self.validate()
         return compute_key(self.canonical_json(), target, default_pipeline_fingerprint())
 
-    def _build_artifact(self, backend: Any, arch: str | None):
+    def _build_artifact(self, backend: Any, arch: str | None, use_cached: bool = True):
         """The compiled artifact: from the disk cache, or compiled in process and stored.
 
         A cache hit needs only the key (canonical JSON, flags, versions): no IR is
-        emitted and the compiler module is not imported.
+        emitted and the compiler module is not imported. On a miss the entry's
+        lock is taken and the cache looked at again, so processes compiling the
+        same graph at once compile it once.
         """
-        from fusilli.backend.cache import Artifact, lookup, store
+        from fusilli.backend.cache import entry_lock, lookup
 
-        target = Target.resolve(backend, arch, workloads=self.workloads())
+        target = self.target(backend, arch)
         key = self._cache_key(target)
-        artifact = lookup(key)
-        if artifact is not None:
-            logger.info("graph '%s': cache hit %s", self.name, key[:16])
-            return artifact
-        logger.info("graph '%s': cache miss %s; compiling for %s", self.name, key[:16], target.device_id)
+        artifact = lookup(key) if use_cached else None
+        if artifact is None:
+            with entry_lock(key):
+                artifact = lookup(key) if use_cached else None  # another process may have just stored it
+                if artifact is None:
+                    return self._compile_and_store(target, key)
+        logger.info("graph '%s': cache hit %s", self.name, key[:16])
+        return artifact
+
+    def _compile_and_store(self, target: Target, key: str):
+        from fusilli.backend.cache import Artifact, entry_metadata, store
         from fusilli.backend.compiler import compile_module
 
+        logger.info("graph '%s': cache miss %s; compiling for %s", self.name, key[:16], target.device_id)
         module = self._optimized_module(target)
         vmfb, stats = compile_module(module, target.flags)
         logger.info(
@@ -641,18 +671,35 @@ class Graph:
             stats.dispatch_count,
             stats.transient_memory_bytes,
         )
-        artifact = Artifact(key, target.backend, target.arch, vmfb, stats)
+        artifact = Artifact(
+            key,
+            target.backend,
+            target.arch,
+            vmfb,
+            stats,
+            target=target.record(),
+            metadata=entry_metadata(self.name, target),
+        )
         store(artifact)
         return artifact
 
     def compile(self, handle: Any) -> Graph:
         """Compiles in process (or loads from the disk cache) for ``handle``'s backend."""
+        from fusilli.backend.cache import discard
         from fusilli.backend.runtime import CompiledGraph
 
         _require_handle(handle, "compile")
         with timed(f"graph '{self.name}': compile"):
             artifact = self._build_artifact(handle.backend, handle.arch)
-            self._compiled = CompiledGraph(handle, artifact, self)
+            try:
+                self._compiled = CompiledGraph(handle, artifact, self)
+            except FusilliError as e:
+                if not artifact.from_cache or e.code != ErrorCode.RUNTIME_FAILURE:
+                    raise
+                # The entry passed its checksum but the runtime refuses it: heal the cache.
+                discard(artifact.graph_key, str(e))
+                artifact = self._build_artifact(handle.backend, handle.arch, use_cached=False)
+                self._compiled = CompiledGraph(handle, artifact, self)
         return self
 
     def compile_to_artifact(self, backend: Any, arch: str | None = None) -> bytes:
@@ -667,7 +714,9 @@ class Graph:
         _require_handle(handle, "load_artifact")
         self._require_validated("loading a compiled artifact")
         artifact = Artifact.from_bytes(data)
-        expected = self.key(artifact.backend, artifact.arch)
+        built_for = Target.from_record(artifact.target)
+        built_for.check_runs_here(f"the artifact for graph '{self.name}'")
+        expected = self._cache_key(Target.resolve(artifact.backend, artifact.arch, nodes=self.nodes, cpu=built_for.cpu))
         if artifact.graph_key != expected:
             raise fail(
                 ErrorCode.INVALID_ARGUMENT,

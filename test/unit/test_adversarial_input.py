@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import fusilli as fs
-from fusilli.backend.targets import Target, canonical_flag, parse_flag
+from fusilli.backend.targets import Target, normalized_flag, parse_flag
 
 E = fs.ErrorCode
 
@@ -282,12 +282,12 @@ def test_refused_flags_in_any_spelling(flag, monkeypatch):
 
 
 def test_flag_spellings():
-    assert canonical_flag("-iree-opt-level=O3") == "--iree-opt-level=O3"
-    assert canonical_flag("--iree-opt-level=O3") == "--iree-opt-level=O3"
-    assert parse_flag("-x") == ("x", "true")
-    assert parse_flag("--x=0") == ("x", "false")
-    assert parse_flag("--x=FALSE") == ("x", "false")
-    assert parse_flag("--iree-opt-level=O3") == ("iree-opt-level", "O3")
+    assert normalized_flag("-iree-opt-level=O3") == "--iree-opt-level=O3"
+    assert normalized_flag("--iree-opt-level=O3") == "--iree-opt-level=O3"
+    assert parse_flag("-x") == ("--x", "true")
+    assert parse_flag("--x=0") == ("--x", "false")
+    assert parse_flag("--x=FALSE") == ("--x", "false")
+    assert parse_flag("--iree-opt-level=O3") == ("--iree-opt-level", "O3")
 
 
 def test_negated_flag_at_compile_leaves_the_compiled_graph_working(cpu, monkeypatch):

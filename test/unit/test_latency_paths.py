@@ -220,4 +220,4 @@ def test_dist_versions_match_importlib_metadata():
     from importlib import metadata
 
     for dist in ("fusilli", "iree-base-compiler"):
-        assert cache._dist_version(dist) == metadata.version(dist)
+        assert cache.dist_version(dist) == metadata.version(dist)

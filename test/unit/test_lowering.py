@@ -214,7 +214,7 @@ GRAPHS = [
 
 
 def _emitted_torch_ops(g: fs.Graph) -> set[str]:
-    module = emit_module(g.validate(), g._target(None, None))
+    module = emit_module(g.validate(), g.target())
     return {
         op.name
         for block in func_blocks(module)

@@ -1,9 +1,10 @@
-# RUN: %python %s | filecheck %s
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 # RUN: %python %s stats | filecheck %s --check-prefix=STATS
 
 import sys
 
-from lit_helpers import print_stats, run
+from lit_helpers import emitted, print_stats, run
 
 import fusilli as fs
 
@@ -42,7 +43,7 @@ else:
 
     @run
     def layernorm_nchw_inference():
-        print(build(fs.NormPhase.INFERENCE).emit_mlir())
+        print(emitted(build(fs.NormPhase.INFERENCE)))
 
     # Two passes over each row (corrected two-pass): the sum, then the sums of x - m0 and
     # (x - m0)^2 about its mean m0; the normalization in torch ops.
@@ -63,7 +64,7 @@ else:
 
     @run
     def layernorm_nchw_training():
-        print(build(fs.NormPhase.TRAINING).emit_mlir())
+        print(emitted(build(fs.NormPhase.TRAINING)))
 
     # Training: the same two reductions, then a generic over [B, 1, 1, 1] makes the stats.
     # CHECK-LABEL: TEST: layernorm_nchw_training

@@ -1,9 +1,10 @@
-# RUN: %python %s | filecheck %s
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 
 # Two-input pointwise modes on x [2,3] and a broadcast y [1,3]: the torch ops each
 # emits (broadcasting is left to the torch op; the result is [2,3]).
 
-from lit_helpers import run
+from lit_helpers import emitted, run
 
 import fusilli as fs
 
@@ -16,7 +17,7 @@ def binary(mode: fs.PointwiseMode, **params):
         x = g.tensor(name="x", dim=[2, 3])
         y = g.tensor(name="y", dim=[1, 3])
         g.pointwise(x, y, mode=mode, name="op", **params).set_output(True).set_name("out")
-        print(g.emit_mlir())
+        print(emitted(g))
 
     case.__name__ = mode.value
     run(case)

@@ -1,9 +1,10 @@
-# RUN: %python %s | filecheck %s
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 # RUN: %python %s stats | filecheck %s --check-prefix=STATS
 
 import sys
 
-from lit_helpers import print_stats, run
+from lit_helpers import emitted, print_stats, run
 
 import fusilli as fs
 
@@ -39,7 +40,7 @@ else:
 
     @run
     def sdpa_bool_mask():
-        print(build().emit_mlir())
+        print(emitted(build()))
 
     # The boolean mask goes to iree_linalg_ext.attention as i1 at its own shape (size-1 dims
     # dropped); its map reads only (m, k2), so no broadcast is materialized.
