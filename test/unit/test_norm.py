@@ -305,7 +305,7 @@ def test_layernorm_train_large_one_dispatch(cpu, rng, dtype):
     g.validate()
     (w,) = g.workloads()
     assert w.kind == "layernorm" and w.flops == 8 * 256 * 640 >= CPU_LAYERNORM_MIN_FLOPS
-    assert compile_flags(g.nodes, g.target("cpu")) == ["--iree-opt-level=O3", AGGRESSIVE_FUSION]
+    assert compile_flags(g.nodes, g.target("cpu")) == ["--iree-opt-level=O3"]  # O3 fuses aggressively too
     tol = 1e-4 if dtype == fs.DataType.FLOAT else 2e-2
     _check(g, cpu, rng, [x, scale, bias], tol=tol)
     assert g.compile_stats.dispatch_count == 1
