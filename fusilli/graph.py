@@ -631,7 +631,7 @@ class Graph:
 
     def _cache_key(self, target: Target) -> str:
         from fusilli.backend.cache import compute_key
-        from fusilli.passes import default_pipeline_fingerprint
+        from fusilli.pipeline import default_pipeline_fingerprint
 
         if not self._validated:
             self.validate()

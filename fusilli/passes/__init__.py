@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, ClassVar, TypeVar
 from fusilli import ir
 from fusilli.errors import ErrorCode, fail
 from fusilli.log import logger
+from fusilli.pipeline import DEFAULT_PASSES, default_pipeline_fingerprint, pass_options
 
 if TYPE_CHECKING:
     from fusilli.backend.targets import Target
@@ -52,7 +53,7 @@ class Pass:
     @classmethod
     def options(cls) -> str:
         """Settings outside the IR that change what the pass emits (part of cache keys)."""
-        return ""
+        return pass_options(cls.name)
 
 
 def split_pipeline(text: str) -> list[str]:
@@ -136,24 +137,15 @@ class Pipeline:
 
 from fusilli.passes import cleanup, conv_layout, fusion, layout  # noqa: E402,F401  (registration)
 
-DEFAULT_PIPELINE = ",".join(
-    [
-        layout.FoldPermutesPass.name,
-        conv_layout.ConvLayoutPass.name,
-        fusion.EpilogueFusionPass.name,
-        cleanup.DeadConstantsPass.name,
-    ]
-)
+DEFAULT_PIPELINE = ",".join(DEFAULT_PASSES)
+_unregistered = [name for name in DEFAULT_PASSES if name not in PASSES]
+if _unregistered:
+    raise RuntimeError(f"fusilli.pipeline.DEFAULT_PASSES names unregistered passes: {_unregistered}")
 
 
 def default_pipeline(target: Target | None = None) -> Pipeline:
     """fusilli's passes, lowering for ``target`` (None: the host CPU)."""
     return Pipeline.parse(DEFAULT_PIPELINE, target)
-
-
-def default_pipeline_fingerprint() -> str:
-    """DEFAULT_PIPELINE with each pass's options: what a compiled artifact depends on."""
-    return ",".join(f"{p.name}{{{p.options()}}}" for p in default_pipeline().passes)
 
 
 __all__ = [

@@ -24,7 +24,7 @@ among them is computed in f32 the same way (cast inputs, conv, one rounding),
 so the im2col flags of fusilli/backend/targets.py are safe for every
 f16/bf16 conv.
 
-Heavy bf16 convs (``LOWERING``) instead become an explicit im2col: a
+Heavy bf16 convs (``fusilli.pipeline.CONV_LOWERING``) instead become an explicit im2col: a
 ``linalg.generic`` gathering (padded) NHWC patches into ``[N*Ho*Wo, R*S*C]``
 (a reshape for 1x1 unit-stride unpadded convs) and a ``linalg.matmul`` with the
 KRSC filter reshaped to ``[K, R*S*C]`` read transposed (no filter permute for a
@@ -37,9 +37,7 @@ IREE's Winograd rewrite was measured too (see below) and is not used.
 
 from __future__ import annotations
 
-import os
-
-from fusilli import ir
+from fusilli import ir, pipeline
 from fusilli.backend import rules
 from fusilli.backend.targets import Target
 from fusilli.ir.rewrite import block_ops, constant_value, defining_op, func_blocks, int_list_value, permutation_of
@@ -60,8 +58,8 @@ _FLOAT_CODES = {"f32": 6, "f16": 5, "bf16": 15}
 # (linalg.conv_2d_nhwc_hwcf, or torch.aten.mm for 1x1) or "auto": what the
 # target's lowering rules choose (fusilli/backend/rules.py: im2col for heavy
 # bf16 convs on CPUs with native bf16 dot products, else linalg; f16/bf16 in
-# f32). FUSILLI_CONV_LOWERING overrides it (for measuring); it is one of the
-# pass's cache-key options.
+# f32). FUSILLI_CONV_LOWERING (fusilli.pipeline.CONV_LOWERING) overrides it
+# for measuring; it is one of the pass's cache-key options.
 #
 # Measured side by side with PyTorch on the 2-core Zen 4 (fusilli-benchmark
 # --compare torch, min of 20): bf16 3x3 4x64x56x56->64 ~10.5 ms -> ~6.3 ms
@@ -70,17 +68,12 @@ _FLOAT_CODES = {"f32": 6, "f16": 5, "bf16": 15}
 # f32) 5-15% slower than the linalg path, which they keep. IREE's Winograd
 # rewrite (all 3x3 convs) ran f32 3x3 at 9.2 ms vs 9.4 with 9 dispatches instead
 # of 4 and 5e-5 max error: not enabled.
-LOWERING = os.environ.get("FUSILLI_CONV_LOWERING", "auto")
 
 
 @register_pass
 class ConvLayoutPass(Pass):
     name: str = "fusilli-conv-layout"
     description = "channels-last 2-D convs as linalg.conv_2d_nhwc_hwcf (or a matmul for 1x1), f16/bf16 in f32"
-
-    @classmethod
-    def options(cls) -> str:
-        return f"lowering={LOWERING}"
 
     def run(self, module: ir.Module) -> None:
         target = self.lowering_target()
@@ -142,10 +135,11 @@ def _rewrite(op: ir.Operation, target: Target) -> bool:
     flops = 2 * n * oh * ow * k * c * fy * fx
     facts = rules.conv_facts((fy, fx), stride, dilation, 1, True, n, (oh, ow))
     problem = rules.Problem("conv_fprop", DataType.from_mlir_name(element), flops, facts)
-    winograd_m = winograd_tile(LOWERING, problem, target)
+    winograd_m = winograd_tile(pipeline.CONV_LOWERING, problem, target)
     compute = rules.choose(problem, target, "compute")
     bf16_matmul = compute is not None and compute.rule is rules.CPU_CONV_BF16_IM2COL_MATMUL
-    im2col = winograd_m is None and (LOWERING == "im2col" or (LOWERING == "auto" and bf16_matmul))
+    lowering = pipeline.CONV_LOWERING
+    im2col = winograd_m is None and (lowering == "im2col" or (lowering == "auto" and bf16_matmul))
     with ir.InsertionPoint(op), op.location:
         x_nhwc = b.permute(x, TO_NHWC)
         # The im2col matmul reads the filter as KRSC (this permute cancels a
@@ -166,7 +160,7 @@ def _rewrite(op: ir.Operation, target: Target) -> bool:
             y_nhwc = _im2col_matmul(b, x_nhwc, w_t, (n, oh, ow, k), stride, padding, dilation, (fy, fx))
         elif (fy, fx) == (1, 1) and stride == [1, 1] and padding == [0, 0]:
             y_nhwc = _matmul_1x1(b, x_nhwc, w_t, (n, h, wd, c, k))
-        elif LOWERING == "auto" and any(padding) and flops < rules.CPU_CONV_IM2COL_MIN_FLOPS:
+        elif pipeline.CONV_LOWERING == "auto" and any(padding) and flops < rules.CPU_CONV_IM2COL_MIN_FLOPS:
             y = conv_direct.padded_direct_conv(
                 b.to_builtin(x_nhwc), b.to_builtin(w_t), (n, oh, ow, k), stride, padding, dilation
             )
@@ -375,7 +369,7 @@ def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
         flops = 2 * n * oh * ow * k * c * fy * fx
         facts = rules.conv_facts((fy, fx), stride, dilation, 1, True, n, (oh, ow))
         problem = rules.Problem("conv_wgrad", DataType.from_mlir_name(element), flops, facts)
-        if winograd_tile(LOWERING, problem, target) is not None:
+        if winograd_tile(pipeline.CONV_LOWERING, problem, target) is not None:
             dw = winograd.winograd_wgrad(b.to_builtin(x_nhwc), b.to_builtin(dy_nhwc), padding)
             dw_hwcf = b.op("torch_c.from_builtin_tensor", [dw], ir.vtensor_type([fy, fx, c, k], "f32"))
             if element != "f32":

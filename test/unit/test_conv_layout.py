@@ -8,8 +8,8 @@ import pytest
 from conftest import random_array, run_and_check
 
 import fusilli as fs
+from fusilli import pipeline
 from fusilli.backend import rules
-from fusilli.passes import conv_layout
 
 F32, F16, BF16 = fs.DataType.FLOAT, fs.DataType.HALF, fs.DataType.BFLOAT16
 TOL = {
@@ -150,11 +150,10 @@ def test_half_conv_with_im2col(cpu, rng, monkeypatch, name, dtype):
 
 
 def _im2col_graph(monkeypatch, name, spec, dtype, epilogue=False):
-    """The graph built with conv_layout.LOWERING forced to 'im2col' (distinct
+    """The graph built with pipeline.CONV_LOWERING forced to 'im2col' (distinct
     graph names keep the compile cache from mixing the two lowerings)."""
-    from fusilli.passes import conv_layout
 
-    monkeypatch.setattr(conv_layout, "LOWERING", "im2col")
+    monkeypatch.setattr(pipeline, "CONV_LOWERING", "im2col")
     return build(f"im2col_{name}", spec, dtype, epilogue=epilogue)
 
 
@@ -246,6 +245,6 @@ def test_conv_lowering_choice_is_part_of_the_cache_key(monkeypatch):
     g.validate()
     keys = set()
     for mode in ("auto", "im2col", "linalg"):
-        monkeypatch.setattr(conv_layout, "LOWERING", mode)
+        monkeypatch.setattr(pipeline, "CONV_LOWERING", mode)
         keys.add(g.key())
     assert len(keys) == 3

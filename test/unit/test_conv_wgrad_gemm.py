@@ -10,8 +10,7 @@ import pytest
 from conftest import random_array, run_and_check
 
 import fusilli as fs
-from fusilli import reference
-from fusilli.passes import conv_layout
+from fusilli import pipeline, reference
 
 F32, F16, BF16 = fs.DataType.FLOAT, fs.DataType.HALF, fs.DataType.BFLOAT16
 
@@ -82,7 +81,7 @@ WINOGRAD_CASES = {
 
 @pytest.fixture
 def winograd_lowering(monkeypatch):
-    monkeypatch.setattr(conv_layout, "LOWERING", "winograd")
+    monkeypatch.setattr(pipeline, "CONV_LOWERING", "winograd")
 
 
 @pytest.mark.parametrize("name", sorted(WINOGRAD_CASES))

@@ -10,7 +10,7 @@ import pytest
 from conftest import random_array, run_and_check
 
 import fusilli as fs
-from fusilli import reference
+from fusilli import pipeline, reference
 from fusilli.backend import rules
 from fusilli.backend.targets import Target
 from fusilli.ir import fusilli_context
@@ -47,7 +47,7 @@ def build(x_dim, k, padding, dtype=F32, epilogue=False, name="wino"):
 @pytest.fixture
 def lowering(monkeypatch):
     def use(value: str) -> None:
-        monkeypatch.setattr(conv_layout, "LOWERING", value)
+        monkeypatch.setattr(pipeline, "CONV_LOWERING", value)
 
     return use
 
