@@ -1,5 +1,7 @@
 # lit configuration: test/lit holds runnable graph scripts (*.py) and pass tests (*.mlir).
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 
@@ -22,7 +24,9 @@ config.excludes = [
     ".ci",
 ]
 config.test_source_root = os.path.dirname(os.path.abspath(__file__))
-config.test_exec_root = os.path.join(tempfile.gettempdir(), "fusilli-lit")
+# Outputs of this run only (lit makes an Output/ directory per test directory): removed when lit exits.
+config.test_exec_root = tempfile.mkdtemp(prefix="fusilli-lit-")
+atexit.register(shutil.rmtree, config.test_exec_root, ignore_errors=True)
 
 config.substitutions.append(("%python", sys.executable))
 config.substitutions.append(("%fusilli-opt", f"{sys.executable} -m fusilli.tools.opt"))
@@ -34,7 +38,9 @@ for var in ("HOME", "PATH", "FUSILLI_EXTRA_COMPILER_FLAGS"):
     if var in os.environ:
         config.environment[var] = os.environ[var]
 config.environment["PYTHONPATH"] = os.pathsep.join([os.path.join(repo, "test", "lit"), repo])
-# One compile cache shared by the lit run (not the user's).
+# One compile cache shared by lit runs (never the user's), kept between runs so reruns are fast,
+# bounded by least-recently-used eviction.
 config.environment["FUSILLI_CACHE_DIR"] = os.path.join(tempfile.gettempdir(), "fusilli-lit-cache")
+config.environment["FUSILLI_CACHE_MAX_BYTES"] = "256M"
 # Tools installed next to the interpreter running lit (filecheck, fusilli-opt) come first.
 config.environment["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])

@@ -8,7 +8,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from fusilli.backend.targets import Backend, Target
-from fusilli.errors import ErrorCode, fail
+from fusilli.errors import ErrorCode, FusilliError, fail
+from fusilli.graph_json import INT64_MAX, JSON_FORMAT_VERSION, load_graph_document
 from fusilli.log import logger, timed
 from fusilli.ops import NODE_TYPES, Node
 from fusilli.ops.conv import ConvAttrs, ConvDGradNode, ConvFPropNode, ConvWGradNode
@@ -18,13 +19,20 @@ from fusilli.ops.norm import BatchNormNode, LayerNormNode, NormAttrs, NormNodeBa
 from fusilli.ops.pointwise import INPUT_SLOTS, PointwiseAttrs, PointwiseMode, PointwiseNode
 from fusilli.ops.reduction import ReductionAttrs, ReductionMode, ReductionNode
 from fusilli.ops.sdpa import SdpaAttrs, SdpaNode
-from fusilli.tensor import TensorAttr, as_numpy, contiguous_strides, data_type_of, is_valid_layout, scalar_value_of
+from fusilli.tensor import (
+    TensorAttr,
+    as_numpy,
+    checked_ints,
+    contiguous_strides,
+    data_type_of,
+    is_valid_layout,
+    scalar_value_of,
+)
 from fusilli.types import DataType
 
 if TYPE_CHECKING:
     from fusilli.backend.runtime import CompiledGraph
 
-JSON_FORMAT_VERSION = 1
 MLIR_STAGES = ("emitted", "optimized", "input", "global-optimization", "dispatch-creation", "flow")
 
 NodeT = TypeVar("NodeT", bound=Node)
@@ -125,13 +133,21 @@ class Graph:
         *,
         dynamic_dims: Iterable[int] = (),
     ) -> TensorAttr:
-        """Registers a graph input. ``stride`` defaults to contiguous."""
+        """Registers a graph input. ``stride`` defaults to contiguous, ``data_type`` to the
+        graph's ``io_data_type``."""
         if isinstance(name, TensorAttr):  # cuDNN-style: g.tensor(TensorAttr(...))
             t = name
         else:
             if stride is None and dim is not None:
+                dim = checked_ints(dim, f"tensor '{name}' dim")
                 stride = contiguous_strides(dim)
             t = TensorAttr(name, dim, stride, data_type, dynamic_dims=dynamic_dims)
+        if t.data_type is None:
+            # The graph's io_data_type now, so the input can be allocated (fs.empty) before
+            # validate(); recorded as inferred, so validate() re-infers it unless the user
+            # has set a data type since (or changed io_data_type).
+            t.set_data_type(self.io_data_type)
+            self._inferred.append((t, "data_type", t.data_type))
         self._inputs.append(t)
         self._invalidate()
         return t
@@ -443,7 +459,9 @@ class Graph:
             self._check_tensor(t, "graph input")
             if t.is_scalar:
                 data_type_of(t).scalar_array(scalar_value_of(t), f"scalar '{t.name}'")
-        for node in self.nodes:
+        available = {id(t) for t in self._inputs}  # tensors a node may read: inputs, earlier outputs
+        for index, node in enumerate(self.nodes):
+            self._check_node_inputs(index, node, available)
             if node.compute_data_type is None:
                 node.compute_data_type = self.compute_data_type
             node.pre_validate()
@@ -470,6 +488,7 @@ class Graph:
                         f"{node.kind} '{node.name}': output {slot} '{out.name}' has broadcast strides (stride=0), "
                         "which are not supported on operation outputs",
                     )
+            available.update(id(t) for t in node.output_tensors())
         if not self.output_tensors():
             raise fail(ErrorCode.ATTRIBUTE_NOT_SET, f"graph '{self.name}' has no output (call set_output(True))")
         self._validated = True
@@ -483,6 +502,26 @@ class Graph:
             if name in seen:
                 raise fail(ErrorCode.INVALID_ATTRIBUTE, f"symbol name '{name}' already in use (by a {seen[name]})")
             seen[name] = what
+
+    def _check_node_inputs(self, index: int, node: Node, available: set[int]) -> None:
+        """Each input of ``node`` is a graph input or an output of an earlier node of this graph."""
+        for slot, t in node.inputs.items():
+            if t is None or id(t) in available:
+                continue
+            if t in node.output_tensors():
+                problem = "is this node's own output (a node cannot consume what it produces)"
+            elif any(t in later.output_tensors() for later in self.nodes[index + 1 :]):
+                producer = next(n for n in self.nodes[index + 1 :] if t in n.output_tensors())
+                problem = (
+                    f"is produced by node '{producer.name}', which comes later in graph '{self.name}' "
+                    "(a cycle, or nodes out of order)"
+                )
+            else:
+                problem = (
+                    f"is not a tensor of graph '{self.name}' (it belongs to another graph, or was never "
+                    "registered with Graph.tensor)"
+                )
+            raise node.error(ErrorCode.INVALID_ATTRIBUTE, f"input {slot} '{t.name}' {problem}")
 
     def _check_tensor(self, t: TensorAttr, role: str) -> None:
         if not t.has_dim:
@@ -498,6 +537,13 @@ class Graph:
             )
         if any(d <= 0 for d in t.dim):
             raise fail(ErrorCode.INVALID_ATTRIBUTE, f"{role} tensor '{t.name}' has non-positive dims {t.dim}")
+        span_bytes = (1 + sum((d - 1) * abs(s) for d, s in zip(t.dim, t.stride))) * t.data_type.numpy_dtype.itemsize
+        if max(t.dim + [abs(s) for s in t.stride]) > INT64_MAX or span_bytes > INT64_MAX:
+            raise fail(
+                ErrorCode.INVALID_ATTRIBUTE,
+                f"{role} tensor '{t.name}' (dim {t.dim}, stride {t.stride}) spans {span_bytes} bytes, more than "
+                "a 64-bit index addresses (2^63 - 1)",
+            )
         if not is_valid_layout(t.dim, t.stride):
             raise fail(
                 ErrorCode.INVALID_ATTRIBUTE,
@@ -521,28 +567,42 @@ class Graph:
 
     # ------------------------------------------------------------------ IR
     def emit_mlir(self, backend: Any = None, arch: str | None = None) -> str:
-        """The torch-dialect module the graph emits for ``backend`` (default CPU), before fusilli's passes."""
+        """The torch-dialect module the graph emits for ``backend``/``arch`` (default the CPU of
+        ``FUSILLI_CPU_ARCH`` or the host), before fusilli's passes."""
         from fusilli.lowering import emit_module
 
-        return str(emit_module(self, self._target(backend, arch)))
+        return str(emit_module(self, self.target(backend, arch)))
 
     def mlir(self, stage: str = "emitted", backend: Any = None, arch: str | None = None) -> str:
-        """IR at ``stage``: emitted, optimized, or an IREE phase (input ... flow)."""
+        """IR at ``stage``: emitted, optimized (after fusilli's passes for the target), or an
+        IREE phase (input ... flow) compiled for ``backend``/``arch``."""
         from fusilli.backend import compile_module_to_phase
 
         if stage not in MLIR_STAGES:
             raise fail(ErrorCode.INVALID_ARGUMENT, f"unknown IR stage {stage!r}; expected one of {MLIR_STAGES}")
+        target = self.target(backend, arch)
         if stage == "emitted":
-            return self.emit_mlir(backend, arch)
-        target = self._target(backend, arch)
+            from fusilli.lowering import emit_module
+
+            return str(emit_module(self, target))
         module = self._optimized_module(target)
         if stage == "optimized":
             return str(module)
         return compile_module_to_phase(module, target.flags, stage)
 
-    def _target(self, backend: Any, arch: str | None) -> Target:
-        """The compile target for ``backend`` (default CPU); validates the graph first."""
-        return Target.resolve(backend or Backend.CPU, arch, workloads=self.workloads())
+    def explain(self, backend: Any = None, arch: str | None = None) -> str:
+        """One line per node: the lowering rule chosen for each aspect on the target
+        (``backend``/``arch``, default the host CPU) and the fact that chose it."""
+        from fusilli.backend.rules import explain
+
+        return explain(self.nodes, self.target(backend, arch))
+
+    def target(self, backend: Any = None, arch: str | None = None) -> Target:
+        """The compile target ``backend``/``arch`` name (default the CPU of ``FUSILLI_CPU_ARCH``
+        or the host), with the flags this graph's lowering rules add on it."""
+        if not self._validated:
+            self.validate()
+        return Target.resolve(backend or Backend.CPU, arch, nodes=self.nodes)
 
     def _optimized_module(self, target: Target):
         from fusilli.lowering import emit_module
@@ -553,7 +613,7 @@ class Graph:
         with timed(f"graph '{self.name}': emit + fusilli passes"):
             module = emit_module(self, target)
             logger.info("graph '%s' emitted MLIR:\n%s", self.name, module)
-            default_pipeline().run(module)
+            default_pipeline(target).run(module)
         return module
 
     # ------------------------------------------------------------------ compile / run
@@ -561,7 +621,7 @@ class Graph:
         """The content key of this graph's compiled artifact for ``backend`` (default CPU)."""
         if self._compiled is not None and backend is None:
             return self._compiled.key
-        return self._cache_key(Target.resolve(backend or Backend.CPU, arch, workloads=self.workloads()))
+        return self._cache_key(self.target(backend, arch))
 
     def workloads(self) -> tuple:
         """The arithmetic of the graph's compute-bound nodes (they select CPU compile flags)."""
@@ -571,29 +631,38 @@ class Graph:
 
     def _cache_key(self, target: Target) -> str:
         from fusilli.backend.cache import compute_key
-        from fusilli.passes import default_pipeline_fingerprint
+        from fusilli.pipeline import default_pipeline_fingerprint
 
         if not self._validated:
             self.validate()
         return compute_key(self.canonical_json(), target, default_pipeline_fingerprint())
 
-    def _build_artifact(self, backend: Any, arch: str | None):
+    def _build_artifact(self, backend: Any, arch: str | None, use_cached: bool = True):
         """The compiled artifact: from the disk cache, or compiled in process and stored.
 
         A cache hit needs only the key (canonical JSON, flags, versions): no IR is
-        emitted and the compiler module is not imported.
+        emitted and the compiler module is not imported. On a miss the entry's
+        lock is taken and the cache looked at again, so processes compiling the
+        same graph at once compile it once.
         """
-        from fusilli.backend.cache import Artifact, lookup, store
+        from fusilli.backend.cache import entry_lock, lookup
 
-        target = Target.resolve(backend, arch, workloads=self.workloads())
+        target = self.target(backend, arch)
         key = self._cache_key(target)
-        artifact = lookup(key)
-        if artifact is not None:
-            logger.info("graph '%s': cache hit %s", self.name, key[:16])
-            return artifact
-        logger.info("graph '%s': cache miss %s; compiling for %s", self.name, key[:16], target.device_id)
+        artifact = lookup(key) if use_cached else None
+        if artifact is None:
+            with entry_lock(key):
+                artifact = lookup(key) if use_cached else None  # another process may have just stored it
+                if artifact is None:
+                    return self._compile_and_store(target, key)
+        logger.info("graph '%s': cache hit %s", self.name, key[:16])
+        return artifact
+
+    def _compile_and_store(self, target: Target, key: str):
+        from fusilli.backend.cache import Artifact, entry_metadata, store
         from fusilli.backend.compiler import compile_module
 
+        logger.info("graph '%s': cache miss %s; compiling for %s", self.name, key[:16], target.device_id)
         module = self._optimized_module(target)
         vmfb, stats = compile_module(module, target.flags)
         logger.info(
@@ -602,17 +671,35 @@ class Graph:
             stats.dispatch_count,
             stats.transient_memory_bytes,
         )
-        artifact = Artifact(key, target.backend, target.arch, vmfb, stats)
+        artifact = Artifact(
+            key,
+            target.backend,
+            target.arch,
+            vmfb,
+            stats,
+            target=target.record(),
+            metadata=entry_metadata(self.name, target),
+        )
         store(artifact)
         return artifact
 
     def compile(self, handle: Any) -> Graph:
         """Compiles in process (or loads from the disk cache) for ``handle``'s backend."""
+        from fusilli.backend.cache import discard
         from fusilli.backend.runtime import CompiledGraph
 
+        _require_handle(handle, "compile")
         with timed(f"graph '{self.name}': compile"):
             artifact = self._build_artifact(handle.backend, handle.arch)
-            self._compiled = CompiledGraph(handle, artifact, self)
+            try:
+                self._compiled = CompiledGraph(handle, artifact, self)
+            except FusilliError as e:
+                if not artifact.from_cache or e.code != ErrorCode.RUNTIME_FAILURE:
+                    raise
+                # The entry passed its checksum but the runtime refuses it: heal the cache.
+                discard(artifact.graph_key, str(e))
+                artifact = self._build_artifact(handle.backend, handle.arch, use_cached=False)
+                self._compiled = CompiledGraph(handle, artifact, self)
         return self
 
     def compile_to_artifact(self, backend: Any, arch: str | None = None) -> bytes:
@@ -624,9 +711,12 @@ class Graph:
         from fusilli.backend.cache import Artifact
         from fusilli.backend.runtime import CompiledGraph
 
+        _require_handle(handle, "load_artifact")
         self._require_validated("loading a compiled artifact")
         artifact = Artifact.from_bytes(data)
-        expected = self.key(artifact.backend, artifact.arch)
+        built_for = Target.from_record(artifact.target)
+        built_for.check_runs_here(f"the artifact for graph '{self.name}'")
+        expected = self._cache_key(Target.resolve(artifact.backend, artifact.arch, nodes=self.nodes, cpu=built_for.cpu))
         if artifact.graph_key != expected:
             raise fail(
                 ErrorCode.INVALID_ARGUMENT,
@@ -693,15 +783,13 @@ class Graph:
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
 
     @classmethod
-    def from_json(cls, text: str) -> Graph:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise fail(ErrorCode.INVALID_ARGUMENT, f"graph JSON does not parse: {e}") from None
-        try:
-            return cls._from_dict(data)
-        except (KeyError, TypeError, ValueError) as e:
-            raise fail(ErrorCode.INVALID_ARGUMENT, f"graph JSON is malformed: {type(e).__name__}: {e}") from None
+    def from_json(cls, text: str | bytes | Mapping[str, Any]) -> Graph:
+        """The graph ``to_json`` wrote (or the dict ``to_dict`` returned).
+
+        The document is checked field by field first (fusilli/graph_json.py): a
+        malformed one is an ``INVALID_ARGUMENT`` listing each bad field's path.
+        """
+        return cls._from_dict(load_graph_document(text))
 
     @classmethod
     def _from_dict(cls, data: dict[str, Any]) -> Graph:
@@ -721,13 +809,12 @@ class Graph:
             by_name[t.name] = t
             return t
 
-        for d in data["inputs"]:
-            g._inputs.append(make(d))
-        for nd in data["nodes"]:
-            node_type = NODE_TYPES.get(nd["kind"])
-            if node_type is None:
-                raise fail(ErrorCode.INVALID_ARGUMENT, f"graph JSON names unknown op kind {nd['kind']!r}")
-            outs = {d["name"]: make(d) for d in nd["output_tensors"]}
+        g._inputs = [make(d) for d in data["inputs"]]
+        # Every tensor exists before any node is built, so a node that reads a later
+        # node's output (or its own) is built as written and validate() names it.
+        node_outputs = [{d["name"]: make(d) for d in nd["output_tensors"]} for nd in data["nodes"]]
+        for nd, outs in zip(data["nodes"], node_outputs):
+            node_type = NODE_TYPES[nd["kind"]]
             inputs = {k: (by_name[v] if v is not None else None) for k, v in nd["inputs"].items()}
             outputs = {k: (outs[v] if v is not None else None) for k, v in nd["outputs"].items()}
             cdt = nd.get("compute_data_type")
@@ -773,6 +860,17 @@ def _make_pointwise_method(mode: PointwiseMode) -> Callable[..., TensorAttr]:
 
 for _mode in PointwiseMode:
     setattr(Graph, _mode.method_name, _make_pointwise_method(_mode))
+
+
+def _require_handle(handle: Any, method: str) -> None:
+    from fusilli.backend.runtime import Handle
+
+    if not isinstance(handle, Handle):
+        raise fail(
+            ErrorCode.INVALID_ARGUMENT,
+            f"Graph.{method} takes a Handle (e.g. fusilli.Handle(fusilli.Backend.CPU)), not "
+            f"{type(handle).__name__} {handle!r}"[:200],
+        )
 
 
 def _coerce_enum(enum_type: type[EnumT], value: EnumT | str | None, what: str) -> EnumT | None:

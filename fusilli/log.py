@@ -32,12 +32,17 @@ def configure_from_environment() -> None:
         logger.propagate = True
     if not enabled or enabled.startswith("0") or not target:
         return
+    unusable = None
     if target == "stdout":
         handler: logging.Handler = logging.StreamHandler(sys.stdout)
     elif target == "stderr":
         handler = logging.StreamHandler(sys.stderr)
     else:
-        handler = logging.FileHandler(target, encoding="utf-8")
+        try:
+            handler = logging.FileHandler(target, encoding="utf-8")
+        except OSError as e:  # a missing directory, a directory, no permission: log, never fail the import
+            handler = logging.StreamHandler(sys.stderr)
+            unusable = e
     handler.setFormatter(logging.Formatter(_PREFIX))
     logger.addHandler(handler)
     # The environment asked for this destination: don't also echo through
@@ -46,6 +51,8 @@ def configure_from_environment() -> None:
     if logger.level == logging.NOTSET or logger.level > logging.INFO:
         logger.setLevel(logging.INFO)
     _env_handler = handler
+    if unusable is not None:
+        logger.warning("FUSILLI_LOG_FILE=%r cannot be opened (%s); logging to stderr", target, unusable)
 
 
 @contextmanager

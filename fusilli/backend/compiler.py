@@ -12,8 +12,10 @@ import ctypes
 import io
 import json
 import os
+import shutil
 import tempfile
 import threading
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,6 +97,8 @@ class CompilerSession:
         api, _ = _api()
         self.flags = flags
         self._stats_dir = tempfile.mkdtemp(prefix="fusilli-stats-")
+        # Sessions live as long as their thread; the directory goes with the session or at exit.
+        weakref.finalize(self, shutil.rmtree, self._stats_dir, ignore_errors=True)
         self.stats_path = os.path.join(self._stats_dir, "statistics.json")
         self.session = api.Session()
         all_flags = list(flags) + [

@@ -51,7 +51,7 @@ import numpy as np
 from fusilli import tensor as _tensor_module
 from fusilli.arrays import torch_tensor_type
 from fusilli.backend.cache import Artifact
-from fusilli.backend.targets import Backend, resolve_amdgpu_arch
+from fusilli.backend.targets import Backend, Target, default_cpu_arch, named_cpu, resolve_amdgpu_arch
 from fusilli.errors import ErrorCode, FusilliError, fail
 from fusilli.log import logger
 from fusilli.tensor import TensorAttr, as_numpy, data_type_of, physical_order
@@ -84,7 +84,8 @@ def _rt():
 
 class Handle:
     """A device to run compiled graphs on: ``Handle(Backend.CPU)`` or
-    ``Handle(Backend.AMDGPU, device=0, arch="gfx942")``."""
+    ``Handle(Backend.AMDGPU, device=0, arch="gfx942")``. On CPU, ``arch`` is the LLVM CPU
+    name graphs are compiled for (default ``FUSILLI_CPU_ARCH`` or ``"host"``)."""
 
     def __init__(self, backend: Any = Backend.CPU, device: int = 0, arch: str | None = None):
         global _cpu_config
@@ -94,7 +95,9 @@ class Handle:
         if self.backend == Backend.CPU:
             if device != 0:
                 raise fail(ErrorCode.INVALID_ARGUMENT, f"the CPU backend has one device (0), not {device}")
-            self.arch = None
+            # The CPU code is compiled for: checked now, kept as spelled ("host" stays "host").
+            self.arch = arch or default_cpu_arch()
+            named_cpu(self.arch)
             with _instance_lock:
                 if _cpu_config is None:
                     _cpu_config = rt.Config("local-task")
@@ -171,6 +174,7 @@ class CompiledGraph:
                 f"graph '{graph.name}': handle is for backend {handle.backend.name} but the artifact was "
                 f"compiled for {artifact.backend.name}",
             )
+        Target.from_record(artifact.target).check_runs_here(f"graph '{graph.name}': the compiled artifact")
         self.handle = handle
         self.artifact = artifact
         self.key = artifact.graph_key

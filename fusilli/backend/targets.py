@@ -1,9 +1,21 @@
-"""Compile targets: the Backend enum, compiler flags per target, AMD GPU arch detection."""
+"""Compile targets: what fusilli compiles for, and the base compiler flags of each.
+
+A ``Target`` is a backend plus the hardware facts lowering rules are chosen by
+(fusilli/backend/rules.py): for the CPU the LLVM CPU name and the ISA features
+it implies (from this machine's /proc/cpuinfo for ``"host"``, from LLVM's own
+table in cpu_table.py for a named CPU), for an AMD GPU the gfx arch and its
+matrix units. The target is part of every cache key, is recorded with every
+artifact, and an artifact whose CPU features this machine lacks is refused at
+load (it would die of SIGILL at execute). CPU names and features are checked
+here, before LLVM sees them: LLVM ends the process on some bad ones.
+"""
 
 from __future__ import annotations
 
+import difflib
 import enum
 import functools
+import hashlib
 import json
 import os
 import platform
@@ -11,9 +23,10 @@ import re
 import shlex
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from fusilli.backend.cpu_table import CPU_FEATURES, KNOWN_FEATURES
 from fusilli.errors import ErrorCode, fail
 from fusilli.log import logger
 
@@ -36,7 +49,6 @@ class Backend(enum.Enum):
 CPU_FLAGS = (
     "--iree-hal-target-device=local",
     "--iree-hal-local-target-device-backends=llvm-cpu",
-    "--iree-llvmcpu-target-cpu=host",
     "--iree-torch-externalize-transients",
     # IREE demotes f64 to f32 by default, which would read f64 buffers as f32.
     "--iree-input-demote-f64-to-f32=false",
@@ -54,80 +66,6 @@ AMDGPU_FLAGS = (
     "--iree-torch-externalize-transients",
     "--iree-input-demote-f64-to-f32=false",
 )
-
-# CPU flags per op class, chosen from measurements on this 2-core machine
-# against PyTorch eager (BENCHMARKS.md, fusilli-benchmark --compare torch).
-# They apply to an op only when it does at least CPU_HEAVY_MIN_FLOPS of
-# arithmetic: data tiling packs operands in dispatches of their own, which
-# pays off on large problems (matmul 1024^3: ratio 1.16 -> 1.56) and loses on
-# small ones (batched matmul 8x256x64x256, 67 MFLOP: 0.94 -> 0.16), and it
-# keeps small fused graphs at one dispatch. A graph gets the union of the
-# flags of its heavy ops, after CPU_FLAGS and before caller /
-# FUSILLI_EXTRA_COMPILER_FLAGS flags (so users override them). They feed
-# Target.flags, hence the cache key.
-CPU_HEAVY_MIN_FLOPS = 1 << 28
-
-_CPU_MATMUL_FLAGS = (
-    "--iree-opt-level=O3",
-    "--iree-opt-data-tiling=true",
-    "--iree-llvmcpu-enable-ukernels=all",
-)
-
-
-@dataclass(frozen=True)
-class CpuFlagRule:
-    kind: str
-    flags: tuple[str, ...]
-    elements: tuple[str, ...] | None = None  # DataType names it applies to (None: all)
-    min_flops: int = CPU_HEAVY_MIN_FLOPS  # the smallest workload it applies to
-
-
-# LayerNorm (memory bound) at O3: IREE then fuses the training form's stats
-# reduction and Y into one dispatch (x read once; 2 -> 1 dispatch) and the
-# one-dispatch code is faster too. 4096x768 affine, training forward, against
-# torch.native_layer_norm: f32 ratio ~0.4 -> ~0.9-1.1, bf16 ~0.3 -> ~1.1-1.3.
-# From 1 MFLOP (~128K elements, where x stops fitting in L2 twice over).
-CPU_LAYERNORM_MIN_FLOPS = 1 << 20
-
-# Convs take the im2col + data-tiled path from 1 MFLOP: IREE's direct conv
-# (what the base flags give) is slow at every size measured. 3x3 NHWC conv +
-# bias + relu, pad 1, fusilli-benchmark --iter 30, min ms direct -> im2col:
-# 1x16x16x16->16 (1.2 MFLOP) 0.122 -> 0.054; 1x32x28x28->32 (14 MFLOP)
-# 2.09 -> 0.18; 1x64x28x28->64 (58 MFLOP) 8.2 -> 0.50; 1x64x56x56->64
-# (231 MFLOP) 33 -> 1.8 (PyTorch 1.1). Smaller convs (unit tests, tiny
-# fused graphs) keep one dispatch with their epilogue.
-CPU_CONV_MIN_FLOPS = 1 << 20
-
-CPU_FLAG_RULES = (
-    CpuFlagRule("matmul", _CPU_MATMUL_FLAGS),
-    CpuFlagRule("layernorm", ("--iree-opt-level=O3",), min_flops=CPU_LAYERNORM_MIN_FLOPS),
-    # Conv as im2col + data-tiled ukernel matmul: 3x3 NHWC conv ~4x faster than
-    # IREE's direct conv. im2col on an f16/bf16 conv fails to compile in IREE
-    # 3.13 ('arith.addf' op requires the same type), but fusilli-conv-layout
-    # (fusilli/passes/conv_layout.py) computes every f16/bf16 fprop conv in f32,
-    # so they take the f32 path too.
-    CpuFlagRule(
-        "conv_fprop",
-        ("--iree-global-opt-use-im2col-for-convs",) + _CPU_MATMUL_FLAGS,
-        ("FLOAT", "HALF", "BFLOAT16"),
-        min_flops=CPU_CONV_MIN_FLOPS,
-    ),
-)
-
-
-def cpu_flags_for_workloads(workloads: Any) -> list[str]:
-    """Per-op-class CPU flags for a graph's heavy ops (deduplicated, stable order)."""
-    out: list[str] = []
-    for rule in CPU_FLAG_RULES:
-        if any(
-            w.kind == rule.kind
-            and w.flops >= rule.min_flops
-            and (rule.elements is None or w.element.name in rule.elements)
-            for w in workloads or ()
-        ):
-            out += [f for f in rule.flags if f not in out]
-    return out
-
 
 # Refused on the CPU backend. Fused padding produced CPU code that segfaulted
 # when run (a padded NHWC conv + epilogue, seen before fusilli aligned every
@@ -218,22 +156,325 @@ def resolve_amdgpu_arch(arch: str | None) -> str:
     return arch
 
 
-@functools.lru_cache(maxsize=1)
-def host_cpu_id() -> str:
-    """What '--iree-llvmcpu-target-cpu=host' bakes in: part of the cache key."""
-    model, flags = platform.machine(), ""
+# ---------------------------------------------------------------- AMD GPU archs
+
+
+@dataclass(frozen=True)
+class AmdGpuArch:
+    """What a gfx arch brings to lowering: its matrix instructions and their operand types."""
+
+    gfx: str
+    matrix_unit: str | None  # "mfma" (CDNA), "wmma" (RDNA 3/4), None (no matrix unit known)
+    matrix_types: tuple[str, ...] = ()  # element types the matrix unit multiplies
+
+    @property
+    def features(self) -> frozenset[str]:
+        unit = () if self.matrix_unit is None else (self.matrix_unit,)
+        return frozenset(unit + tuple(f"{self.matrix_unit}-{t}" for t in self.matrix_types))
+
+
+# From the AMD ISA manuals (CDNA 1-4, RDNA 3-4) as IREE's ROCm target table
+# (KnownTargets.cpp) records them.
+_AMDGPU_ARCHS = {
+    a.gfx: a
+    for a in (
+        AmdGpuArch("gfx908", "mfma", ("f16", "bf16", "i8")),
+        AmdGpuArch("gfx90a", "mfma", ("f16", "bf16", "i8")),
+        AmdGpuArch("gfx940", "mfma", ("f16", "bf16", "i8", "f8e4m3fnuz", "f8e5m2fnuz")),
+        AmdGpuArch("gfx941", "mfma", ("f16", "bf16", "i8", "f8e4m3fnuz", "f8e5m2fnuz")),
+        AmdGpuArch("gfx942", "mfma", ("f16", "bf16", "i8", "f8e4m3fnuz", "f8e5m2fnuz")),
+        AmdGpuArch("gfx950", "mfma", ("f16", "bf16", "i8", "f8e4m3fn", "f8e5m2")),
+        AmdGpuArch("gfx1100", "wmma", ("f16", "bf16", "i8")),
+        AmdGpuArch("gfx1101", "wmma", ("f16", "bf16", "i8")),
+        AmdGpuArch("gfx1102", "wmma", ("f16", "bf16", "i8")),
+        AmdGpuArch("gfx1103", "wmma", ("f16", "bf16", "i8")),
+        AmdGpuArch("gfx1150", "wmma", ("f16", "bf16", "i8")),
+        AmdGpuArch("gfx1151", "wmma", ("f16", "bf16", "i8")),
+        AmdGpuArch("gfx1200", "wmma", ("f16", "bf16", "i8", "f8e4m3fn", "f8e5m2")),
+        AmdGpuArch("gfx1201", "wmma", ("f16", "bf16", "i8", "f8e4m3fn", "f8e5m2")),
+    )
+}
+# IREE target SKUs -> their gfx arch.
+_GFX_BY_SKU = {
+    "mi355x": "gfx950",
+    "mi350x": "gfx950",
+    "mi325x": "gfx942",
+    "mi308x": "gfx942",
+    "mi300x": "gfx942",
+    "mi300a": "gfx942",
+    "mi250x": "gfx90a",
+    "mi250": "gfx90a",
+    "mi210": "gfx90a",
+    "mi100": "gfx908",
+    "w7900": "gfx1100",
+    "w7800": "gfx1100",
+    "w7700": "gfx1101",
+    "v710": "gfx1101",
+    "rx7900xtx": "gfx1100",
+    "rx7900xt": "gfx1100",
+    "rx7800xt": "gfx1101",
+    "rx7700xt": "gfx1101",
+    "rx9070xt": "gfx1201",
+    "rx9070": "gfx1201",
+    "rx9060xt": "gfx1200",
+    "r9700": "gfx1201",
+}
+
+
+def amdgpu_arch_info(arch: str) -> AmdGpuArch:
+    """The gfx arch behind ``arch`` (a gfx name or an IREE SKU) and its matrix units."""
+    gfx = _GFX_BY_SKU.get(arch, arch)
+    return _AMDGPU_ARCHS.get(gfx) or AmdGpuArch(gfx, None)
+
+
+# ---------------------------------------------------------------- CPUs
+
+# /proc/cpuinfo flag -> LLVM feature, for the ISA extensions compiled code may
+# use (and die of SIGILL without). Only these features are compared when an
+# artifact is loaded: the others (tuning, system instructions) never appear in
+# tensor code, and a hypervisor hides some of them anyway.
+_LINUX_CPU_FLAGS = {
+    "x86_64": {
+        "sse": "sse",
+        "sse2": "sse2",
+        "pni": "sse3",
+        "ssse3": "ssse3",
+        "sse4_1": "sse4.1",
+        "sse4_2": "sse4.2",
+        "sse4a": "sse4a",
+        "popcnt": "popcnt",
+        "avx": "avx",
+        "avx2": "avx2",
+        "fma": "fma",
+        "fma4": "fma4",
+        "xop": "xop",
+        "f16c": "f16c",
+        "bmi1": "bmi",
+        "bmi2": "bmi2",
+        "abm": "lzcnt",
+        "movbe": "movbe",
+        "aes": "aes",
+        "pclmulqdq": "pclmul",
+        "sha_ni": "sha",
+        "gfni": "gfni",
+        "vaes": "vaes",
+        "vpclmulqdq": "vpclmulqdq",
+        "avx512f": "avx512f",
+        "avx512bw": "avx512bw",
+        "avx512cd": "avx512cd",
+        "avx512dq": "avx512dq",
+        "avx512vl": "avx512vl",
+        "avx512ifma": "avx512ifma",
+        "avx512vbmi": "avx512vbmi",
+        "avx512_vbmi2": "avx512vbmi2",
+        "avx512_vnni": "avx512vnni",
+        "avx512_bitalg": "avx512bitalg",
+        "avx512_vpopcntdq": "avx512vpopcntdq",
+        "avx512_bf16": "avx512bf16",
+        "avx512_fp16": "avx512fp16",
+        "avx512_vp2intersect": "avx512vp2intersect",
+        "avx_vnni": "avxvnni",
+        "avx_ifma": "avxifma",
+        "avx_vnni_int8": "avxvnniint8",
+        "avx_vnni_int16": "avxvnniint16",
+        "avx_ne_convert": "avxneconvert",
+        "amx_tile": "amx-tile",
+        "amx_bf16": "amx-bf16",
+        "amx_int8": "amx-int8",
+        "amx_fp16": "amx-fp16",
+    },
+    "aarch64": {
+        "fp": "fp-armv8",
+        "asimd": "neon",
+        "aes": "aes",
+        "sha2": "sha2",
+        "crc32": "crc",
+        "atomics": "lse",
+        "asimdhp": "fullfp16",
+        "asimdrdm": "rdm",
+        "asimddp": "dotprod",
+        "asimdfhm": "fp16fml",
+        "sve": "sve",
+        "sve2": "sve2",
+        "svebitperm": "sve-bitperm",
+        "i8mm": "i8mm",
+        "bf16": "bf16",
+        "sme": "sme",
+        "sme2": "sme2",
+    },
+}
+# (implementer, part) from /proc/cpuinfo -> LLVM CPU name, for the aarch64 server cores.
+_ARM_PARTS = {
+    ("0x41", "0xd0c"): "neoverse-n1",
+    ("0x41", "0xd40"): "neoverse-v1",
+    ("0x41", "0xd49"): "neoverse-n2",
+    ("0x41", "0xd4f"): "neoverse-v2",
+    ("0x41", "0xd84"): "neoverse-v3",
+    ("0x41", "0xd8e"): "neoverse-n3",
+    ("0xc0", "0xac3"): "ampere1",
+    ("0x61", "0x022"): "apple-m1",
+}
+
+
+def checked_features(machine: str) -> frozenset[str]:
+    """The features compared between an artifact and the machine that loads it."""
+    return frozenset(_LINUX_CPU_FLAGS.get(machine, {}).values())
+
+
+@dataclass(frozen=True)
+class Cpu:
+    """A CPU to compile for: the LLVM name and the ISA features it implies."""
+
+    machine: str  # CPU architecture: "x86_64" or "aarch64"
+    name: str  # LLVM CPU name ("host" is resolved to the detected one)
+    features: frozenset[str]
+    # What IREE is told: "host" lets LLVM read this machine's CPUID (the
+    # features a hypervisor hides stay off); otherwise the name.
+    llvm_cpu: str
+
+
+def host_machine() -> str:
+    m = platform.machine().lower()
+    return {"amd64": "x86_64", "arm64": "aarch64"}.get(m, m)
+
+
+def _read_cpuinfo() -> dict[str, str]:
+    """The first processor's /proc/cpuinfo fields (empty where there is none)."""
+    fields: dict[str, str] = {}
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
             for line in f:
-                if line.startswith("model name") and "name=" not in model:
-                    model += " name=" + line.split(":", 1)[1].strip()
-                elif line.startswith(("flags", "Features")) and not flags:
-                    flags = line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import hashlib
+                if not line.strip():
+                    if fields:
+                        break
+                    continue
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip(), value.strip())
+    except OSError as e:
+        logger.info("cannot read /proc/cpuinfo: %s", e)
+    return fields
 
-    return model + " flags=" + hashlib.sha256(flags.encode()).hexdigest()[:16]
+
+def _amd_zen_name(family: int, model: int) -> str | None:
+    """LLVM's name for an AMD family 17h/19h/1Ah core (as llvm::sys::getHostCPUName decides)."""
+    if family == 0x17:
+        return "znver2" if model >= 0x30 else "znver1"
+    if family == 0x19:
+        return "znver4" if 0x10 <= model <= 0x1F or 0x60 <= model <= 0x7F or 0xA0 <= model <= 0xAF else "znver3"
+    if family == 0x1A:
+        return "znver5"
+    return None
+
+
+def _best_named_cpu(machine: str, features: frozenset[str]) -> str:
+    """The LLVM CPU whose checked features are the largest subset of ``features``."""
+    checked = checked_features(machine)
+    best, best_n = "", -1
+    for name, implied in CPU_FEATURES.get(machine, {}).items():
+        need = frozenset(implied.split()) & checked
+        if need <= features and len(need) > best_n:
+            best, best_n = name, len(need)
+    return best or "generic"
+
+
+@functools.lru_cache(maxsize=1)
+def host_cpu() -> Cpu:
+    """This machine's CPU: its LLVM name and its ISA features (from /proc/cpuinfo)."""
+    machine = host_machine()
+    info = _read_cpuinfo()
+    linux_flags = (info.get("flags") or info.get("Features") or "").split()
+    mapping = _LINUX_CPU_FLAGS.get(machine, {})
+    features = frozenset(mapping[f] for f in linux_flags if f in mapping)
+    name = None
+    if machine == "x86_64" and info.get("vendor_id") in ("AuthenticAMD", "HygonGenuine"):
+        try:
+            name = _amd_zen_name(int(info.get("cpu family", "0")), int(info.get("model", "0")))
+        except ValueError:
+            name = None
+    elif machine == "aarch64":
+        name = _ARM_PARTS.get((info.get("CPU implementer", ""), info.get("CPU part", "")))
+    if name is None or name not in CPU_FEATURES.get(machine, {}):
+        name = _best_named_cpu(machine, features)
+    return Cpu(machine, name, features, "host")
+
+
+def named_cpu(name: str, what: str = "CPU arch") -> Cpu:
+    """The CPU LLVM calls ``name`` (this machine's architecture first), or INVALID_ARGUMENT."""
+    if name in ("host", "native"):
+        return host_cpu()
+    here = host_machine()
+    for machine in [here] + [m for m in CPU_FEATURES if m != here]:
+        implied = CPU_FEATURES[machine].get(name)
+        if implied is not None:
+            return Cpu(machine, name, frozenset(implied.split()), name)
+    known = CPU_FEATURES.get(here, {})
+    close = difflib.get_close_matches(name, list(known), n=4)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    raise fail(
+        ErrorCode.INVALID_ARGUMENT,
+        f"unknown {what} {name!r}: not a CPU LLVM knows for {here}{hint} (use 'host', an LLVM CPU name such as "
+        f"'znver4', 'x86-64-v3', 'sapphirerapids', 'neoverse-v2', or FUSILLI_CPU_ARCH)",
+    )
+
+
+def _with_feature_list(cpu: Cpu, text: str, source: str) -> Cpu:
+    """``cpu`` with an LLVM feature list (``+avx2,-avx512f``) applied, each name checked."""
+    if text == "host":
+        return replace(cpu, features=host_cpu().features)
+    known = frozenset(KNOWN_FEATURES.get(cpu.machine, "").split())
+    features = set(cpu.features)
+    for item in text.split(","):
+        item = item.strip()
+        sign, name = item[:1], item[1:]
+        if sign not in ("+", "-") or name not in known:
+            close = difflib.get_close_matches(name, list(known), n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise fail(
+                ErrorCode.INVALID_ARGUMENT,
+                f"{source}: {item!r} is not '+feature' or '-feature' with a feature LLVM knows for {cpu.machine}{hint}",
+            )
+        (features.add if sign == "+" else features.discard)(name)
+    return replace(cpu, features=frozenset(features))
+
+
+def normalized_flag(flag: str) -> str:
+    """``flag`` with LLVM's optional second dash: ``-iree-x`` and ``--iree-x`` are one option."""
+    return "-" + flag if flag.startswith("-") and not flag.startswith("--") else flag
+
+
+_CPU_FLAG = "--iree-llvmcpu-target-cpu="
+_CPU_FEATURES_FLAG = "--iree-llvmcpu-target-cpu-features="
+_TRIPLE_FLAG = "--iree-llvmcpu-target-triple="
+_TRIPLES = {"x86_64": "x86_64-unknown-linux-gnu", "aarch64": "aarch64-unknown-linux-gnu"}
+
+
+def _cpu_from_flags(cpu: Cpu, flags: list[str]) -> Cpu:
+    """The CPU ``flags`` (caller / FUSILLI_EXTRA_COMPILER_FLAGS) select, checked: the last
+    ``--iree-llvmcpu-target-cpu=`` wins as in LLVM, then its feature lists apply."""
+    for flag in flags:
+        flag = normalized_flag(flag)
+        if flag.startswith(_CPU_FLAG):
+            cpu = named_cpu(flag[len(_CPU_FLAG) :], f"CPU in compiler flag {flag!r}")
+    for flag in flags:
+        flag = normalized_flag(flag)
+        if flag.startswith(_CPU_FEATURES_FLAG):
+            cpu = _with_feature_list(cpu, flag[len(_CPU_FEATURES_FLAG) :], f"compiler flag {flag!r}")
+        elif flag.startswith(_TRIPLE_FLAG):
+            triple = flag[len(_TRIPLE_FLAG) :]
+            if not triple.startswith(cpu.machine):
+                raise fail(
+                    ErrorCode.INVALID_ARGUMENT,
+                    f"compiler flag {flag!r} targets another CPU architecture than CPU {cpu.name!r} "
+                    f"({cpu.machine}); pass arch= for the CPU instead",
+                )
+    return cpu
+
+
+def default_cpu_arch() -> str:
+    return os.environ.get("FUSILLI_CPU_ARCH") or "host"
+
+
+# ---------------------------------------------------------------- flags and Target
 
 
 def extra_flags_from_environment() -> list[str]:
@@ -245,42 +486,157 @@ def extra_flags_from_environment() -> list[str]:
         raise fail(ErrorCode.INVALID_ARGUMENT, f"FUSILLI_EXTRA_COMPILER_FLAGS does not parse: {e}") from None
 
 
+# Options fusilli's runtime depends on, with the one value it works with: the
+# transient-workspace argument of every compiled function (Graph.workspace_size) and
+# f64 buffers read as f64. A caller flag giving another value is refused.
+REQUIRED_FLAG_VALUES = {
+    "--iree-torch-externalize-transients": "true",
+    "--iree-input-demote-f64-to-f32": "false",
+}
+
+_LLVM_BOOL_SPELLINGS = {"": "true", "true": "true", "1": "true", "false": "false", "0": "false"}
+
+
+def parse_flag(flag: str) -> tuple[str, str]:
+    """``(--option, value)`` of a compiler flag as LLVM's command line reads it: either dash
+    spelling, a bare boolean flag meaning ``true``, ``=1``/``=0`` meaning ``true``/``false``."""
+    name, _, value = normalized_flag(flag).partition("=")
+    return name, _LLVM_BOOL_SPELLINGS.get(value.lower(), value)
+
+
+def _refuse_crashing_flags(backend: Backend, flags: list[str]) -> None:
+    """Refuses flags that crash IREE 3.13, or that negate what fusilli's runtime relies on."""
+    options = [parse_flag(f) for f in flags]
+    enabled = {name for name, value in options if value == "true"}
+    for flag, (name, value) in zip(flags, options):
+        required = REQUIRED_FLAG_VALUES.get(name)
+        if required is not None and value != required:
+            raise fail(
+                ErrorCode.INVALID_ARGUMENT,
+                f"compiler flag {flag} is refused: fusilli's runtime needs {name}={required} "
+                "(check FUSILLI_EXTRA_COMPILER_FLAGS)",
+            )
+    if backend == Backend.CPU:
+        for bad in CPU_CRASHING_FLAGS:
+            if bad in enabled:
+                raise fail(
+                    ErrorCode.INVALID_ARGUMENT,
+                    f"compiler flag {bad} makes IREE 3.13 emit CPU code that crashes when run; remove it "
+                    "(check FUSILLI_EXTRA_COMPILER_FLAGS)",
+                )
+    for a, b in CRASHING_FLAG_PAIRS:
+        if a in enabled and b in enabled:
+            raise fail(
+                ErrorCode.INVALID_ARGUMENT,
+                f"compiler flags {a} and {b} together crash IREE 3.13; drop one of them "
+                "(check FUSILLI_EXTRA_COMPILER_FLAGS)",
+            )
+
+
 @dataclass(frozen=True)
 class Target:
+    """What a graph is compiled for, and the compiler flags that say so.
+
+    ``arch`` is the concrete LLVM CPU name on CPU (``"host"`` resolved) and the
+    gfx arch / SKU on AMD GPU; ``features`` are the CPU's ISA features or the
+    GPU's matrix-unit capabilities (``mfma``, ``mfma-bf16``, ...).
+    """
+
     backend: Backend
-    arch: str | None  # AMD GPU target; None on CPU
-    flags: tuple[str, ...]
+    arch: str
+    features: frozenset[str]
+    flags: tuple[str, ...] = ()
+    cpu: Cpu | None = None
+    gpu: AmdGpuArch | None = field(default=None)
 
     @property
     def device_id(self) -> str:
-        return f"amdgpu:{self.arch}" if self.backend == Backend.AMDGPU else f"cpu:{host_cpu_id()}"
+        """Backend, arch and features: part of the cache key."""
+        if self.cpu is not None:
+            digest = hashlib.sha256(" ".join(sorted(self.features)).encode()).hexdigest()[:16]
+            return f"cpu:{self.cpu.machine}:{self.arch}:{self.cpu.llvm_cpu}:{digest}"
+        return f"amdgpu:{self.arch}"
+
+    def has(self, *features: str) -> bool:
+        """Whether the target has any of ``features``."""
+        return any(f in self.features for f in features)
+
+    def describe(self) -> str:
+        if self.cpu is not None:
+            host = " (host)" if self.cpu.llvm_cpu == "host" else ""
+            return f"cpu {self.arch}{host}, {self.cpu.machine}"
+        unit = self.gpu.matrix_unit if self.gpu and self.gpu.matrix_unit else "no known matrix unit"
+        return f"amdgpu {self.arch} ({unit})"
+
+    def record(self) -> dict[str, Any]:
+        """What an artifact stores about its target (``Target.check_runs_here`` reads it)."""
+        out: dict[str, Any] = {"backend": self.backend.value, "arch": self.arch, "features": sorted(self.features)}
+        if self.cpu is not None:
+            out["machine"] = self.cpu.machine
+            out["llvm_cpu"] = self.cpu.llvm_cpu
+        return out
+
+    @staticmethod
+    def from_record(record: dict[str, Any]) -> Target:
+        backend = Backend(record["backend"])
+        features = frozenset(str(f) for f in record.get("features") or ())
+        arch = str(record.get("arch") or "host")
+        if backend == Backend.CPU:
+            machine = str(record.get("machine") or host_machine())
+            cpu = Cpu(machine, arch, features, str(record.get("llvm_cpu") or arch))
+            return Target(backend, arch, features, cpu=cpu)
+        return Target(backend, arch, features, gpu=amdgpu_arch_info(arch))
+
+    def check_runs_here(self, what: str) -> None:
+        """Refuses (INVALID_ARGUMENT) CPU code needing features or an architecture this machine lacks."""
+        if self.cpu is None:
+            return
+        host = host_cpu()
+        if self.cpu.machine != host.machine:
+            raise fail(
+                ErrorCode.INVALID_ARGUMENT,
+                f"{what} was compiled for a {self.cpu.machine} CPU ({self.arch}); this machine is {host.machine}",
+            )
+        if not host.features or not self.features:
+            logger.warning("%s: CPU features unknown (this machine's or the artifact's); loaded unchecked", what)
+            return
+        missing = sorted((self.features & checked_features(host.machine)) - host.features)
+        if missing:
+            raise fail(
+                ErrorCode.INVALID_ARGUMENT,
+                f"{what} was compiled for CPU {self.arch!r}, which has ISA features this CPU ({host.name}) "
+                f"lacks: {', '.join(missing)}; running it would fault on an illegal instruction. Compile it "
+                f"for this machine (arch='host') or for a CPU it has every feature of",
+            )
 
     @staticmethod
     def resolve(
-        backend: Any, arch: str | None = None, extra_flags: tuple[str, ...] = (), workloads: Any = ()
+        backend: Any,
+        arch: str | None = None,
+        extra_flags: tuple[str, ...] | list[str] = (),
+        nodes: Any = (),
+        cpu: Cpu | None = None,
     ) -> Target:
-        """Flags for ``backend``; on CPU, the graph's heavy ``workloads`` add per-op-class flags."""
+        """The target ``backend``/``arch`` names, with its compiler flags: the backend's base
+        flags, the lowering rules' flags for the graph's ``nodes`` (fusilli/backend/rules.py),
+        then the caller's and FUSILLI_EXTRA_COMPILER_FLAGS (last, so users override).
+        ``cpu`` replaces the CPU ``arch`` names (an artifact's recorded one)."""
         backend = Backend.coerce(backend)
+        extras = list(extra_flags) + extra_flags_from_environment()
         if backend == Backend.CPU:
-            flags = list(CPU_FLAGS) + cpu_flags_for_workloads(workloads)
-            arch = None
+            cpu = cpu or named_cpu(arch or default_cpu_arch())
+            cpu = _cpu_from_flags(cpu, extras)
+            base = list(CPU_FLAGS) + [f"{_CPU_FLAG}{cpu.llvm_cpu}"]
+            if cpu.machine != host_machine():
+                base.append(f"{_TRIPLE_FLAG}{_TRIPLES[cpu.machine]}")
+            target = Target(backend, cpu.name, cpu.features, cpu=cpu)
         else:
             arch = resolve_amdgpu_arch(arch)
-            flags = list(AMDGPU_FLAGS) + [f"--iree-rocm-target={arch}"]
-        flags += list(extra_flags) + extra_flags_from_environment()
-        if backend == Backend.CPU:
-            for bad in CPU_CRASHING_FLAGS:
-                if any(f.startswith(bad) for f in flags):
-                    raise fail(
-                        ErrorCode.INVALID_ARGUMENT,
-                        f"compiler flag {bad} makes IREE 3.13 emit CPU code that crashes when run; remove it "
-                        "(check FUSILLI_EXTRA_COMPILER_FLAGS)",
-                    )
-        for a, b in CRASHING_FLAG_PAIRS:
-            if any(f.startswith(a) for f in flags) and any(f.startswith(b) for f in flags):
-                raise fail(
-                    ErrorCode.INVALID_ARGUMENT,
-                    f"compiler flags {a} and {b} together crash IREE 3.13; drop one of them "
-                    "(check FUSILLI_EXTRA_COMPILER_FLAGS)",
-                )
-        return Target(backend, arch, tuple(flags))
+            gpu = amdgpu_arch_info(arch)
+            base = list(AMDGPU_FLAGS) + [f"--iree-rocm-target={arch}"]
+            target = Target(backend, arch, gpu.features, gpu=gpu)
+        from fusilli.backend.rules import compile_flags
+
+        flags = base + [f for f in compile_flags(nodes, target) if f not in base] + extras
+        _refuse_crashing_flags(backend, flags)
+        return replace(target, flags=tuple(flags))

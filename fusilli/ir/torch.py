@@ -193,6 +193,14 @@ class TorchBuilder:
         tt = TensorType.of(value)
         return self.op("torch_c.from_builtin_tensor", [value], tt.with_element(element).to_type())
 
+    def materialized(self, value: Value) -> Value:
+        """``value`` behind a ``util.optimization_barrier``: IREE computes it in a dispatch of
+        its own instead of folding the ops that made it (a widening cast, say) into its consumer."""
+        tt = TensorType.of(value)
+        builtin = self.to_builtin(value)
+        kept = Operation.create("util.optimization_barrier", results=[builtin.type], operands=[builtin]).result
+        return self.from_builtin(kept, tt.element)
+
     def overwrite(self, value: Value, target: Value) -> None:
         Operation.create("torch.overwrite.tensor.contents", results=[], operands=[value, target])
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from fusilli import ir
 from fusilli.backend.targets import Target
@@ -18,6 +19,9 @@ from fusilli.errors import ErrorCode, fail
 from fusilli.ops.base import Node
 from fusilli.tensor import TensorAttr, data_type_of, inverse_permutation, is_identity
 from fusilli.types import DataType, torch_code_of
+
+if TYPE_CHECKING:
+    from fusilli.backend.rules import Choice
 
 
 def logical_type(t: TensorAttr, dims: Sequence[int] | None = None, element: DataType | None = None) -> ir.TensorType:
@@ -41,10 +45,16 @@ class EmitContext:
     """State of one module emission, handed to every lowering."""
 
     b: ir.TorchBuilder
-    target: Target  # what the module is built for; lowerings may choose by it
+    target: Target  # what the module is built for: lowerings ask its rules (``choose``)
     main: ir.Operation  # @main, before which module-scope functions are placed
     physical: dict[int, ir.Value] = field(default_factory=dict)  # id(TensorAttr) -> value
     current_node: Node | None = None  # set by the emit driver before each lowering runs
+
+    def choose(self, aspect: str) -> Choice | None:
+        """The lowering rule the target's rules choose for ``aspect`` of the current node."""
+        from fusilli.backend.rules import choose, problem_of
+
+        return choose(problem_of(self.node), self.target, aspect)
 
     @property
     def node(self) -> Node:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from fusilli.backend.rules import CPU_LOW_PRECISION_VIA_F32
 from fusilli.lowering.emit import EmitContext
 from fusilli.lowering.registry import register_lowering
 from fusilli.ops.matmul import MatmulNode, accumulator_type
 from fusilli.tensor import data_type_of
+from fusilli.types import DataType
 
 
 @register_lowering(MatmulNode)
@@ -18,6 +20,16 @@ def emit_matmul(node: MatmulNode, ctx: EmitContext) -> None:
     # body (f16 x f16 -> f32, i8 x i8 -> i32), one dispatch. Mixed operands
     # (int4 x f16) are first brought to the wider type, so they work at any rank.
     operand = a_dt if a_dt == b_dt else acc if a_dt.is_float == b_dt.is_float else (a_dt if a_dt.is_float else b_dt)
+    # A CPU without native bf16/f16 dot products widens the operands once where
+    # they are read and runs an f32 matmul (rule cpu-low-precision-via-f32).
+    compute = ctx.choose("compute")
+    if compute is not None and compute.rule is CPU_LOW_PRECISION_VIA_F32:
+        operand = DataType.FLOAT
     a, b = ctx.cast(ctx.input("A"), operand), ctx.cast(ctx.input("B"), operand)
+    if compute is not None and compute.rule is CPU_LOW_PRECISION_VIA_F32 and DataType.BFLOAT16 in (a_dt, b_dt):
+        # IREE's data tiling looks through a widening cast to the bf16 operand and
+        # picks bf16 encodings, for which a CPU without avx512bf16 has no fast
+        # kernel: materialize the f32 operands so the matmul really is f32.
+        a, b = ctx.b.materialized(a), ctx.b.materialized(b)
     c = ctx.b.op("torch.aten.matmul", [a, b], ctx.result_type("C", element=acc))
     ctx.define("C", c)

@@ -1,10 +1,11 @@
 """Scaled dot-product attention lowering.
 
-Two emissions, chosen per problem (measured on a 2-core CPU against PyTorch,
+Two emissions, chosen per problem and target by the lowering rules
+(fusilli/backend/rules.py; measured on a 2-core CPU against PyTorch,
 ``fusilli-benchmark --compare torch sdpa``; see BENCHMARKS.md):
 
-* **Decomposed** (static shapes, at least ``DECOMPOSE_MIN_FLOPS`` of work and
-  at most ``DECOMPOSE_MAX_SCORES_BYTES`` of f32 scores): ``Q @ K^T``
+* **Decomposed** (CPU; static shapes, at least ``CPU_SDPA_DECOMPOSE_MIN_FLOPS``
+  of work and at most ``CPU_SDPA_MAX_SCORES_BYTES`` of f32 scores): ``Q @ K^T``
   (``torch.aten.matmul`` on a permuted K), ``* scale``, mask add (causal: a
   ``where`` on an iota comparison, no constant), ``torch.aten._softmax``,
   ``@ V``, in f32 (f16/bf16 inputs are widened, the result narrowed). IREE
@@ -12,7 +13,10 @@ Two emissions, chosen per problem (measured on a 2-core CPU against PyTorch,
   codegen; its ``iree_linalg_ext.attention`` CPU kernel runs at 1-4 GFLOP/s
   (1x8x512x64 f32: ~15x faster decomposed). The matmul flags (O3, data tiling,
   ukernels) measured slower here (more dispatches), so no CPU flag rule.
-* **Fused** ``torch.aten.scaled_dot_product_attention`` (IREE lowers it to
+* **Fused** on AMD GPUs always (upstream Fusilli's lowering: IREE's attention
+  kernel), as ``iree_linalg_ext.attention`` directly for static shapes (a
+  causal mask is a computed boolean ``[1, 1, Sq, Skv]`` operand). On CPU:
+  ``torch.aten.scaled_dot_product_attention`` (IREE lowers it to
   ``iree_linalg_ext.attention``) for tiny problems (same speed, 1 dispatch),
   dynamic dims, and scores too large to materialize. An explicit ``scale`` is
   passed to the op (IREE 3.13 lowers it correctly; upstream's #404 XFAIL does
@@ -37,6 +41,7 @@ import math
 import numpy as np
 
 from fusilli import ir
+from fusilli.backend import rules
 from fusilli.ir.torch import builtin_element_type
 from fusilli.lowering.emit import EmitContext
 from fusilli.lowering.registry import register_lowering
@@ -56,22 +61,14 @@ def _repeat_heads(b: ir.TorchBuilder, x: ir.Value, heads: int) -> ir.Value:
     return b.op("torch.aten.reshape", [x, b.int_list([bsz, heads, s, d])], tt.with_dims([bsz, heads, s, d]).to_type())
 
 
-# Decompose when the problem does at least this much arithmetic (4*B*Hq*Sq*Skv*D):
-# below it both emissions run in the same few microseconds and the fused op is
-# 1 dispatch instead of 3 (1x2x8x4: 0.03 ms either way; 1x8x32x64, 2 MFLOP:
-# fused 0.37 ms, decomposed 0.05 ms).
-DECOMPOSE_MIN_FLOPS = 1 << 20
-# ... and when the [B, Hq, Sq, Skv] f32 scores it materializes fit in this.
-DECOMPOSE_MAX_SCORES_BYTES = 1 << 30
 # A causal mask of at most this many elements is a constant of the full
 # attention shape (IREE then keeps the fused op one dispatch).
 CONST_CAUSAL_MASK_MAX_ELEMENTS = 1 << 16
 
 
-# Causal decomposed SDPA with at least this many query rows (and no folded GQA
-# heads) is split into CAUSAL_ROW_BLOCKS query blocks, block i attending only to
-# keys [0, end of block i): 4 blocks compute 10/16 of the scores.
-CAUSAL_BLOCK_MIN_ROWS = 256
+# Causal decomposed SDPA (rule cpu-sdpa-causal-query-blocks) is split into
+# CAUSAL_ROW_BLOCKS query blocks, block i attending only to keys [0, end of
+# block i): 4 blocks compute 10/16 of the scores.
 CAUSAL_ROW_BLOCKS = 4
 
 
@@ -131,16 +128,6 @@ def _float_mask(ctx: EmitContext, mask_t: TensorAttr, element: DataType) -> ir.V
     return ctx.cast(m, element)
 
 
-def decomposes(node: SdpaNode) -> bool:
-    """Whether ``node`` is emitted as matmul/softmax/matmul rather than the fused op."""
-    q, k, v = (node.tensor(s) for s in ("Q", "K", "V"))
-    if any(t.dynamic_dims for t in (q, k, v)):
-        return False
-    bsz, hq, sq, d = q.dim
-    skv = k.dim[2]
-    return 4 * bsz * hq * sq * skv * d >= DECOMPOSE_MIN_FLOPS and 4 * bsz * hq * sq * skv <= DECOMPOSE_MAX_SCORES_BYTES
-
-
 def _emit_decomposed(
     ctx: EmitContext,
     q: ir.Value,
@@ -149,8 +136,10 @@ def _emit_decomposed(
     mask: ir.Value | None,
     causal_sq: int | None,
     scale: float,
+    blocks: bool,
 ) -> ir.Value:
-    """``softmax(q @ k^T * scale + mask) @ v`` in f32 on ``[B, L, M, *]`` operands (f32 result)."""
+    """``softmax(q @ k^T * scale + mask) @ v`` in f32 on ``[B, L, M, *]`` operands (f32 result);
+    with ``blocks`` (causal, no mask, no folded heads) as CAUSAL_ROW_BLOCKS query blocks."""
     b = ctx.b
     q, k, v = (ctx.cast(x, DataType.FLOAT) for x in (q, k, v))
     if mask is not None:
@@ -158,7 +147,7 @@ def _emit_decomposed(
     qt = ir.TensorType.of(q)
     bsz, groups, rows, _ = qt.dims
     skv, dv = ir.TensorType.of(k).dims[2], ir.TensorType.of(v).dims[3]
-    if causal_sq is not None and rows == causal_sq and rows >= CAUSAL_BLOCK_MIN_ROWS and mask is None:
+    if blocks and causal_sq is not None:
         # Query blocks: block [r0, r1) attends to keys [0, min(r1, Skv)) only.
         bounds = [rows * i // CAUSAL_ROW_BLOCKS for i in range(CAUSAL_ROW_BLOCKS + 1)]
         outs = []
@@ -294,6 +283,28 @@ def _direct_attention(
     return o if len(head_dims) == 1 else _reshape(b, o, [bsz, hq, sq, dv])
 
 
+def _zero_fully_masked_rows(ctx: EmitContext, mask_t: TensorAttr | None, o: ir.Value) -> ir.Value:
+    """``o`` with 0 in every query row whose keys the mask removes entirely (all False, or all
+    -inf), as PyTorch (2.5+, its "safe softmax") returns; softmax over no keys is 0/0 = NaN.
+
+    The rows are found from the mask alone (a reduction over its key dim, at the mask's own,
+    usually broadcast, shape) and applied as an elementwise select that fuses with o's consumer.
+    """
+    if mask_t is None:
+        return o
+    b = ctx.b
+    mask = ctx.logical(mask_t)
+    row_dims = mask_t.dim[:-1] + [1]
+    keep_dim = [b.int_list([-1]), b.const_bool(True)]
+    flag_type = ir.vtensor_type(row_dims, "i1")
+    if mask_t.data_type == DataType.BOOLEAN:
+        attends = b.op("torch.aten.any.dim", [mask, b.const_int(-1), b.const_bool(True)], flag_type)
+    else:
+        row_max = b.op("torch.aten.amax", [mask, *keep_dim], ir.vtensor_type(row_dims, data_type_of(mask_t).mlir_name))
+        attends = b.op("torch.aten.ne.Scalar", [row_max, b.const_float(-math.inf)], flag_type)
+    return b.op("torch.aten.where.ScalarOther", [attends, o, b.const_float(0.0)], o.type)
+
+
 @register_lowering(SdpaNode)
 def emit_sdpa(node: SdpaNode, ctx: EmitContext) -> None:
     b = ctx.b
@@ -304,22 +315,36 @@ def emit_sdpa(node: SdpaNode, ctx: EmitContext) -> None:
     hk, hv, skv, dv = k_t.dim[1], v_t.dim[1], k_t.dim[2], v_t.dim[3]
     mask_t = node.inputs.get("MASK")
     lo, hi = sorted((hk, hv))
+    # The target's rules (fusilli/backend/rules.py): decomposed (CPU, with causal
+    # query blocks) or fused; f16/bf16 through f32 on CPUs without native dot products.
+    algorithm = ctx.choose("algorithm")
+    blocks = algorithm is not None and algorithm.rule is rules.CPU_SDPA_CAUSAL_QUERY_BLOCKS
+    decomposed = blocks or (algorithm is not None and algorithm.rule is rules.CPU_SDPA_DECOMPOSED)
+    on_gpu = algorithm is not None and algorithm.rule is rules.AMDGPU_SDPA_FUSED_ATTENTION
+    compute = ctx.choose("compute")
+    if compute is not None and compute.rule is rules.CPU_LOW_PRECISION_VIA_F32:
+        q, k, v = (ctx.cast(x, DataType.FLOAT) for x in (q, k, v))
+        dt = DataType.FLOAT
+    static = not any(t.dynamic_dims for t in (q_t, k_t, v_t) + ((mask_t,) if mask_t is not None else ()))
     if (
-        (mask_t is not None or hk != hv)
+        (mask_t is not None or hk != hv or on_gpu)
         and hi % lo == 0
-        and not node.attrs.is_causal
-        and not decomposes(node)
-        and not any(t.dynamic_dims for t in (q_t, k_t, v_t) + ((mask_t,) if mask_t is not None else ()))
+        and (not node.attrs.is_causal or on_gpu)
+        and not decomposed
+        and static
     ):
-        # A mask or Hk != Hv: iree_linalg_ext.attention directly, broadcasting by indexing maps
-        # (1 CPU dispatch; torch's SDPA lowering materializes the broadcast mask or repeated K/V).
+        # iree_linalg_ext.attention directly, broadcasting by indexing maps (a mask
+        # or Hk != Hv: 1 CPU dispatch where torch's SDPA lowering materializes the
+        # broadcast mask or repeated K/V; on AMD GPUs always, as upstream Fusilli).
         m = None
         if mask_t is not None:
             m = ctx.logical(mask_t)
             if mask_t.data_type != DataType.BOOLEAN:
                 m = ctx.cast(m, dt)
+        elif node.attrs.is_causal:
+            m = _reshape(b, _causal_keep(b, sq, sq, skv), [1, 1, sq, skv])
         direct_scale = node.attrs.scale if node.attrs.scale is not None else 1.0 / math.sqrt(q_t.dim[3])
-        ctx.define("O", _direct_attention(b, q, k, v, m, direct_scale))
+        ctx.define("O", _zero_fully_masked_rows(ctx, mask_t, _direct_attention(b, q, k, v, m, direct_scale)))
         return
     # GQA: bring K and V to one head count L (repeating the one with fewer heads,
     # or both to Hq), then fold each group of Hq/L query heads into the sequence
@@ -337,11 +362,11 @@ def emit_sdpa(node: SdpaNode, ctx: EmitContext) -> None:
         q = _reshape(b, q, [bsz, groups, rep * sq, q_t.dim[3]])
     mask = None
     if mask_t is not None:
-        mask = _float_mask(ctx, mask_t, DataType.FLOAT if decomposes(node) else dt)
+        mask = _float_mask(ctx, mask_t, DataType.FLOAT if decomposed else dt)
         if rep > 1:
             mask = _reshape(b, b.expand(mask, [bsz, hq, sq, skv]), [bsz, groups, rep * sq, skv])
     scale = node.attrs.scale
-    if decomposes(node):
+    if decomposed:
         o = _emit_decomposed(
             ctx,
             q,
@@ -350,10 +375,11 @@ def emit_sdpa(node: SdpaNode, ctx: EmitContext) -> None:
             mask,
             sq if node.attrs.is_causal else None,
             scale if scale is not None else 1.0 / math.sqrt(q_t.dim[3]),
+            blocks,
         )
         if rep > 1:
             o = _reshape(b, o, [bsz, hq, sq, dv])
-        ctx.define("O", o)  # casts back to O's data type
+        ctx.define("O", _zero_fully_masked_rows(ctx, mask_t, o))  # casts back to O's data type
         return
     if node.attrs.is_causal:
         mask = _causal_mask(b, [bsz, groups, rep * sq, skv], sq, skv, dt)
@@ -376,4 +402,4 @@ def emit_sdpa(node: SdpaNode, ctx: EmitContext) -> None:
     )
     if rep > 1:
         o = _reshape(b, o, [bsz, hq, sq, dv])
-    ctx.define("O", o)
+    ctx.define("O", _zero_fully_masked_rows(ctx, mask_t, o))

@@ -9,11 +9,15 @@ MLIR's ``PassManager`` as an upstream pass (``canonicalize``, ``cse``,
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import ClassVar, TypeVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from fusilli import ir
 from fusilli.errors import ErrorCode, fail
 from fusilli.log import logger
+from fusilli.pipeline import DEFAULT_PASSES, default_pipeline_fingerprint, pass_options
+
+if TYPE_CHECKING:
+    from fusilli.backend.targets import Target
 
 PASSES: dict[str, type[Pass]] = {}
 
@@ -32,6 +36,16 @@ class Pass:
     # Class-level for registered fusilli passes; per instance for upstream passes.
     name: str
     description: ClassVar[str]
+    # What the module is lowered for; passes whose rewrites depend on the hardware
+    # ask its lowering rules (None: the host CPU).
+    target: Target | None = None
+
+    def lowering_target(self) -> Target:
+        if self.target is None:
+            from fusilli.backend.targets import Target
+
+            self.target = Target.resolve("cpu")
+        return self.target
 
     def run(self, module: ir.Module) -> None:
         raise NotImplementedError
@@ -39,7 +53,7 @@ class Pass:
     @classmethod
     def options(cls) -> str:
         """Settings outside the IR that change what the pass emits (part of cache keys)."""
-        return ""
+        return pass_options(cls.name)
 
 
 def split_pipeline(text: str) -> list[str]:
@@ -69,12 +83,20 @@ class _UpstreamPass(Pass):
         self.name = spec
         self.spec = spec
 
+    def parsed(self):
+        """The ``PassManager`` for this pass in the current context (an error naming it if it does not parse)."""
+        try:
+            return ir.PassManager.parse(f"builtin.module({self.spec})")
+        except ValueError as e:
+            raise fail(ErrorCode.INVALID_ARGUMENT, f"unknown pass or bad pipeline {self.spec!r}: {e}") from None
+
+    def check(self) -> None:
+        with ir.fusilli_context():
+            self.parsed()
+
     def run(self, module: ir.Module) -> None:
         with module.context:
-            try:
-                pm = ir.PassManager.parse(f"builtin.module({self.spec})")
-            except ValueError as e:
-                raise fail(ErrorCode.INVALID_ARGUMENT, f"unknown pass or bad pipeline {self.spec!r}: {e}") from None
+            pm = self.parsed()
             try:
                 pm.run(module.operation)
             except Exception as e:
@@ -86,7 +108,7 @@ class Pipeline:
         self.passes = passes
 
     @staticmethod
-    def parse(text: str) -> Pipeline:
+    def parse(text: str, target: Target | None = None) -> Pipeline:
         text = text.strip()
         if text.startswith("builtin.module(") and text.endswith(")"):
             text = text[len("builtin.module(") : -1]
@@ -94,7 +116,16 @@ class Pipeline:
         for element in split_pipeline(text):
             cls = PASSES.get(element)
             passes.append(cls() if cls is not None else _UpstreamPass(element))
+        for p in passes:
+            p.target = target
         return Pipeline(passes)
+
+    def check(self) -> None:
+        """Raises for the first element that does not name a fusilli pass or parse as an upstream one,
+        before any pass has run."""
+        for p in self.passes:
+            if isinstance(p, _UpstreamPass):
+                p.check()
 
     def run(self, module: ir.Module, after_each: Callable[[Pass, ir.Module], None] | None = None) -> None:
         for p in self.passes:
@@ -104,20 +135,17 @@ class Pipeline:
                 after_each(p, module)
 
 
-from fusilli.passes import conv_layout, fusion, layout  # noqa: E402,F401  (registration)
+from fusilli.passes import cleanup, conv_layout, fusion, layout  # noqa: E402,F401  (registration)
 
-DEFAULT_PIPELINE = ",".join(
-    [layout.FoldPermutesPass.name, conv_layout.ConvLayoutPass.name, fusion.EpilogueFusionPass.name]
-)
-
-
-def default_pipeline() -> Pipeline:
-    return Pipeline.parse(DEFAULT_PIPELINE)
+DEFAULT_PIPELINE = ",".join(DEFAULT_PASSES)
+_unregistered = [name for name in DEFAULT_PASSES if name not in PASSES]
+if _unregistered:
+    raise RuntimeError(f"fusilli.pipeline.DEFAULT_PASSES names unregistered passes: {_unregistered}")
 
 
-def default_pipeline_fingerprint() -> str:
-    """DEFAULT_PIPELINE with each pass's options: what a compiled artifact depends on."""
-    return ",".join(f"{p.name}{{{p.options()}}}" for p in default_pipeline().passes)
+def default_pipeline(target: Target | None = None) -> Pipeline:
+    """fusilli's passes, lowering for ``target`` (None: the host CPU)."""
+    return Pipeline.parse(DEFAULT_PIPELINE, target)
 
 
 __all__ = [

@@ -24,7 +24,7 @@ among them is computed in f32 the same way (cast inputs, conv, one rounding),
 so the im2col flags of fusilli/backend/targets.py are safe for every
 f16/bf16 conv.
 
-Heavy bf16 convs (``LOWERING``) instead become an explicit im2col: a
+Heavy bf16 convs (``fusilli.pipeline.CONV_LOWERING``) instead become an explicit im2col: a
 ``linalg.generic`` gathering (padded) NHWC patches into ``[N*Ho*Wo, R*S*C]``
 (a reshape for 1x1 unit-stride unpadded convs) and a ``linalg.matmul`` with the
 KRSC filter reshaped to ``[K, R*S*C]`` read transposed (no filter permute for a
@@ -37,24 +37,29 @@ IREE's Winograd rewrite was measured too (see below) and is not used.
 
 from __future__ import annotations
 
-import os
-
-from fusilli import ir
+from fusilli import ir, pipeline
+from fusilli.backend import rules
+from fusilli.backend.targets import Target
 from fusilli.ir.rewrite import block_ops, constant_value, defining_op, func_blocks, int_list_value, permutation_of
 from fusilli.ir.torch import DYNAMIC, builtin_element_type
-from fusilli.passes import Pass, register_pass
+from fusilli.passes import Pass, conv_direct, register_pass, winograd
 from fusilli.passes.layout import FoldPermutesPass
+from fusilli.types import DataType
 
 TO_NHWC = [0, 2, 3, 1]
 TO_NCHW = [0, 3, 1, 2]
 TO_HWCF = [2, 3, 1, 0]  # logical KCYX filter -> YXCK
+HWCF_TO_KCRS = [3, 2, 0, 1]
 # torch dtype codes of the floating element types this pass computes in f32.
 _FLOAT_CODES = {"f32": 6, "f16": 5, "bf16": 15}
-# How a rewritten conv is computed: "im2col" (explicit patch gather + a
+# How a rewritten conv is computed: "winograd<m>" (Winograd F(m, 3) for 3x3
+# stride-1 convs, fusilli/passes/winograd.py), "im2col" (explicit patch gather + a
 # mixed-precision linalg.matmul over a KRSC filter), "linalg"
-# (linalg.conv_2d_nhwc_hwcf, or torch.aten.mm for 1x1) or "auto": im2col for
-# bf16 convs of at least IM2COL_MIN_FLOPS, else linalg. FUSILLI_CONV_LOWERING
-# overrides it (for measuring); it is one of the pass's cache-key options.
+# (linalg.conv_2d_nhwc_hwcf, or torch.aten.mm for 1x1) or "auto": what the
+# target's lowering rules choose (fusilli/backend/rules.py: im2col for heavy
+# bf16 convs on CPUs with native bf16 dot products, else linalg; f16/bf16 in
+# f32). FUSILLI_CONV_LOWERING (fusilli.pipeline.CONV_LOWERING) overrides it
+# for measuring; it is one of the pass's cache-key options.
 #
 # Measured side by side with PyTorch on the 2-core Zen 4 (fusilli-benchmark
 # --compare torch, min of 20): bf16 3x3 4x64x56x56->64 ~10.5 ms -> ~6.3 ms
@@ -63,11 +68,6 @@ _FLOAT_CODES = {"f32": 6, "f16": 5, "bf16": 15}
 # f32) 5-15% slower than the linalg path, which they keep. IREE's Winograd
 # rewrite (all 3x3 convs) ran f32 3x3 at 9.2 ms vs 9.4 with 9 dispatches instead
 # of 4 and 5e-5 max error: not enabled.
-LOWERING = os.environ.get("FUSILLI_CONV_LOWERING", "auto")
-# The conv_fprop CPU flag rule's threshold (CPU_CONV_MIN_FLOPS in
-# fusilli/backend/targets.py): convs this heavy get data tiling + ukernels.
-# Smaller convs stay one linalg conv, one dispatch with their epilogue.
-IM2COL_MIN_FLOPS = 1 << 20
 
 
 @register_pass
@@ -75,16 +75,20 @@ class ConvLayoutPass(Pass):
     name: str = "fusilli-conv-layout"
     description = "channels-last 2-D convs as linalg.conv_2d_nhwc_hwcf (or a matmul for 1x1), f16/bf16 in f32"
 
-    @classmethod
-    def options(cls) -> str:
-        return f"lowering={LOWERING}"
-
     def run(self, module: ir.Module) -> None:
+        target = self.lowering_target()
+        # On AMD GPUs convs stay torch.aten.convolution in their own type (upstream
+        # Fusilli's lowering): only a CPU target has a rule for this pass's rewrites.
+        algorithm = rules.choose(rules.Problem("conv_fprop", DataType.FLOAT), target, "algorithm")
+        if algorithm is None or algorithm.rule is not rules.CPU_CONV_CHANNELS_LAST_LINALG:
+            return
         changed = False
         with module.context:
             for block in func_blocks(module):
                 for op in block_ops(block):
-                    if op.name == "torch.aten.convolution" and (_rewrite(op) or _compute_in_f32(op)):
+                    if op.name == "torch.aten.convolution" and (_rewrite(op, target) or _compute_in_f32(op)):
+                        changed = True
+                    elif op.name == "torch.aten.convolution_backward" and _rewrite_wgrad(op, target):
                         changed = True
         if changed:
             FoldPermutesPass().run(module)
@@ -116,7 +120,7 @@ def _conv_params(op: ir.Operation):
     return stride, padding, dilation
 
 
-def _rewrite(op: ir.Operation) -> bool:
+def _rewrite(op: ir.Operation, target: Target) -> bool:
     params = _conv_params(op)
     if params is None:
         return False
@@ -129,21 +133,38 @@ def _rewrite(op: ir.Operation) -> bool:
     element = yt.element
     b = ir.TorchBuilder()
     flops = 2 * n * oh * ow * k * c * fy * fx
-    im2col = LOWERING == "im2col" or (LOWERING == "auto" and element == "bf16" and flops >= IM2COL_MIN_FLOPS)
+    facts = rules.conv_facts((fy, fx), stride, dilation, 1, True, n, (oh, ow))
+    problem = rules.Problem("conv_fprop", DataType.from_mlir_name(element), flops, facts)
+    winograd_m = winograd_tile(pipeline.CONV_LOWERING, problem, target)
+    compute = rules.choose(problem, target, "compute")
+    bf16_matmul = compute is not None and compute.rule is rules.CPU_CONV_BF16_IM2COL_MATMUL
+    lowering = pipeline.CONV_LOWERING
+    im2col = winograd_m is None and (lowering == "im2col" or (lowering == "auto" and bf16_matmul))
     with ir.InsertionPoint(op), op.location:
         x_nhwc = b.permute(x, TO_NHWC)
         # The im2col matmul reads the filter as KRSC (this permute cancels a
         # channels-last filter's), the linalg conv as HWCF.
         w_t = b.permute(w, TO_NHWC if im2col else TO_HWCF)
-        # bf16 operands stay bf16 on the im2col path (a bf16 x bf16 -> f32
-        # matmul); everything else computes in f32 (no fast f16 matmul on CPU).
-        if element != "f32" and not (im2col and element == "bf16"):
+        # bf16 operands stay bf16 on the im2col path of a CPU with native bf16
+        # dot products (a bf16 x bf16 -> f32 matmul); everything else computes
+        # in f32 (no fast f16 matmul on CPU, emulated bf16 without avx512bf16).
+        keep_bf16 = im2col and element == "bf16" and rules.native_dot(target, DataType.BFLOAT16) is not None
+        if element != "f32" and not keep_bf16:
             x_nhwc = b.to_dtype(x_nhwc, "f32", _FLOAT_CODES["f32"])
             w_t = b.to_dtype(w_t, "f32", _FLOAT_CODES["f32"])
-        if im2col:
+        if winograd_m is not None:
+            wplan = winograd.plan((n, h, wd, c), k, (oh, ow), (padding[0], padding[1]), winograd_m)
+            y = winograd.winograd_conv(wplan, b.to_builtin(x_nhwc), b.to_builtin(w_t), rules.vector_isa(target))
+            y_nhwc = b.op("torch_c.from_builtin_tensor", [y], ir.vtensor_type([n, oh, ow, k], "f32"))
+        elif im2col:
             y_nhwc = _im2col_matmul(b, x_nhwc, w_t, (n, oh, ow, k), stride, padding, dilation, (fy, fx))
         elif (fy, fx) == (1, 1) and stride == [1, 1] and padding == [0, 0]:
             y_nhwc = _matmul_1x1(b, x_nhwc, w_t, (n, h, wd, c, k))
+        elif pipeline.CONV_LOWERING == "auto" and any(padding) and flops < rules.CPU_CONV_IM2COL_MIN_FLOPS:
+            y = conv_direct.padded_direct_conv(
+                b.to_builtin(x_nhwc), b.to_builtin(w_t), (n, oh, ow, k), stride, padding, dilation
+            )
+            y_nhwc = b.op("torch_c.from_builtin_tensor", [y], ir.vtensor_type([n, oh, ow, k], "f32"))
         else:
             y_nhwc = _linalg_conv(b, x_nhwc, w_t, (n, oh, ow, k), stride, padding, dilation, (fy, fx))
         if element != "f32":
@@ -152,6 +173,25 @@ def _rewrite(op: ir.Operation) -> bool:
     op.results[0].replace_all_uses_with(y)
     op.erase()
     return True
+
+
+def winograd_tile(lowering: str, problem: rules.Problem, target: Target) -> int | None:
+    """The output tile m of Winograd F(m, 3) for this conv on ``target``, or None for another lowering.
+
+    ``FUSILLI_CONV_LOWERING=winograd<m>`` forces it on every 3x3 stride-1 conv
+    this pass rewrites; ``auto`` asks the target's rules (cpu-conv-winograd).
+    """
+    if lowering.startswith("winograd"):
+        eligible = (problem.fact("kernel"), problem.fact("stride"), problem.fact("dilation")) == (
+            (3, 3),
+            (1, 1),
+            (1, 1),
+        )
+        return int(lowering[len("winograd") :] or 4) if eligible else None
+    if lowering != "auto":
+        return None
+    choice = rules.choose(problem, target, "algorithm")
+    return 4 if choice is not None and choice.rule is rules.CPU_CONV_WINOGRAD else None
 
 
 def _compute_in_f32(op: ir.Operation) -> bool:
@@ -225,50 +265,128 @@ def _collapse(value: ir.Value, groups: list[list[int]]) -> ir.Value:
     return ir.tensor.CollapseShapeOp(ir.RankedTensorType.get(out, src.element_type), value, _reassoc(groups)).result
 
 
-def _im2col_matmul(b: ir.TorchBuilder, x_nhwc, w_krsc, out_dims, stride, padding, dilation, kernel) -> ir.Value:
-    """``[N*Ho*Wo, R*S*C] x [K, R*S*C]^T`` in f32, operands kept in their element type.
+def _patches(xin: ir.Value, out_hw, stride, padding, dilation, kernel) -> ir.Value:
+    """The ``[N*Ho*Wo, R*S*C]`` patch matrix of the NHWC builtin tensor ``xin``.
 
-    The patch matrix is a ``linalg.generic`` gather of the (padded) NHWC input
-    (a reshape for 1x1 unit-stride unpadded convs); the filter is the KRSC
-    filter reshaped, read transposed by the matmul's indexing maps.
+    A ``linalg.generic`` gather of the (padded) input, or a reshape for 1x1
+    unit-stride unpadded convs.
     """
-    n, oh, ow, k = out_dims
+    oh, ow = out_hw
     fy, fx = kernel
-    f32 = builtin_element_type("f32")
-    xin = b.to_builtin(x_nhwc)
-    win = b.to_builtin(w_krsc)
     xt = ir.RankedTensorType(xin.type)
     elem = xt.element_type
-    c = xt.get_dim_size(3)
+    n, c = xt.get_dim_size(0), xt.get_dim_size(3)
     if any(padding):
         xin = _pad(xin, padding, ir.arith.ConstantOp(elem, 0.0).result)
     if (fy, fx) == (1, 1) and list(stride) == [1, 1] and not any(padding):
-        patches = _collapse(xin, [[0, 1, 2], [3]])
-    else:
-        d = [ir.AffineDimExpr.get(i) for i in range(6)]  # n, oh, ow, r, s, c
-        row = d[1] * stride[0] + d[3] * dilation[0]
-        col = d[2] * stride[1] + d[4] * dilation[1]
-        in_map = ir.AffineMap.get(6, 0, [d[0], row, col, d[5]])
-        empty = ir.tensor.EmptyOp([n, oh, ow, fy, fx, c], elem).result
-        gather = ir.linalg.GenericOp(
-            [empty.type],
-            [xin],
-            [empty],
-            ir.indexing_maps(in_map, ir.AffineMap.get_identity(6)),
-            ir.iterator_types(*["parallel"] * 6),
-        )
-        block = gather.regions[0].blocks.append(elem, elem)
-        with ir.InsertionPoint(block):
-            ir.linalg.YieldOp([block.arguments[0]])
-        patches = _collapse(gather.result, [[0, 1, 2], [3, 4, 5]])
-    filt = _collapse(win, [[0], [1, 2, 3]])
-    rows = n * oh * ow
+        return _collapse(xin, [[0, 1, 2], [3]])
+    d = [ir.AffineDimExpr.get(i) for i in range(6)]  # n, oh, ow, r, s, c
+    row = d[1] * stride[0] + d[3] * dilation[0]
+    col = d[2] * stride[1] + d[4] * dilation[1]
+    in_map = ir.AffineMap.get(6, 0, [d[0], row, col, d[5]])
+    empty = ir.tensor.EmptyOp([n, oh, ow, fy, fx, c], elem).result
+    gather = ir.linalg.GenericOp(
+        [empty.type],
+        [xin],
+        [empty],
+        ir.indexing_maps(in_map, ir.AffineMap.get_identity(6)),
+        ir.iterator_types(*["parallel"] * 6),
+    )
+    block = gather.regions[0].blocks.append(elem, elem)
+    with ir.InsertionPoint(block):
+        ir.linalg.YieldOp([block.arguments[0]])
+    return _collapse(gather.result, [[0, 1, 2], [3, 4, 5]])
+
+
+def _matmul(lhs: ir.Value, rhs: ir.Value, rows: int, cols: int, lhs_map, rhs_map) -> ir.Value:
+    """An f32 ``linalg.matmul`` ``[rows, cols]`` over (m, n, k) with the operands' maps given."""
+    f32 = builtin_element_type("f32")
     zero = ir.arith.ConstantOp(f32, 0.0).result
-    init = ir.linalg.fill(zero, outs=[ir.tensor.EmptyOp([rows, k], f32).result])
-    m_, n_, k_ = (ir.AffineDimExpr.get(i) for i in range(3))
-    maps = [ir.AffineMap.get(3, 0, [m_, k_]), ir.AffineMap.get(3, 0, [n_, k_]), ir.AffineMap.get(3, 0, [m_, n_])]
-    mm = ir.linalg.matmul(patches, filt, outs=[init], indexing_maps=maps)
+    init = ir.linalg.fill(zero, outs=[ir.tensor.EmptyOp([rows, cols], f32).result])
+    out_map = ir.AffineMap.get(3, 0, [ir.AffineDimExpr.get(0), ir.AffineDimExpr.get(1)])
+    return ir.linalg.matmul(lhs, rhs, outs=[init], indexing_maps=[lhs_map, rhs_map, out_map])
+
+
+def _mnk_map(*dims: int) -> ir.AffineMap:
+    return ir.AffineMap.get(3, 0, [ir.AffineDimExpr.get(d) for d in dims])
+
+
+M, N, K = 0, 1, 2  # the iteration dims of _matmul
+
+
+def _im2col_matmul(b: ir.TorchBuilder, x_nhwc, w_krsc, out_dims, stride, padding, dilation, kernel) -> ir.Value:
+    """``[N*Ho*Wo, R*S*C] x [K, R*S*C]^T`` in f32, operands kept in their element type.
+
+    The filter is the KRSC filter reshaped, read transposed by the matmul's indexing maps.
+    """
+    n, oh, ow, k = out_dims
+    f32 = builtin_element_type("f32")
+    xin, win = b.to_builtin(x_nhwc), b.to_builtin(w_krsc)
+    patches = _patches(xin, (oh, ow), stride, padding, dilation, kernel)
+    filt = _collapse(win, [[0], [1, 2, 3]])
+    mm = _matmul(patches, filt, n * oh * ow, k, _mnk_map(M, K), _mnk_map(N, K))
     y = ir.tensor.ExpandShapeOp(
         ir.RankedTensorType.get([n, oh, ow, k], f32), mm, _reassoc([[0, 1, 2], [3]]), [], [n, oh, ow, k]
     ).result
     return b.op("torch_c.from_builtin_tensor", [y], ir.vtensor_type([n, oh, ow, k], "f32"))
+
+
+def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
+    """A channels-last, ungrouped 2-D weight gradient as Winograd (3x3 stride 1, where the
+    target's rules choose it) or one GEMM over the im2col patches.
+
+    ``DW[K, R*S*C] = DY[N*Ho*Wo, K]^T x patches(X)[N*Ho*Wo, R*S*C]``: the forward conv's
+    im2col read of X, contracted with DY over every output position. The result is the
+    KRSC filter gradient (a channels-last DW's own layout); ``torch.aten.convolution_backward``
+    runs at ~0.06x PyTorch on CPU (BENCHMARKS.md).
+    """
+    dy, x = op.operands[0], op.operands[1]
+    dyt, xt, dwt = ir.TensorType.of(dy), ir.TensorType.of(x), ir.TensorType.of(op.results[1])
+    if dyt.rank != 4 or xt.rank != 4 or any(d == DYNAMIC for d in dyt.dims + xt.dims + dwt.dims):
+        return False
+    if xt.element not in _FLOAT_CODES or dyt.element != xt.element or dwt.element != xt.element:
+        return False
+    if any(list(r.uses) for r in (op.results[0], op.results[2])):
+        return False
+    if permutation_of(defining_op(x)) != TO_NCHW or permutation_of(defining_op(dy)) != TO_NCHW:
+        return False
+    stride, padding, dilation = (int_list_value(op.operands[i]) for i in (4, 5, 6))
+    try:
+        transposed, groups = constant_value(op.operands[7]), constant_value(op.operands[9])
+    except (ValueError, KeyError):
+        return False
+    if stride is None or padding is None or dilation is None or transposed or groups != 1 or len(stride) != 2:
+        return False
+    n, k, oh, ow = dyt.dims
+    _, c, fy, fx = dwt.dims
+    element = dwt.element
+    b = ir.TorchBuilder()
+    with ir.InsertionPoint(op), op.location:
+        x_nhwc, dy_nhwc = b.permute(x, TO_NHWC), b.permute(dy, TO_NHWC)
+        if element != "f32":
+            x_nhwc = b.to_dtype(x_nhwc, "f32", _FLOAT_CODES["f32"])
+            dy_nhwc = b.to_dtype(dy_nhwc, "f32", _FLOAT_CODES["f32"])
+        flops = 2 * n * oh * ow * k * c * fy * fx
+        facts = rules.conv_facts((fy, fx), stride, dilation, 1, True, n, (oh, ow))
+        problem = rules.Problem("conv_wgrad", DataType.from_mlir_name(element), flops, facts)
+        if winograd_tile(pipeline.CONV_LOWERING, problem, target) is not None:
+            dw = winograd.winograd_wgrad(b.to_builtin(x_nhwc), b.to_builtin(dy_nhwc), padding)
+            dw_hwcf = b.op("torch_c.from_builtin_tensor", [dw], ir.vtensor_type([fy, fx, c, k], "f32"))
+            if element != "f32":
+                dw_hwcf = b.to_dtype(dw_hwcf, element, _FLOAT_CODES[element])
+            result = b.permute(dw_hwcf, HWCF_TO_KCRS)
+        else:
+            patches = _patches(b.to_builtin(x_nhwc), (oh, ow), stride, padding, dilation, (fy, fx))
+            dy2 = _collapse(b.to_builtin(dy_nhwc), [[0, 1, 2], [3]])
+            mm = _matmul(dy2, patches, k, fy * fx * c, _mnk_map(K, M), _mnk_map(K, N))
+            f32 = builtin_element_type("f32")
+            dw = ir.tensor.ExpandShapeOp(
+                ir.RankedTensorType.get([k, fy, fx, c], f32), mm, _reassoc([[0], [1, 2, 3]]), [], [k, fy, fx, c]
+            ).result
+            dw_krsc = b.op("torch_c.from_builtin_tensor", [dw], ir.vtensor_type([k, fy, fx, c], "f32"))
+            if element != "f32":
+                dw_krsc = b.to_dtype(dw_krsc, element, _FLOAT_CODES[element])
+            result = b.permute(dw_krsc, TO_NCHW)
+    op.results[1].replace_all_uses_with(result)
+    op.erase()
+    return True

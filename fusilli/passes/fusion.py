@@ -131,9 +131,12 @@ class EpilogueFusionPass(Pass):
         with ir.InsertionPoint(anchor_op), root.location:
             ins = [b.to_builtin(leaf.value) for leaf in leaves]
             maps = [_leaf_map(leaf, rank, result_tt.dims) for leaf in leaves]
-            out_map = (
-                ir.AffineMap.get_permutation(region.out_perm) if region.out_perm else ir.AffineMap.get_identity(rank)
-            )
+            out_map = ir.AffineMap.get_identity(rank)
+            if region.out_perm:
+                # Iterate in the stored result's order (its innermost dim innermost), so the
+                # region vectorizes along contiguous memory and fuses into a producer that
+                # iterates the same way (a channels-last conv's output transform).
+                maps = [_iterate_as_stored(m, region.out_perm) for m in maps]
             dynamic = iter(_dynamic_sizes(out_dims, region.out_perm, leaves, ins, result_tt.dims))
             sizes = [next(dynamic) if d == DYNAMIC else d for d in out_dims]
             empty = ir.tensor.EmptyOp(sizes, builtin_element_type(final_tt.element))
@@ -177,6 +180,13 @@ def _leaf_map(leaf: _Leaf, rank: int, result_dims: tuple[int, ...]) -> ir.Affine
             exprs[p] = leaf_exprs[i]
         return ir.AffineMap.get(rank, 0, exprs)
     return ir.AffineMap.get(rank, 0, _broadcast_exprs(list(tt.dims), rank, result_dims))
+
+
+def _iterate_as_stored(m: ir.AffineMap, perm: list[int]) -> ir.AffineMap:
+    """``m`` over iteration dims renumbered so that logical dim ``perm[j]`` becomes dim ``j``."""
+    position = {p: j for j, p in enumerate(perm)}
+    exprs = [ir.AffineDimExpr.get(position[e.position]) if isinstance(e, ir.AffineDimExpr) else e for e in m.results]
+    return ir.AffineMap.get(m.n_dims, 0, exprs)
 
 
 def _broadcast_exprs(dims: list[int], rank: int, result_dims: tuple[int, ...]) -> list:

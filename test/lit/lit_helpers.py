@@ -8,11 +8,33 @@
 prints ``TEST: conv_nhwc`` then the IR, so each case starts with
 ``CHECK-LABEL: TEST: conv_nhwc``. ``print_stats(g)`` compiles for CPU and prints
 ``dispatch-count: N`` and ``transient-memory-bytes: N`` for ``STATS`` checks.
+
+Every op script runs once per target: ``FUSILLI_LIT_TARGET=amdgpu:gfx942`` (RUN
+line with ``--check-prefixes=CHECK,AMDGPU``) or the host CPU (``CHECK,CPU``).
+``emitted(g)`` / ``optimized(g)`` print the graph's IR lowered for that target,
+so ``CHECK`` lines pin what both targets share and ``CPU`` / ``AMDGPU`` lines
+what each target's lowering rules make different.
 """
 
 from __future__ import annotations
 
+import os
+
 import fusilli as fs
+
+_backend, _, _arch = os.environ.get("FUSILLI_LIT_TARGET", "cpu").partition(":")
+TARGET_BACKEND = fs.Backend.coerce(_backend)
+TARGET_ARCH = _arch or None
+
+
+def emitted(g: fs.Graph) -> str:
+    """The module ``g`` emits for the lit run's target."""
+    return g.mlir("emitted", TARGET_BACKEND, TARGET_ARCH)
+
+
+def optimized(g: fs.Graph) -> str:
+    """The module after fusilli's passes for the lit run's target."""
+    return g.mlir("optimized", TARGET_BACKEND, TARGET_ARCH)
 
 
 def run(fn):

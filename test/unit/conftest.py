@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import subprocess
 import tempfile
 
@@ -10,8 +12,12 @@ import numpy as np
 import pytest
 
 # One cache directory for the whole session, so graphs compiled by several tests
-# are compiled once; set before fusilli is imported anywhere.
-os.environ.setdefault("FUSILLI_CACHE_DIR", tempfile.mkdtemp(prefix="fusilli-test-cache-"))
+# are compiled once; set before fusilli is imported anywhere. Always a fresh
+# one, never the user's own FUSILLI_CACHE_DIR, and removed when the run ends.
+_SESSION_CACHE = tempfile.mkdtemp(prefix="fusilli-test-cache-")
+os.environ["FUSILLI_CACHE_DIR"] = _SESSION_CACHE
+os.environ.pop("FUSILLI_CACHE_MAX_BYTES", None)
+atexit.register(shutil.rmtree, _SESSION_CACHE, ignore_errors=True)
 
 import fusilli as fs  # noqa: E402
 from fusilli import reference  # noqa: E402

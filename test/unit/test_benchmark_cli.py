@@ -5,12 +5,13 @@ from __future__ import annotations
 import csv
 import io
 import json
+import time
 
 import pytest
 
 import fusilli as fs
-from fusilli.backend.targets import CPU_FLAG_RULES, CPU_FLAGS, CPU_HEAVY_MIN_FLOPS, Target, cpu_flags_for_workloads
-from fusilli.ops.base import Workload
+from fusilli.backend import rules
+from fusilli.backend.targets import CPU_FLAGS, Target
 from fusilli.tools import benchmark as bm
 
 CONV = "conv -F 1 -n 1 -c 4 -H 6 -W 6 -k 4 -y 3 -x 3 -p 1 -q 1 --in_layout NHWC --out_layout NHWC --fil_layout NHWC".split()
@@ -69,8 +70,10 @@ def test_matmul_csv(capsys):
     rc, out, _ = _run(capsys, ["--iter", "1", "--warmup", "0", "--output-format", "csv"] + MATMUL)
     assert rc == 0
     rows = list(csv.DictReader(io.StringIO(out)))
-    assert len(rows) == 1 and list(rows[0]) == list(bm.COLUMNS)
+    assert len(rows) == 1 and list(rows[0]) == list(bm.COLUMNS + bm.HOST_COLUMNS)
     r = rows[0]
+    assert r["host_cpu"] and "iree" not in r["host_cpu"] and r["iree_version"] == "3.13.0"
+    assert r["fusilli_version"].startswith(fs.__version__) and float(r["fusilli_stdev_ms"]) == 0.0
     assert r["status"] == "ok" and r["iter"] == "1" and int(r["dispatch_count"]) >= 1
     assert float(r["fusilli_median_ms"]) > 0 and float(r["gflops"]) > 0
 
@@ -83,13 +86,16 @@ def test_conv_bias_relu_json(capsys):
     assert row["status"] == "ok" and row["dispatch_count"] >= 1
     assert row["fusilli_min_ms"] <= row["fusilli_median_ms"] <= row["fusilli_max_ms"]
     assert data["peak_gflops"] == bm.PEAK_GFLOPS_DEFAULT
+    assert data["host"]["cpu"] and data["host"]["versions"]["iree-base-compiler"] == "3.13.0"
+    assert isinstance(data["host"]["cpu_features"], list)
 
 
 def test_pointwise_text(capsys):
     rc, out, _ = _run(capsys, ["--iter", "1", "--warmup", "0", "pointwise", "-N", "64"])
     assert rc == 0
-    lines = out.strip().splitlines()
-    assert lines[0].startswith("| benchmark |") and len(lines) == 3
+    host, blank, *table = out.strip().splitlines()
+    assert host.startswith("host: ") and "iree-base-compiler 3.13.0" in host and blank == ""
+    assert table[0].startswith("| benchmark |") and len(table) == 3
 
 
 def test_compare_torch(capsys):
@@ -135,44 +141,29 @@ def test_suite_csv_with_progress_and_errors(capsys, tmp_path):
     assert "[1/3]" in err and "[3/3]" in err
 
 
-def test_missing_op_is_a_clear_error(capsys, monkeypatch):
-    import fusilli as fs
-
-    monkeypatch.delattr(fs.Graph, "sdpa", raising=False)
-    rc, out, _ = _run(
-        capsys,
-        ["--iter", "1", "--output-format", "json"]
-        + "sdpa -B 1 --heads_q 1 --heads_kv 1 --seq_q 4 --seq_kv 4 -d 4 -t f32".split(),
-    )
-    assert rc == 1
-    (row,) = json.loads(out)["rows"]
-    assert "Graph.sdpa()" in row["error"] and "not" in row["error"]
+def _matmul_graph(n: int) -> fs.Graph:
+    g = fs.Graph(f"mm{n}")
+    g.matmul(g.tensor("a", [n, n]), g.tensor("b", [n, n]), name="mm").set_output(True).set_name("c")
+    g.validate()
+    return g
 
 
 def test_per_op_class_cpu_flags(monkeypatch):
     monkeypatch.delenv("FUSILLI_EXTRA_COMPILER_FLAGS", raising=False)
-    f32 = fs.DataType.FLOAT
-    heavy_mm = Workload("matmul", f32, CPU_HEAVY_MIN_FLOPS)
-    matmul_flags = next(r.flags for r in CPU_FLAG_RULES if r.kind == "matmul")
-    assert Target.resolve("cpu").flags == CPU_FLAGS
-    mm = Target.resolve("cpu", workloads=(heavy_mm,))
-    assert mm.flags[: len(CPU_FLAGS)] == CPU_FLAGS
-    assert set(matmul_flags) <= set(mm.flags)
-    assert cpu_flags_for_workloads([heavy_mm, heavy_mm]) == list(matmul_flags)
+    base = Target.resolve("cpu").flags
+    assert base[: len(CPU_FLAGS)] == CPU_FLAGS and base[-1].startswith("--iree-llvmcpu-target-cpu=")
+    heavy = _matmul_graph(1024)  # 2^31 FLOP >= CPU_MATMUL_MIN_FLOPS
+    assert 2 * 1024**3 >= rules.CPU_MATMUL_MIN_FLOPS
+    mm = heavy.target("cpu")
+    assert mm.flags[: len(base)] == base
+    assert mm.flags[len(base) :] == rules.CPU_MATMUL_FLAGS
+    assert rules.compile_flags(heavy.nodes + heavy.nodes, mm) == list(rules.CPU_MATMUL_FLAGS)
     # Small problems keep the base flags (and so their single fused dispatch).
-    assert cpu_flags_for_workloads([Workload("matmul", f32, CPU_HEAVY_MIN_FLOPS - 1)]) == []
-    # LayerNorm (memory bound) gets O3 from a lower threshold: one training dispatch.
-    ln_min = next(r.min_flops for r in CPU_FLAG_RULES if r.kind == "layernorm")
-    assert ln_min < CPU_HEAVY_MIN_FLOPS
-    assert cpu_flags_for_workloads([Workload("layernorm", f32, ln_min)]) == ["--iree-opt-level=O3"]
-    assert cpu_flags_for_workloads([Workload("layernorm", f32, ln_min - 1)]) == []
-    assert cpu_flags_for_workloads([Workload("layernorm", f32, ln_min), heavy_mm]) == list(matmul_flags)
-    # f16 convs get the conv flags too: they are computed in f32, where im2col compiles.
-    assert cpu_flags_for_workloads([Workload("conv_fprop", fs.DataType.HALF, CPU_HEAVY_MIN_FLOPS)])
-    assert cpu_flags_for_workloads([Workload("conv_fprop", f32, CPU_HEAVY_MIN_FLOPS)])
+    assert 2 * 256**3 < rules.CPU_MATMUL_MIN_FLOPS
+    assert _matmul_graph(256).target("cpu").flags == base
     # User flags come last, so they override the per-op-class defaults.
     monkeypatch.setenv("FUSILLI_EXTRA_COMPILER_FLAGS", "--iree-opt-data-tiling=false")
-    assert Target.resolve("cpu", workloads=(heavy_mm,)).flags[-1] == "--iree-opt-data-tiling=false"
+    assert heavy.target("cpu").flags[-1] == "--iree-opt-data-tiling=false"
 
 
 def test_graph_key_depends_on_op_class_flags():
@@ -183,7 +174,7 @@ def test_graph_key_depends_on_op_class_flags():
     g.validate()
     (w,) = g.workloads()
     assert w.kind == "matmul" and w.flops == 2 * 1024**3
-    assert g.key("cpu") != g._cache_key(Target.resolve("cpu"))
+    assert g.key("cpu") != g._cache_key(Target.resolve("cpu"))  # the graph's rules add flags
 
 
 def test_xiree_flags_apply_to_their_row_only(capsys, monkeypatch, tmp_path):
@@ -228,3 +219,132 @@ def test_conv_relu_is_fprop_only(capsys):
     assert rc == 1
     (row,) = json.loads(out)["rows"]
     assert "--relu applies to -F 1" in row["error"]
+
+
+# --------------------------------------------------------------------------- the installed script
+def _script(name: str = "fusilli-benchmark") -> str:
+    import os
+    import shutil
+    import sys
+
+    here = os.path.join(os.path.dirname(sys.executable), name)
+    found = here if os.path.exists(here) else shutil.which(name)
+    if found is None:
+        pytest.skip(f"{name} is not installed in this environment (pip install -e .)")
+    return found
+
+
+def _tool(argv, code=0, env=None, timeout=300):
+    import os
+    import subprocess
+
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=dict(os.environ, **(env or {})))
+    assert proc.returncode == code, f"{argv}: {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+@pytest.mark.parametrize("args", [["--help"], ["conv", "--help"], ["convbfp16", "--help"]])
+def test_help_exits_zero(args):
+    proc = _tool([_script()] + args)
+    assert proc.stdout.startswith("usage: fusilli-benchmark") and "cannot parse" not in proc.stderr
+
+
+MIOPEN_CONV = "-n 1 -c 4 -H 6 -W 6 -k 4 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 1 -t 1 --in_layout NHWC --out_layout NHWC --fil_layout NHWC"
+
+
+def test_miopen_command_lines_run_verbatim(capsys, tmp_path):
+    rc, out, _ = _run(
+        capsys, ["--iter", "1", "--warmup", "0", "--output-format", "json", "convbfp16"] + MIOPEN_CONV.split()
+    )
+    assert rc == 0
+    (row,) = json.loads(out)["rows"]
+    assert row["status"] == "ok" and row["graph"].endswith("_bf16")
+    commands = tmp_path / "commands.txt"
+    commands.write_text(f"MIOpenDriver convfp16 {MIOPEN_CONV}\niree-boo-driver conv {MIOPEN_CONV}\n")
+    rc, out, err = _run(
+        capsys, ["--iter", "1", "--warmup", "0", "--output-format", "json", "--commands-file", str(commands)]
+    )
+    assert rc == 0, err
+    rows = json.loads(out)["rows"]
+    assert [r["graph"].rsplit("_", 1)[1] for r in rows] == ["f16", "f32"]
+    assert "ETA" in err and "[2/2]" in err
+
+
+def test_driver_options_before_the_subcommand_only(capsys):
+    # -j is --jobs before the subcommand and conv's dilation after it.
+    argv = ["--iter", "1", "--warmup", "0", "-j", "1", "--output-format", "json", "conv", "-F", "1"]
+    rc, out, _ = _run(capsys, argv + CONV[3:] + ["-j", "2", "-l", "2"])
+    (row,) = json.loads(out)["rows"]
+    assert rc == 0 and "_l2_j2_" in row["graph"]
+
+
+def test_mixed_type_matmul_compares_with_torch(capsys):
+    pytest.importorskip("torch")
+    argv = "--iter 2 --warmup 0 --compare torch --output-format json matmul -M 64 -N 32 -K 16 -B 10 --a_type f32 --b_type bf16 --out_type f32"
+    rc, out, _ = _run(capsys, argv.split())
+    (row,) = json.loads(out)["rows"]
+    assert rc == 0 and row["status"] == "ok", row
+    assert row["ratio"] > 0 and row["max_abs_err"] < 1e-3 and row["torch_stdev_ms"] >= 0
+    assert json.loads(out)["host"]["versions"]["torch"].startswith("2.")
+
+
+def test_compile_only_jobs_fill_the_cache(tmp_path):
+    from fusilli.backend import cache
+
+    suite = tmp_path / "suite.txt"
+    suite.write_text("matmul -M 8 -N 8 -K 8\npointwise -N 64\n[SKIP] pointwise -N 65\nmatmul -M 8 -N 16 -K 8\n")
+    env = {"FUSILLI_CACHE_DIR": str(tmp_path / "cache")}
+    proc = _tool([_script(), "--compile-only", "-j", "2", "--output-format", "csv", "--suite", str(suite)], env=env)
+    rows = list(csv.DictReader(io.StringIO(proc.stdout)))
+    assert sorted(r["status"] for r in rows) == ["compiled", "compiled", "compiled", "skipped"]
+    assert len(cache.entries(str(tmp_path / "cache"))) == 3
+    # A timed run afterwards compiles nothing: every row is a cache hit.
+    timed = _tool(
+        [_script(), "--iter", "1", "--warmup", "0", "--suite", str(suite), "--output-format", "json"],
+        env={**env, "FUSILLI_LOG_INFO": "1", "FUSILLI_LOG_FILE": "stderr"},
+    )
+    assert "cache miss" not in timed.stderr and timed.stderr.count("cache hit") == 3
+
+
+def test_interrupted_suite_keeps_its_rows(tmp_path):
+    import os
+    import signal
+    import subprocess
+
+    suite = tmp_path / "suite.txt"
+    suite.write_text("--iter 1 --warmup 0 pointwise -N 64\n" + "--iter 3000000 --warmup 0 pointwise -N 4096\n")
+    proc = subprocess.Popen(
+        [_script(), "--output-format", "json", "--suite", str(suite)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, FUSILLI_CACHE_DIR=str(tmp_path / "cache")),
+        # A test runner started in the background ignores SIGINT, and children inherit that.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    lines = []
+    while True:  # the first row arrives while the second is still running
+        line = proc.stdout.readline()
+        assert line, "no row before the end of the output"
+        lines.append(line)
+        if '"status": "ok"' in line:
+            break
+    time.sleep(1)
+    proc.send_signal(signal.SIGINT)
+    rest, err = proc.stdout.read(), proc.stderr.read()
+    assert proc.wait(timeout=120) == 130, err
+    data = json.loads("".join(lines) + rest)  # still one valid JSON document
+    assert [r["status"] for r in data["rows"]] == ["ok"] and "interrupted after 1 row" in err
+
+
+def test_plot_draws_the_ratios(tmp_path):
+    pytest.importorskip("torch")
+    pytest.importorskip("matplotlib")
+    suite = tmp_path / "suite.txt"
+    suite.write_text('--label "mm 8" matmul -M 8 -N 8 -K 8\n--label "pw 64" pointwise -N 64\n')
+    png = tmp_path / "ratios.png"
+    _tool([_script(), "--iter", "2", "--warmup", "0", "--compare", "torch", "--suite", str(suite), "--plot", str(png)])
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
+    proc = _tool([_script(), "--plot", str(tmp_path / "x.png"), "matmul", "-M", "8", "-N", "8", "-K", "8"], code=2)
+    assert "add --compare torch" in proc.stderr

@@ -79,3 +79,14 @@ def test_errors_are_logged_at_debug(caplog):
     except fs.FusilliError:
         pass
     assert any("INVALID_ARGUMENT" in r.getMessage() for r in caplog.records if r.name == "fusilli")
+
+
+def test_unusable_log_file_warns_and_logs_to_stderr(tmp_path):
+    """A log file in a missing directory, or a directory, must not break ``import fusilli``."""
+    for target in (tmp_path / "missing" / "f.log", tmp_path):
+        proc = run_python(
+            CHILD, {"FUSILLI_LOG_INFO": "1", "FUSILLI_LOG_FILE": str(target), "FUSILLI_CACHE_DIR": str(tmp_path / "c")}
+        )
+        assert "DONE" in proc.stdout
+        assert f"WARNING: FUSILLI_LOG_FILE={str(target)!r} cannot be opened" in proc.stderr
+        assert "[FUSILLI] INFO:" in proc.stderr and "logged_graph" in proc.stderr

@@ -36,6 +36,7 @@ NOT_ELEMENTWISE = {
     "torch.aten._softmax",
     "torch.aten.amax",
     "torch.aten.amin",
+    "torch.aten.any.dim",
     "torch.aten.arange",
     "torch.aten.cat",
     "torch.aten.convolution",
@@ -213,7 +214,7 @@ GRAPHS = [
 
 
 def _emitted_torch_ops(g: fs.Graph) -> set[str]:
-    module = emit_module(g.validate(), g._target(None, None))
+    module = emit_module(g.validate(), g.target())
     return {
         op.name
         for block in func_blocks(module)
@@ -345,3 +346,14 @@ def test_scalar_operand_bodies_compute_torch_semantics():
     np.testing.assert_array_equal(got[1], np.remainder(x, -3))
     np.testing.assert_allclose(got[2], np.remainder(y, np.float32(-2.5)), rtol=1e-6, atol=1e-6)
     np.testing.assert_array_equal(got[3], y + np.float32(0.1))
+
+
+def test_ir_free_pipeline_fingerprint_matches_the_passes():
+    # fusilli.pipeline computes cache keys without the bindings; the runnable
+    # pipeline in fusilli.passes must be the same passes with the same options.
+    from fusilli import pipeline
+    from fusilli.passes import default_pipeline
+
+    passes = default_pipeline().passes
+    assert tuple(p.name for p in passes) == pipeline.DEFAULT_PASSES
+    assert pipeline.default_pipeline_fingerprint() == ",".join(f"{p.name}{{{p.options()}}}" for p in passes)

@@ -1,9 +1,10 @@
-# RUN: %python %s | filecheck %s
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 # RUN: %python %s stats | filecheck %s --check-prefix=STATS
 
 import sys
 
-from lit_helpers import print_stats, run
+from lit_helpers import emitted, print_stats, run
 
 import fusilli as fs
 
@@ -40,7 +41,7 @@ else:
 
     @run
     def batchnorm_nhwc_inference():
-        print(build(fs.NormPhase.INFERENCE).emit_mlir())
+        print(emitted(build(fs.NormPhase.INFERENCE)))
 
     # CHECK-LABEL: TEST: batchnorm_nhwc_inference
     # CHECK: %[[X:arg[0-9]+]]: !torch.vtensor<[2,3,3,4],f32>)
@@ -50,7 +51,7 @@ else:
 
     @run
     def batchnorm_nhwc_training():
-        print(build(fs.NormPhase.TRAINING).emit_mlir())
+        print(emitted(build(fs.NormPhase.TRAINING)))
 
     # CHECK-LABEL: TEST: batchnorm_nhwc_training
     # CHECK: %[[X:arg[0-9]+]]: !torch.vtensor<[2,3,3,4],f32>)

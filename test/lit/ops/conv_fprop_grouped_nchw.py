@@ -1,9 +1,10 @@
-# RUN: %python %s | filecheck %s
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 
 # Grouped and depthwise convolutions: groups = X.C / W.C is the last operand
 # of torch.aten.convolution.
 
-from lit_helpers import run
+from lit_helpers import emitted, run
 
 import fusilli as fs
 
@@ -14,7 +15,7 @@ def conv(name, x_dim, w_dim):
     w = g.tensor(name="w", dim=w_dim)
     y = g.conv_fprop(x, w, padding=[1, 1], stride=[1, 1], dilation=[1, 1], name="conv")
     y.set_output(True).set_name("y")
-    print(g.emit_mlir())
+    print(emitted(g))
 
 
 @run

@@ -1,11 +1,12 @@
-# RUN: %python %s | filecheck %s
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 # RUN: %python %s linalg | filecheck %s --check-prefix=LINALG
 
 # 3-D forward convolution, NCDHW input and output, KCDRS filter: no permutes.
 
 import sys
 
-from lit_helpers import run
+from lit_helpers import emitted, run
 
 import fusilli as fs
 
@@ -32,7 +33,7 @@ else:
 
     @run
     def conv_3d_ncdhw_kcdrs():
-        print(build().emit_mlir())
+        print(emitted(build()))
 
     # CHECK-LABEL: TEST: conv_3d_ncdhw_kcdrs
     # CHECK: func.func @main(%[[Y:[a-z0-9_]+]]: !torch.tensor<[1,3,4,3,8],f32>, %[[W:[a-z0-9_]+]]: !torch.vtensor<[3,2,3,3,3],f32>, %[[X:[a-z0-9_]+]]: !torch.vtensor<[1,2,4,5,6],f32>)

@@ -1,9 +1,10 @@
-# RUN: %python %s | filecheck %s
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 
 # 1-D forward convolution (NCH input, KCS filter): one-element stride, padding
 # and dilation lists.
 
-from lit_helpers import run
+from lit_helpers import emitted, run
 
 import fusilli as fs
 
@@ -15,7 +16,7 @@ def conv_1d_nch_kcs():
     w = g.tensor(name="w", dim=[4, 3, 3])
     y = g.conv_fprop(x, w, padding=[2], stride=[2], dilation=[1], name="conv")
     y.set_output(True).set_name("y")
-    print(g.emit_mlir())
+    print(emitted(g))
 
 
 # (9 + 2*2 - 3) // 2 + 1 = 6

@@ -1,4 +1,5 @@
-# RUN: %python %s | filecheck %s
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 # RUN: %python %s linalg | filecheck %s --check-prefix=LINALG
 
 # 2-D forward convolution, NCHW input and output, KCRS filter: every tensor is
@@ -6,7 +7,7 @@
 
 import sys
 
-from lit_helpers import run
+from lit_helpers import emitted, run
 
 import fusilli as fs
 
@@ -34,7 +35,7 @@ else:
 
     @run
     def conv_nchw_kcrs():
-        print(build().emit_mlir())
+        print(emitted(build()))
 
     # CHECK-LABEL: TEST: conv_nchw_kcrs
     # CHECK: func.func @main(%[[Y:[a-z0-9_]+]]: !torch.tensor<[2,4,6,5],f32>, %[[W:[a-z0-9_]+]]: !torch.vtensor<[4,3,3,3],f32>, %[[X:[a-z0-9_]+]]: !torch.vtensor<[2,3,6,5],f32>)

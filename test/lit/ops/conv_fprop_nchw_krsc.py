@@ -1,9 +1,10 @@
-# RUN: %python %s | filecheck %s
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 
 # NCHW input and output with a channels-last (KRSC) filter: only the filter is
 # permuted to the logical KCRS order.
 
-from lit_helpers import run
+from lit_helpers import emitted, run
 
 import fusilli as fs
 
@@ -15,7 +16,7 @@ def conv_nchw_krsc():
     w = g.tensor(name="w", dim=[4, 3, 3, 3], stride=fs.strides([4, 3, 3, 3], "NHWC"))
     y = g.conv_fprop(x, w, padding=[0, 0], stride=[1, 1], dilation=[1, 1], name="conv")
     y.set_output(True).set_name("y")
-    print(g.emit_mlir())
+    print(emitted(g))
 
 
 # CHECK-LABEL: TEST: conv_nchw_krsc

@@ -1,9 +1,10 @@
-# RUN: %python %s | filecheck %s
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 
 # 3-D forward convolution, channels-last everywhere (NDHWC input and output,
 # KDRSC filter): X and W are permuted to logical order, the result back.
 
-from lit_helpers import run
+from lit_helpers import emitted, run
 
 import fusilli as fs
 
@@ -16,7 +17,7 @@ def conv_3d_ndhwc_kdrsc():
     w = g.tensor(name="w", dim=wd, stride=fs.strides(wd, "NDHWC"))
     y = g.conv_fprop(x, w, padding=[0, 0, 0], stride=[1, 1, 1], dilation=[1, 1, 1], name="conv")
     y.set_output(True).set_name("y")
-    print(g.emit_mlir())
+    print(emitted(g))
 
 
 # CHECK-LABEL: TEST: conv_3d_ndhwc_kdrsc

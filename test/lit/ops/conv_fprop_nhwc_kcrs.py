@@ -1,9 +1,10 @@
-# RUN: %python %s | filecheck %s
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 
 # Channels-last input and output with a KCRS filter: X is permuted to NCHW and
 # the result back to NHWC; the filter is used as it is.
 
-from lit_helpers import run
+from lit_helpers import emitted, run
 
 import fusilli as fs
 
@@ -15,7 +16,7 @@ def conv_nhwc_kcrs():
     w = g.tensor(name="w", dim=[4, 3, 3, 3])
     y = g.conv_fprop(x, w, padding=[1, 1], stride=[1, 1], dilation=[1, 1], name="conv")
     y.set_output(True).set_name("y").set_stride(fs.strides([2, 4, 6, 5], "NHWC"))
-    print(g.emit_mlir())
+    print(emitted(g))
 
 
 # CHECK-LABEL: TEST: conv_nhwc_kcrs

@@ -1,4 +1,5 @@
-# RUN: %python %s | filecheck %s
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 # RUN: %python %s linalg | filecheck %s --check-prefix=LINALG
 # RUN: %python %s stats | filecheck %s --check-prefix=STATS
 
@@ -9,13 +10,13 @@
 
 import sys
 
-from lit_helpers import print_stats, run
+from lit_helpers import emitted, optimized, print_stats, run
 
 import fusilli as fs
 
 
-def build(padding, epilogue=False):
-    g = fs.Graph(name="conv_nhwc_krsc")
+def build(padding, epilogue=False, dtype=fs.DataType.FLOAT):
+    g = fs.Graph(name="conv_nhwc_krsc", io_data_type=dtype, compute_data_type=fs.DataType.FLOAT)
     n, c, h, w, k = 2, 8, 8, 8, 16
     x = g.tensor(name="x", dim=[n, c, h, w], stride=fs.strides([n, c, h, w], "NHWC"))
     wt = g.tensor(name="w", dim=[k, c, 3, 3], stride=fs.strides([k, c, 3, 3], "NHWC"))
@@ -50,7 +51,7 @@ else:
 
     @run
     def conv_nhwc_krsc():
-        print(build([1, 1]).emit_mlir())
+        print(emitted(build([1, 1])))
 
     # CHECK-LABEL: TEST: conv_nhwc_krsc
     # CHECK: func.func @main(%{{.*}}: !torch.tensor<[2,8,8,16],f32>, %[[W:[a-z0-9_]+]]: !torch.vtensor<[16,3,3,8],f32>, %[[X:[a-z0-9_]+]]: !torch.vtensor<[2,8,8,8],f32>)
@@ -64,22 +65,52 @@ else:
 
     @run
     def conv_nhwc_krsc_bias_relu_optimized():
-        print(build([1, 1], epilogue=True).mlir("optimized"))
+        print(optimized(build([1, 1], epilogue=True)))
 
-    # The conv runs natively in NHWC; the bias add and relu become one
-    # linalg.generic reading and writing NHWC, with the bias broadcast.
+    # On the CPU the conv runs natively in NHWC (rule cpu-conv-channels-last-linalg). It is
+    # small (below the im2col size), so it is one reduction generic reading the unpadded
+    # input through clamped tensor.extract with the padding taps zeroed
+    # (fusilli/passes/conv_direct.py): no tensor.pad. The bias add and relu become one
+    # linalg.generic iterating NHWC, with the bias broadcast. On gfx942 (rule
+    # amdgpu-conv-upstream) the conv stays torch.aten.convolution on permuted operands, as
+    # upstream Fusilli emits it, for IREE's GPU pipeline to propagate the transposes; the
+    # epilogue still fuses.
     # CHECK-LABEL: TEST: conv_nhwc_krsc_bias_relu_optimized
-    # CHECK-DAG: #[[NHWC:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3, d1)>
-    # CHECK-DAG: #[[BIAS:.*]] = affine_map<(d0, d1, d2, d3) -> (0, d1, 0, 0)>
-    # CHECK: torch.aten.permute %{{.*}} -> !torch.vtensor<[3,3,8,16],f32>
-    # CHECK: %[[PAD:.*]] = tensor.pad
-    # CHECK: %[[CONV:.*]] = linalg.conv_2d_nhwc_hwcf {{.*}} ins(%[[PAD]], %{{.*}} : tensor<2x10x10x8xf32>, tensor<3x3x8x16xf32>)
-    # CHECK: %[[Y:.*]] = torch_c.from_builtin_tensor %[[CONV]]
-    # CHECK: %[[YB:.*]] = torch_c.to_builtin_tensor %[[Y]]
-    # CHECK: %[[G:.*]] = linalg.generic {indexing_maps = [#[[NHWC]], #[[BIAS]], #[[NHWC]]]
-    # CHECK-SAME: ins(%[[YB]], %{{.*}} : tensor<2x8x8x16xf32>, tensor<1x16x1x1xf32>) outs(%{{.*}} : tensor<2x8x8x16xf32>)
-    # CHECK: arith.addf
-    # CHECK: arith.maximumf
-    # CHECK: %[[R:.*]] = torch_c.from_builtin_tensor %[[G]]
-    # CHECK-NOT: torch.aten.permute
-    # CHECK: torch.overwrite.tensor.contents %[[R]] overwrites
+    # AMDGPU-NOT: linalg.conv_2d
+    # AMDGPU: %[[Y:.*]] = torch.aten.convolution {{.*}} -> !torch.vtensor<[2,16,8,8],f32>
+    # AMDGPU: %[[YB:.*]] = torch_c.to_builtin_tensor %[[Y]]
+    # AMDGPU: linalg.generic {{.*}} ins(%[[YB]], %{{.*}} : tensor<2x16x8x8xf32>, tensor<1x16x1x1xf32>) outs(%{{.*}} : tensor<2x8x8x16xf32>)
+    # CPU-DAG: #[[HWCF:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d5, d6, d3)>
+    # CPU-DAG: #[[OUT:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>
+    # CPU-DAG: #[[NHWC:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+    # CPU-DAG: #[[BIAS:.*]] = affine_map<(d0, d1, d2, d3) -> (0, d3, 0, 0)>
+    # CPU: torch.aten.permute %{{.*}} -> !torch.vtensor<[3,3,8,16],f32>
+    # CPU-NOT: tensor.pad
+    # CPU: %[[CONV:.*]] = linalg.generic {indexing_maps = [#[[HWCF]], #[[OUT]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%{{.*}} : tensor<3x3x8x16xf32>) outs(%{{.*}} : tensor<2x8x8x16xf32>)
+    # CPU: arith.cmpi ult
+    # CPU: tensor.extract %{{.*}} : tensor<2x8x8x8xf32>
+    # CPU: arith.select
+    # CPU: math.fma
+    # CPU: %[[Y:.*]] = torch_c.from_builtin_tensor %[[CONV]]
+    # CPU: %[[YB:.*]] = torch_c.to_builtin_tensor %[[Y]]
+    # CPU: %[[G:.*]] = linalg.generic {indexing_maps = [#[[NHWC]], #[[BIAS]], #[[NHWC]]]
+    # CPU-SAME: ins(%[[YB]], %{{.*}} : tensor<2x8x8x16xf32>, tensor<1x16x1x1xf32>) outs(%{{.*}} : tensor<2x8x8x16xf32>)
+    # CPU: arith.addf
+    # CPU: arith.maximumf
+    # CPU: %[[R:.*]] = torch_c.from_builtin_tensor %[[G]]
+    # CPU-NOT: torch.aten.permute
+    # CPU: torch.overwrite.tensor.contents %[[R]] overwrites
+
+    @run
+    def conv_nhwc_krsc_f16_optimized():
+        print(optimized(build([1, 1], dtype=fs.DataType.HALF)))
+
+    # f16: on the CPU computed in f32 (rule cpu-conv-low-precision-in-f32), widened
+    # once and rounded once; on gfx942 in f16 (MFMA), no f32 conv.
+    # CHECK-LABEL: TEST: conv_nhwc_krsc_f16_optimized
+    # CPU: arith.extf %{{.*}} : f16 to f32
+    # CPU: linalg.generic {{.*}} ins(%{{.*}} : tensor<3x3x8x16xf32>) outs(%{{.*}} : tensor<2x8x8x16xf32>)
+    # CPU: tensor.extract %{{.*}} : tensor<2x8x8x8xf32>
+    # CPU: arith.truncf %{{.*}} : f32 to f16
+    # AMDGPU-NOT: f32>
+    # AMDGPU: torch.aten.convolution {{.*}} : !torch.vtensor<[2,8,8,8],f16>, !torch.vtensor<[16,8,3,3],f16>, {{.*}} -> !torch.vtensor<[2,16,8,8],f16>

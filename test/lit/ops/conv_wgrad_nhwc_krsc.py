@@ -1,9 +1,10 @@
-# RUN: %python %s | filecheck %s
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 # RUN: %python %s stats | filecheck %s --check-prefix=STATS
 
 import sys
 
-from lit_helpers import print_stats, run
+from lit_helpers import emitted, print_stats, run
 
 import fusilli as fs
 
@@ -29,7 +30,7 @@ else:
 
     @run
     def conv_wgrad_nhwc_krsc():
-        print(build().emit_mlir())
+        print(emitted(build()))
 
     # CHECK-LABEL: TEST: conv_wgrad_nhwc_krsc
     # CHECK: func.func @main(%{{.*}}: !torch.tensor<[8,3,3,2],f32>, %[[DY:.*]]: !torch.vtensor<[2,4,4,8],f32>, %[[X:.*]]: !torch.vtensor<[2,8,8,4],f32>)

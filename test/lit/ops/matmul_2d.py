@@ -1,11 +1,12 @@
-# RUN: %python %s | filecheck %s
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 # RUN: %python %s linalg | filecheck %s --check-prefix=LINALG
 
 # Plain 2-D matmul, row-major A [M, K], B [K, N] and C [M, N]: no permutes.
 
 import sys
 
-from lit_helpers import run
+from lit_helpers import emitted, run
 
 import fusilli as fs
 
@@ -32,7 +33,7 @@ else:
 
     @run
     def matmul_2d():
-        print(build().emit_mlir())
+        print(emitted(build()))
 
     # CHECK-LABEL: TEST: matmul_2d
     # CHECK: func.func @main(%[[C:[a-z0-9_]+]]: !torch.tensor<[4,6],f32>, %[[A:[a-z0-9_]+]]: !torch.vtensor<[4,8],f32>, %[[B:[a-z0-9_]+]]: !torch.vtensor<[8,6],f32>)

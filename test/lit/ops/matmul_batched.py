@@ -1,11 +1,12 @@
-# RUN: %python %s | filecheck %s
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 # RUN: %python %s linalg | filecheck %s --check-prefix=LINALG
 
 # Batched matmul with equal batch dims: [B, M, K] @ [B, K, N].
 
 import sys
 
-from lit_helpers import run
+from lit_helpers import emitted, run
 
 import fusilli as fs
 
@@ -31,7 +32,7 @@ else:
 
     @run
     def matmul_batched():
-        print(build().emit_mlir())
+        print(emitted(build()))
 
     # CHECK-LABEL: TEST: matmul_batched
     # CHECK: func.func @main(%[[C:[a-z0-9_]+]]: !torch.tensor<[2,4,6],f32>, %[[A:[a-z0-9_]+]]: !torch.vtensor<[2,4,8],f32>, %[[B:[a-z0-9_]+]]: !torch.vtensor<[2,8,6],f32>)

@@ -1,9 +1,10 @@
-# RUN: %python %s | filecheck %s
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 
 # Batch dims broadcast as in torch.matmul: extent-1 batch dims on either side,
 # and a B of lower rank than A.
 
-from lit_helpers import run
+from lit_helpers import emitted, run
 
 import fusilli as fs
 
@@ -14,7 +15,7 @@ def matmul(name, a_dim, b_dim):
     b = g.tensor(name="b", dim=b_dim)
     c = g.matmul(a, b, name="mm")
     c.set_output(True).set_name("c")
-    print(g.emit_mlir())
+    print(emitted(g))
 
 
 @run

@@ -1,9 +1,10 @@
-# RUN: %python %s | filecheck %s
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 
 # A result stored with non-contiguous (column-major per batch) strides: the
 # logical result is permuted to C's physical order before it is written.
 
-from lit_helpers import run
+from lit_helpers import emitted, run
 
 import fusilli as fs
 
@@ -15,7 +16,7 @@ def matmul_column_major_c():
     b = g.tensor(name="b", dim=[2, 8, 6])
     c = g.matmul(a, b, name="mm")
     c.set_output(True).set_name("c").set_stride([24, 1, 4])
-    print(g.emit_mlir())
+    print(emitted(g))
 
 
 # CHECK-LABEL: TEST: matmul_column_major_c

@@ -1,10 +1,11 @@
-# RUN: %python %s | filecheck %s
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 
 # Transposed operands are given by strides, as with a PyTorch tensor's
 # .stride(): a column-major A [M, K] arrives physically as [K, M] and is
 # permuted to logical order before torch.aten.matmul; likewise B.
 
-from lit_helpers import run
+from lit_helpers import emitted, run
 
 import fusilli as fs
 
@@ -15,7 +16,7 @@ def matmul(name, a_stride, b_stride):
     b = g.tensor(name="b", dim=[8, 6], stride=b_stride)
     c = g.matmul(a, b, name="mm")
     c.set_output(True).set_name("c")
-    print(g.emit_mlir())
+    print(emitted(g))
 
 
 @run

@@ -1,10 +1,11 @@
-# RUN: %python %s | filecheck %s
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 
 # Pointwise ADD: torch.aten.add.Tensor with alpha = 1; channels-last operands
 # are permuted to logical order and the result back (the layout pass removes
 # the pairs this leaves between ops).
 
-from lit_helpers import run
+from lit_helpers import emitted, optimized, run
 
 import fusilli as fs
 
@@ -21,7 +22,7 @@ def build(layout):
 
 @run
 def add_nchw():
-    print(build("NCHW").emit_mlir())
+    print(emitted(build("NCHW")))
 
 
 # CHECK-LABEL: TEST: add_nchw
@@ -34,7 +35,7 @@ def add_nchw():
 
 @run
 def add_nhwc():
-    print(build("NHWC").emit_mlir())
+    print(emitted(build("NHWC")))
 
 
 # CHECK-LABEL: TEST: add_nhwc
@@ -48,7 +49,7 @@ def add_nhwc():
 
 @run
 def add_nhwc_optimized():
-    print(build("NHWC").mlir("optimized"))
+    print(optimized(build("NHWC")))
 
 
 # The permutes sink below the add and cancel: the add runs in physical order.

@@ -1,10 +1,11 @@
-# RUN: %python %s | filecheck %s
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 
 # A bias broadcast over a channels-last activation, two ways: by shape
 # ([1, C, 1, 1], torch broadcasting) and by strides (dim [N, C, H, W] with
 # stride 0 in the broadcast dims, which emission expands).
 
-from lit_helpers import run
+from lit_helpers import emitted, run
 
 import fusilli as fs
 
@@ -17,7 +18,7 @@ def bias_broadcast_by_shape():
     b = g.tensor(name="b", dim=[1, 3, 1, 1])
     y = g.add(x, b, name="bias")
     y.set_output(True).set_name("y")
-    print(g.emit_mlir())
+    print(emitted(g))
 
 
 # CHECK-LABEL: TEST: bias_broadcast_by_shape
@@ -35,7 +36,7 @@ def bias_broadcast_by_stride():
     b = g.tensor(name="b", dim=[2, 3, 4], stride=[0, 1, 0])
     y = g.add(x, b, name="bias")
     y.set_output(True).set_name("y")
-    print(g.emit_mlir())
+    print(emitted(g))
 
 
 # CHECK-LABEL: TEST: bias_broadcast_by_stride

@@ -1,9 +1,10 @@
-# RUN: %python %s | filecheck %s
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 
 # Pointwise DIV: torch.aten.div.Tensor (true division), broadcasting a
 # [1, 3, 1] divisor over [2, 3, 4].
 
-from lit_helpers import run
+from lit_helpers import emitted, run
 
 import fusilli as fs
 
@@ -15,7 +16,7 @@ def div_broadcast():
     b = g.tensor(name="b", dim=[1, 3, 1])
     c = g.div(a, b, name="div")
     c.set_output(True).set_name("c")
-    print(g.emit_mlir())
+    print(emitted(g))
 
 
 # CHECK-LABEL: TEST: div_broadcast

@@ -1,10 +1,11 @@
-# RUN: %python %s | filecheck %s
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 
 # Pointwise MUL: torch.aten.mul.Tensor. With f16 graph inputs and outputs the
 # op computes in compute_data_type (f32): operands are cast up, the result is
 # cast down once.
 
-from lit_helpers import run
+from lit_helpers import emitted, run
 
 import fusilli as fs
 
@@ -20,7 +21,7 @@ def build(io_type):
 
 @run
 def mul_f32():
-    print(build(fs.DataType.FLOAT).emit_mlir())
+    print(emitted(build(fs.DataType.FLOAT)))
 
 
 # CHECK-LABEL: TEST: mul_f32
@@ -32,7 +33,7 @@ def mul_f32():
 
 @run
 def mul_f16_computes_in_f32():
-    print(build(fs.DataType.HALF).emit_mlir())
+    print(emitted(build(fs.DataType.HALF)))
 
 
 # CHECK-LABEL: TEST: mul_f16_computes_in_f32

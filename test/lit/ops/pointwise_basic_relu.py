@@ -1,9 +1,10 @@
-# RUN: %python %s | filecheck %s
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 
 # Pointwise RELU_FWD: torch.aten.relu, and its body after epilogue fusion
 # (a maximum against 0 in a linalg.generic).
 
-from lit_helpers import run
+from lit_helpers import emitted, optimized, run
 
 import fusilli as fs
 
@@ -18,7 +19,7 @@ def build():
 
 @run
 def relu():
-    print(build().emit_mlir())
+    print(emitted(build()))
 
 
 # CHECK-LABEL: TEST: relu
@@ -29,7 +30,7 @@ def relu():
 
 @run
 def relu_optimized():
-    print(build().mlir("optimized"))
+    print(optimized(build()))
 
 
 # CHECK-LABEL: TEST: relu_optimized

@@ -1,9 +1,10 @@
-# RUN: %python %s | filecheck %s
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 
 # A scalar operand from g.scalar is a compile-time constant: a one-element
 # torch.vtensor.literal, not a function argument.
 
-from lit_helpers import run
+from lit_helpers import emitted, run
 
 import fusilli as fs
 
@@ -15,7 +16,7 @@ def mul_by_scalar():
     s = g.scalar(2.5, data_type=fs.DataType.FLOAT)
     c = g.mul(a, s, name="scale")
     c.set_output(True).set_name("c")
-    print(g.emit_mlir())
+    print(emitted(g))
 
 
 # CHECK-LABEL: TEST: mul_by_scalar
@@ -32,7 +33,7 @@ def add_scalar_first():
     s = g.scalar(1.0)
     c = g.add(s, a, name="add")
     c.set_output(True).set_name("c")
-    print(g.emit_mlir())
+    print(emitted(g))
 
 
 # CHECK-LABEL: TEST: add_scalar_first

@@ -1,8 +1,9 @@
-# RUN: %python %s | filecheck %s
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 
 # Pointwise SUB: torch.aten.sub.Tensor with alpha = 1.
 
-from lit_helpers import run
+from lit_helpers import emitted, run
 
 import fusilli as fs
 
@@ -14,7 +15,7 @@ def sub():
     b = g.tensor(name="b", dim=[2, 3, 4])
     c = g.sub(a, b, name="sub")
     c.set_output(True).set_name("c")
-    print(g.emit_mlir())
+    print(emitted(g))
 
 
 # CHECK-LABEL: TEST: sub

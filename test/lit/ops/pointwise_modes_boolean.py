@@ -1,9 +1,10 @@
-# RUN: %python %s | filecheck %s
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 
 # Comparison and logical modes give i1 (BOOLEAN) results whatever the graph's data
 # types; binary_select(cond, a, b) is torch.where(cond, a, b).
 
-from lit_helpers import run
+from lit_helpers import emitted, run
 
 import fusilli as fs
 
@@ -15,7 +16,7 @@ def boolean(mode: fs.PointwiseMode):
         g = fs.Graph(name=mode.value, io_data_type=fs.DataType.HALF)
         ins = [g.tensor(name=name, dim=[2, 3]) for name in ("x", "y")[: 1 if mode == M.LOGICAL_NOT else 2]]
         g.pointwise(*ins, mode=mode, name="op").set_output(True).set_name("out")
-        print(g.emit_mlir())
+        print(emitted(g))
 
     case.__name__ = mode.value
     run(case)
@@ -70,7 +71,7 @@ def binary_select():
     cond = g.tensor(name="cond", dim=[2, 1], data_type=fs.DataType.BOOLEAN)
     a = g.tensor(name="a", dim=[2, 3])
     g.binary_select(cond, a, g.scalar(0.0, name="zero"), name="op").set_output(True).set_name("out")
-    print(g.emit_mlir())
+    print(emitted(g))
 
 
 # CHECK-LABEL: TEST: binary_select

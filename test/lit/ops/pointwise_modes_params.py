@@ -1,4 +1,5 @@
-# RUN: %python %s | filecheck %s
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 # RUN: %python %s stats | filecheck %s --check-prefix=STATS
 
 # Pointwise modes with parameters (elu alpha, softplus beta/threshold, swish beta)
@@ -7,7 +8,7 @@
 
 import sys
 
-from lit_helpers import print_stats, run
+from lit_helpers import emitted, optimized, print_stats, run
 
 import fusilli as fs
 
@@ -44,7 +45,7 @@ else:
 
     @run
     def elu_default():
-        print(one("elu").emit_mlir())
+        print(emitted(one("elu")))
 
     # CHECK-LABEL: TEST: elu_default
     # CHECK: %[[ALPHA:.*]] = torch.constant.float 1.000000e+00
@@ -54,7 +55,7 @@ else:
 
     @run
     def elu_alpha():
-        print(one("elu", alpha=0.5).emit_mlir())
+        print(emitted(one("elu", alpha=0.5)))
 
     # CHECK-LABEL: TEST: elu_alpha
     # CHECK: %[[ALPHA:.*]] = torch.constant.float 5.000000e-01
@@ -62,7 +63,7 @@ else:
 
     @run
     def softplus_default():
-        print(one("softplus").emit_mlir())
+        print(emitted(one("softplus")))
 
     # CHECK-LABEL: TEST: softplus_default
     # CHECK: %[[BETA:.*]] = torch.constant.float 1.000000e+00
@@ -71,7 +72,7 @@ else:
 
     @run
     def softplus_params():
-        print(one("softplus", beta=2.0, threshold=10.0).emit_mlir())
+        print(emitted(one("softplus", beta=2.0, threshold=10.0)))
 
     # CHECK-LABEL: TEST: softplus_params
     # CHECK: %[[BETA:.*]] = torch.constant.float 2.000000e+00
@@ -81,7 +82,7 @@ else:
     # x * sigmoid(beta * x)
     @run
     def swish():
-        print(one("swish", beta=2.0).emit_mlir())
+        print(emitted(one("swish", beta=2.0)))
 
     # CHECK-LABEL: TEST: swish
     # CHECK: func.func @main(%[[OUT:[a-z0-9_]+]]: !torch.tensor<[2,3],f32>, %[[X:[a-z0-9_]+]]: !torch.vtensor<[2,3],f32>)
@@ -94,7 +95,7 @@ else:
     # dy * (s + beta*x * s * (1 - s)), s = sigmoid(beta * x)
     @run
     def swish_bwd():
-        print(one("swish_bwd", 2).emit_mlir())
+        print(emitted(one("swish_bwd", 2)))
 
     # CHECK-LABEL: TEST: swish_bwd
     # CHECK: func.func @main(%[[OUT:[a-z0-9_]+]]: !torch.tensor<[2,3],f32>, %[[DY:[a-z0-9_]+]]: !torch.vtensor<[2,3],f32>, %[[X:[a-z0-9_]+]]: !torch.vtensor<[2,3],f32>)
@@ -111,7 +112,7 @@ else:
     # After fusion the whole chain is one linalg.generic computing the bodies.
     @run
     def chain_optimized():
-        print(chain().mlir("optimized"))
+        print(optimized(chain()))
 
     # CHECK-LABEL: TEST: chain_optimized
     # CHECK-NOT: torch.aten.gelu

@@ -1,8 +1,9 @@
-# RUN: %python %s | filecheck %s
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 
 # Single-op unary pointwise modes: the torch op each emits on a [2,3] f32 input.
 
-from lit_helpers import run
+from lit_helpers import emitted, run
 
 import fusilli as fs
 
@@ -14,7 +15,7 @@ def unary(mode: fs.PointwiseMode, data_type=fs.DataType.FLOAT, **params):
         g = fs.Graph(name=mode.value, io_data_type=data_type)
         x = g.tensor(name="x", dim=[2, 3])
         g.pointwise(x, mode=mode, name="op", **params).set_output(True).set_name("out")
-        print(g.emit_mlir())
+        print(emitted(g))
 
     case.__name__ = mode.value if data_type == fs.DataType.FLOAT else f"{mode.value}_{data_type.short_name}"
     run(case)

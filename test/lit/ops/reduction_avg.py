@@ -1,4 +1,5 @@
-# RUN: %python %s | filecheck %s
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 # RUN: %python %s stats | filecheck %s --check-prefix=STATS
 
 # Reduction AVG: mean.dim over the reduced dims, keepdim, dtype none.
@@ -6,7 +7,7 @@
 
 import sys
 
-from lit_helpers import print_stats, run
+from lit_helpers import emitted, print_stats, run
 
 import fusilli as fs
 
@@ -33,7 +34,7 @@ else:
 
     @run
     def avg_axes():
-        print(build().emit_mlir())
+        print(emitted(build()))
 
     # CHECK-LABEL: TEST: avg_axes
     # CHECK: func.func @main(%[[OUT:[a-z0-9_]+]]: !torch.tensor<[2,1,4],f32>, %[[X:[a-z0-9_]+]]: !torch.vtensor<[2,3,4],f32>)
@@ -45,7 +46,7 @@ else:
 
     @run
     def avg_implied_by_y_dims():
-        print(build(implied=True).emit_mlir())
+        print(emitted(build(implied=True)))
 
     # CHECK-LABEL: TEST: avg_implied_by_y_dims
     # CHECK: func.func @main(%[[OUT:[a-z0-9_]+]]: !torch.tensor<[2,1,4],f32>, %[[X:[a-z0-9_]+]]: !torch.vtensor<[2,3,4],f32>)

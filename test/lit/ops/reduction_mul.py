@@ -1,4 +1,5 @@
-# RUN: %python %s | filecheck %s
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 # RUN: %python %s stats | filecheck %s --check-prefix=STATS
 
 # Reduction MUL: prims.prod (which drops the reduced dims), then unsqueeze back to keepdim.
@@ -6,7 +7,7 @@
 
 import sys
 
-from lit_helpers import print_stats, run
+from lit_helpers import emitted, print_stats, run
 
 import fusilli as fs
 
@@ -33,7 +34,7 @@ else:
 
     @run
     def mul_axes():
-        print(build().emit_mlir())
+        print(emitted(build()))
 
     # CHECK-LABEL: TEST: mul_axes
     # CHECK: func.func @main(%[[OUT:[a-z0-9_]+]]: !torch.tensor<[2,1,4],f32>, %[[X:[a-z0-9_]+]]: !torch.vtensor<[2,3,4],f32>)
@@ -46,7 +47,7 @@ else:
 
     @run
     def mul_implied_by_y_dims():
-        print(build(implied=True).emit_mlir())
+        print(emitted(build(implied=True)))
 
     # CHECK-LABEL: TEST: mul_implied_by_y_dims
     # CHECK: func.func @main(%[[OUT:[a-z0-9_]+]]: !torch.tensor<[2,1,4],f32>, %[[X:[a-z0-9_]+]]: !torch.vtensor<[2,3,4],f32>)
@@ -63,7 +64,7 @@ else:
         g = fs.Graph(name="reduction_mul_dynamic")
         x = g.tensor(name="x", dim=[2, 3, 4], dynamic_dims=[0])
         g.reduction(x, mode=fs.ReductionMode.MUL, axes=[1, 2], name="red").set_output(True).set_name("y")
-        print(g.emit_mlir())
+        print(emitted(g))
 
     # CHECK-LABEL: TEST: mul_dynamic_batch
     # CHECK: %[[P1:.*]] = torch.aten.prod.dim_int %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : !torch.vtensor<[?,3,4],f32>, !torch.int, !torch.bool, !torch.none -> !torch.vtensor<[?,1,4],f32>

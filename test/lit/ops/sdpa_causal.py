@@ -1,9 +1,10 @@
-# RUN: %python %s | filecheck %s
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 # RUN: %python %s stats | filecheck %s --check-prefix=STATS
 
 import sys
 
-from lit_helpers import print_stats, run
+from lit_helpers import emitted, print_stats, run
 
 import fusilli as fs
 
@@ -29,9 +30,17 @@ else:
 
     @run
     def sdpa_causal():
-        print(build().emit_mlir())
+        print(emitted(build()))
 
+    # CPU (tiny: rule cpu-sdpa-fused): torch's SDPA op with a constant causal mask.
+    # AMDGPU (rule amdgpu-sdpa-fused-attention): iree_linalg_ext.attention with a
+    # computed boolean [Sq, Skv] mask read through its indexing map.
     # CHECK-LABEL: TEST: sdpa_causal
-    # CHECK: %[[MASK:.*]] = torch.vtensor.literal({{.*}}) : !torch.vtensor<[1,2,8,8],f32>
-    # CHECK: %[[SCALE:.*]] = torch.constant.float 5.000000e-01
-    # CHECK: torch.aten.scaled_dot_product_attention %{{.*}}, %{{.*}}, %{{.*}}, %[[MASK]], %{{.*}}, %{{.*}}, %[[SCALE]], %{{.*}} : {{.*}} -> !torch.vtensor<[1,2,8,4],f32>
+    # CPU: %[[MASK:.*]] = torch.vtensor.literal({{.*}}) : !torch.vtensor<[1,2,8,8],f32>
+    # CPU: %[[SCALE:.*]] = torch.constant.float 5.000000e-01
+    # CPU: torch.aten.scaled_dot_product_attention %{{.*}}, %{{.*}}, %{{.*}}, %[[MASK]], %{{.*}}, %{{.*}}, %[[SCALE]], %{{.*}} : {{.*}} -> !torch.vtensor<[1,2,8,4],f32>
+    # AMDGPU-NOT: scaled_dot_product_attention
+    # AMDGPU: torch.aten.le.Tensor {{.*}} -> !torch.vtensor<[8,8],i1>
+    # AMDGPU: %[[SCALE:.*]] = arith.constant 5.000000e-01 : f32
+    # AMDGPU: %[[MASK:.*]] = torch_c.to_builtin_tensor %{{.*}} : !torch.vtensor<[8,8],i1> -> tensor<8x8xi1>
+    # AMDGPU: iree_linalg_ext.attention {{.*}} ins(%{{.*}}, %{{.*}}, %{{.*}}, %[[SCALE]], %[[MASK]] : tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, f32, tensor<8x8xi1>)

@@ -1,9 +1,10 @@
-# RUN: %python %s | filecheck %s
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 # RUN: %python %s stats | filecheck %s --check-prefix=STATS
 
 import sys
 
-from lit_helpers import print_stats, run
+from lit_helpers import emitted, print_stats, run
 
 import fusilli as fs
 
@@ -36,17 +37,23 @@ else:
 
     @run
     def sdpa_gqa():
-        print(build(2).emit_mlir())
+        print(emitted(build(2)))
 
-    # Query heads are folded into the sequence dim: no copy of K/V.
+    # On the CPU query heads are folded into the sequence dim of torch's SDPA op: no
+    # copy of K/V. On gfx942: iree_linalg_ext.attention with a head-group loop (q read as
+    # [B, Hk, Hq/Hk, S, D]), K/V read at their own head count.
     # CHECK-LABEL: TEST: sdpa_gqa
-    # CHECK: %[[Q:.*]] = torch.aten.reshape %{{.*}} -> !torch.vtensor<[1,2,16,4],f32>
-    # CHECK: %[[O:.*]] = torch.aten.scaled_dot_product_attention %[[Q]], {{.*}} -> !torch.vtensor<[1,2,16,4],f32>
-    # CHECK: torch.aten.reshape %[[O]], {{.*}} -> !torch.vtensor<[1,4,8,4],f32>
+    # CPU: %[[Q:.*]] = torch.aten.reshape %{{.*}} -> !torch.vtensor<[1,2,16,4],f32>
+    # CPU: %[[O:.*]] = torch.aten.scaled_dot_product_attention %[[Q]], {{.*}} -> !torch.vtensor<[1,2,16,4],f32>
+    # CPU: torch.aten.reshape %[[O]], {{.*}} -> !torch.vtensor<[1,4,8,4],f32>
+    # AMDGPU-NOT: scaled_dot_product_attention
+    # AMDGPU: %[[O:.*]] = iree_linalg_ext.attention {{.*}} ins({{.*}} : tensor<1x2x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, f32) outs({{.*}} : tensor<1x2x2x8x4xf32>)
+    # AMDGPU: %[[OT:.*]] = torch_c.from_builtin_tensor %[[O]]
+    # AMDGPU: torch.aten.reshape %[[OT]], {{.*}} -> !torch.vtensor<[1,4,8,4],f32>
 
     @run
     def sdpa_gqa_hk_ne_hv():
-        print(build(1).emit_mlir())
+        print(emitted(build(1)))
 
     # Hk = 2, Hv = 1: loops (b, lo=1, x=2, r=2, m, n, k1, k2); V's map has no x loop, so V is
     # read at its own head count (no repeat).

@@ -1,8 +1,17 @@
-// RUN: %fusilli-opt %s --pass-pipeline=fusilli-conv-layout | filecheck %s
+// RUN: env FUSILLI_CONV_LOWERING=linalg %fusilli-opt %s --pass-pipeline=fusilli-conv-layout | filecheck %s
+// RUN: %fusilli-opt %s --pass-pipeline=fusilli-conv-layout | filecheck %s --check-prefix=AUTO
 
 // A padded 3x3 conv on NHWC input/filter/output: the NCHW torch convolution
 // with permutes around becomes linalg.conv_2d_nhwc_hwcf on the NHWC input
 // (tensor.pad, fill), the filter transposed to HWCF; no activation permute.
+// By default (FUSILLI_CONV_LOWERING=auto) this small padded conv is instead one
+// reduction generic reading the unpadded input (fusilli/passes/conv_direct.py).
+// AUTO-LABEL: func.func @conv3x3_nhwc(
+// AUTO-NOT: tensor.pad
+// AUTO: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%{{.*}} : tensor<3x3x4x16xf32>) outs(%{{.*}} : tensor<1x8x8x16xf32>)
+// AUTO: tensor.extract %{{.*}} : tensor<1x8x8x4xf32>
+// AUTO-NOT: tensor.pad
+// AUTO-LABEL: func.func @strided_dilated(
 // CHECK-LABEL: func.func @conv3x3_nhwc(
 // CHECK-SAME: %[[X:[a-z0-9_]+]]: !torch.vtensor<[1,8,8,4],f32>, %[[W:[a-z0-9_]+]]: !torch.vtensor<[16,3,3,4],f32>
 // CHECK: %[[WP:.*]] = torch.aten.permute %[[W]], %{{.*}} -> !torch.vtensor<[3,3,4,16],f32>

@@ -16,9 +16,11 @@
 // CHECK-DAG: #[[BT:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
 // CHECK-DAG: #[[C:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
 // CHECK-DAG: #[[GATHER_S2:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1 * 2 + d3, d2 * 2 + d4, d5)>
-// By default only the heavy bf16 conv takes im2col; f32 and f16 keep the linalg path.
+// By default (on an x86 host with AVX2 or AVX-512) the heavy 3x3 stride-1 conv is a
+// Winograd conv computed in f32 (cpu-conv-winograd), the strided f32 conv keeps the
+// linalg path, the 1x1 one is a matmul.
 // AUTO-LABEL: func.func @im2col_3x3_bf16(
-// AUTO: linalg.matmul {{.*}} ins(%{{.*}}, %{{.*}} : tensor<4096x576xbf16>, tensor<64x576xbf16>) outs(%{{.*}} : tensor<4096x64xf32>)
+// AUTO: linalg.batch_matmul {{.*}} ins(%{{.*}}, %{{.*}} : tensor<36x256x64xf32>, tensor<36x64x64xf32>)
 // AUTO-LABEL: func.func @im2col_strided_f32(
 // AUTO: linalg.conv_2d_nhwc_hwcf
 // AUTO-LABEL: func.func @im2col_1x1_f16(

@@ -3,8 +3,8 @@
 // Affine maps print at the top of the module, before every function.
 // CHECK-DAG: #[[ID3:.*]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 // CHECK-DAG: #[[ID4:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
-// CHECK-DAG: #[[BIAS:.*]] = affine_map<(d0, d1, d2, d3) -> (0, d1, 0, 0)>
-// CHECK-DAG: #[[NHWC:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3, d1)>
+// CHECK-DAG: #[[BIAS:.*]] = affine_map<(d0, d1, d2, d3) -> (0, d3, 0, 0)>
+// CHECK-DAG: #[[NCHW:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, d1, d2)>
 // CHECK-DAG: #[[ID2:.*]] = affine_map<(d0, d1) -> (d0, d1)>
 // CHECK-DAG: #[[T:.*]] = affine_map<(d0, d1) -> (d1, d0)>
 // CHECK-DAG: #[[ROW:.*]] = affine_map<(d0, d1) -> (0, d1)>
@@ -37,14 +37,16 @@ func.func @chain_add_mul_relu(%x: !torch.vtensor<[2,3,4],f32>, %y: !torch.vtenso
 
 // Conv + bias + relu in NCHW, stored NHWC: the bias leaf gets a broadcast
 // map (constant 0 in its unit dims), and the trailing NCHW -> NHWC permute is
-// absorbed as the output map, so the generic writes NHWC directly.
+// absorbed: the generic iterates in the stored NHWC order (channels innermost,
+// so it vectorizes along memory and fuses into a producer iterating the same
+// way) and reads the NCHW operands through permuted maps.
 // CHECK-LABEL: func.func @bias_relu_trailing_permute(
 // CHECK-SAME: %[[X:[a-z0-9_]+]]: !torch.vtensor<[2,3,4,5],f32>, %[[W:[a-z0-9_]+]]: !torch.vtensor<[6,3,1,1],f32>, %[[B:[a-z0-9_]+]]: !torch.vtensor<[1,6,1,1],f32>
 // CHECK: %[[CONV:.*]] = torch.aten.convolution %[[X]], %[[W]]
 // CHECK-DAG: %[[CB:.*]] = torch_c.to_builtin_tensor %[[CONV]]
 // CHECK-DAG: %[[BB:.*]] = torch_c.to_builtin_tensor %[[B]]
 // CHECK: %[[INIT:.*]] = tensor.empty() : tensor<2x4x5x6xf32>
-// CHECK: %[[G:.*]] = linalg.generic {indexing_maps = [#[[ID4]], #[[BIAS]], #[[NHWC]]]
+// CHECK: %[[G:.*]] = linalg.generic {indexing_maps = [#[[NCHW]], #[[BIAS]], #[[ID4]]]
 // CHECK-SAME: ins(%[[CB]], %[[BB]] : tensor<2x6x4x5xf32>, tensor<1x6x1x1xf32>) outs(%[[INIT]] : tensor<2x4x5x6xf32>)
 // CHECK: arith.addf
 // CHECK: arith.maximumf

@@ -34,7 +34,7 @@ if len(sys.argv) > 2 and sys.argv[1] == "json":
     sys.exit(0)
 
 # OPT-UNPADDED: dispatch-count: 1
-# OPT-PADDED: dispatch-count: 2
+# OPT-PADDED: dispatch-count: 1
 
 
 @run
@@ -47,15 +47,15 @@ def conv_bias_relu_unpadded():
 # STATS: transient-memory-bytes: 0
 
 
-# The padded convolution takes 2 dispatches on CPU: the pad is its own
-# dispatch. IREE can fuse it into the convolution's
-# (--iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops), but
-# in IREE 3.13 that flag makes CPU code that crashes when run, so fusilli
-# refuses it on CPU (CPU_CRASHING_FLAGS in fusilli/backend/targets.py).
+# The padded convolution is 1 dispatch too (upstream Fusilli: 2, the pad its own):
+# below the im2col size fusilli-conv-layout folds the padding into the conv's input
+# read (fusilli/passes/conv_direct.py) instead of using IREE's pad fusion flag, which
+# in IREE 3.13 makes CPU code that crashes when run (CPU_CRASHING_FLAGS in
+# fusilli/backend/targets.py).
 @run
 def conv_bias_relu_padded():
     print_stats(build([1, 1]))
 
 
 # STATS-LABEL: TEST: conv_bias_relu_padded
-# STATS: dispatch-count: 2
+# STATS: dispatch-count: 1

@@ -1,0 +1,618 @@
+"""Lowering rules: every hardware-dependent choice, named, per target.
+
+JAX registers an op's lowering per platform; fusilli goes one step finer. Each
+choice that depends on the hardware (a rewrite, a compute type, a compiler
+flag) is a ``Rule``: a name, the backend it is for, the op kinds it covers,
+the *aspect* it decides (``compute``: the element type the arithmetic runs in;
+``algorithm``: how the op is expressed; ``flags``: compiler flags), a predicate
+on the op's ``Problem`` (kind, element type, arithmetic, shape facts) and the
+``Target`` (backend, arch, ISA features), and the measurement that justifies it.
+For each node and aspect the first registered rule whose predicate holds is the
+choice; its predicate returns the fact that made it hold (a size, a data type,
+an ISA feature), which ``explain`` prints. Emitters and passes ask ``choose``;
+``compile_flags`` collects the flags of a graph's choices (they join the cache
+key through ``Target.flags``).
+
+Adding a rule (a Winograd conv, a GEMM tile configuration, a new ISA's kernel):
+register its predicate with ``@rule(name, backend, kinds, aspect, flags=...,
+evidence=...)`` above the rules it should take precedence over, and have the
+lowering or pass that implements it test ``choice.rule is THE_RULE``;
+``explain`` and the cache key pick it up by themselves.
+
+This module is IR-free: the cache key and ``Graph.explain`` use it without
+loading the MLIR bindings. Measurements quoted are ``fusilli-benchmark
+--compare torch`` ratios (PyTorch time / fusilli time, same run) on the 2-core
+dev machine (AMD Zen 4/5, AVX-512 + avx512bf16); the AVX2 side is the same
+machine compiling for ``arch="x86-64-v3"`` against PyTorch run with
+``ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2`` (BENCHMARKS.md, one table
+per ISA).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from fusilli.backend.targets import Backend, Target
+from fusilli.types import DataType
+
+# ---------------------------------------------------------------- problems
+
+
+@dataclass(frozen=True)
+class Problem:
+    """What a rule looks at: an op's kind, element type, arithmetic and shape facts.
+
+    Built from a graph node (``problem_of``) or, inside a pass, from the IR op
+    the node became, so a node and its IR get the same answer.
+    """
+
+    kind: str
+    element: DataType
+    flops: int = 0
+    facts: Mapping[str, Any] = field(default_factory=dict)
+
+    def fact(self, name: str, default: Any = None) -> Any:
+        return self.facts.get(name, default)
+
+
+def _sdpa_facts(node: Any) -> dict[str, Any]:
+    q, k, v = (node.tensor(s) for s in ("Q", "K", "V"))
+    bsz, hq, sq, d = q.dim
+    hk, hv, skv = k.dim[1], v.dim[1], k.dim[2]
+    lo, hi = sorted((hk, hv))
+    groups = hq if hk == hq and hv == hq else (hi if hi % lo == 0 else hq)
+    mask = node.inputs.get("MASK")
+    return {
+        "flops": 4 * bsz * hq * sq * skv * d,
+        "dynamic": any(t.dynamic_dims for t in (q, k, v)),
+        "scores_bytes": 4 * bsz * hq * sq * skv,
+        "causal": bool(node.attrs.is_causal),
+        "rows": sq,
+        "mask": mask is not None,
+        "folded_heads": hq // groups,
+    }
+
+
+def _conv_facts_of_node(node: Any) -> dict[str, Any]:
+    x, w, y = node.conv_operands()
+    channels_last = x.stride[1] == 1 and x.rank > 3
+    # dgrad runs as a forward conv producing DX (stride 1; fusilli/lowering/conv.py).
+    out = x if node.kind == "conv_dgrad" else y
+    return conv_facts(w.dim[2:], node.stride, node.dilation, node.groups, channels_last, out.dim[0], out.dim[2:])
+
+
+def conv_facts(kernel, stride, dilation, groups: int, channels_last: bool, batch: int, out_spatial) -> dict[str, Any]:
+    """The shape facts of a forward conv that algorithm rules look at (from a node or from IR)."""
+    return {
+        "kernel": tuple(kernel),
+        "stride": tuple(stride),
+        "dilation": tuple(dilation),
+        "groups": groups,
+        "channels_last": channels_last,
+        "batch": batch,
+        "out_spatial": tuple(out_spatial),
+    }
+
+
+# Facts beyond the node's workload, per op kind.
+_FACTS: dict[str, Callable[[Any], dict[str, Any]]] = {
+    "sdpa": _sdpa_facts,
+    "conv_fprop": _conv_facts_of_node,
+    "conv_wgrad": _conv_facts_of_node,
+    "conv_dgrad": _conv_facts_of_node,
+}
+
+
+def problem_of(node: Any) -> Problem:
+    """The ``Problem`` of a validated graph node."""
+    from fusilli.tensor import data_type_of
+
+    facts = _FACTS[node.kind](node) if node.kind in _FACTS else {}
+    workload = node.workload()
+    if workload is not None:
+        return Problem(node.kind, workload.element, workload.flops, facts)
+    first = next((t for t in node.inputs.values() if t is not None), None)
+    element = data_type_of(first) if first is not None else DataType.FLOAT
+    return Problem(node.kind, element, int(facts.pop("flops", 0)), facts)
+
+
+# ---------------------------------------------------------------- rules
+
+
+Predicate = Callable[[Problem, Target], "str | None"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    backend: Backend
+    kinds: tuple[str, ...]  # op kinds; () = every kind
+    aspect: str  # "compute", "algorithm" or "flags"
+    applies: Predicate  # the fact that makes the rule hold, or None
+    flags: tuple[str, ...] = ()
+    evidence: str = ""  # the measurement that justifies it
+
+    def covers(self, kind: str, target: Target) -> bool:
+        return self.backend == target.backend and (not self.kinds or kind in self.kinds)
+
+
+@dataclass(frozen=True)
+class Choice:
+    rule: Rule
+    fact: str
+
+    @property
+    def name(self) -> str:
+        return self.rule.name
+
+
+RULES: list[Rule] = []
+
+
+def rule(
+    name: str,
+    backend: Backend,
+    kinds: tuple[str, ...],
+    aspect: str,
+    flags: tuple[str, ...] = (),
+    evidence: str = "",
+) -> Callable[[Predicate], Rule]:
+    """Registers the decorated predicate as a rule; earlier rules take precedence."""
+
+    def register(applies: Predicate) -> Rule:
+        if any(r.name == name for r in RULES):
+            raise ValueError(f"lowering rule {name!r} registered twice")
+        r = Rule(name, backend, kinds, aspect, applies, flags, evidence)
+        RULES.append(r)
+        return r
+
+    return register
+
+
+def choose(problem: Problem, target: Target, aspect: str) -> Choice | None:
+    """The first rule for ``target`` deciding ``aspect`` of ``problem`` that holds."""
+    for r in RULES:
+        if r.aspect == aspect and r.covers(problem.kind, target):
+            fact = r.applies(problem, target)
+            if fact is not None:
+                return Choice(r, fact)
+    return None
+
+
+def choices(problem: Problem, target: Target) -> list[Choice]:
+    """One choice per aspect that has a rule for ``problem`` on ``target``."""
+    out = []
+    for aspect in ASPECTS:
+        c = choose(problem, target, aspect)
+        if c is not None:
+            out.append(c)
+    return out
+
+
+def compile_flags(nodes: Iterable[Any], target: Target) -> list[str]:
+    """The flags the chosen rules of a graph's ``nodes`` add (deduplicated, stable order)."""
+    out: list[str] = []
+    for node in nodes or ():
+        for c in choices(problem_of(node), target):
+            out += [f for f in c.rule.flags if f not in out]
+    return out
+
+
+def explain(nodes: Iterable[Any], target: Target) -> str:
+    """One line per node: each aspect's rule for ``target`` and the fact that chose it."""
+    lines = [f"target: {target.describe()}; features: {describe_features(target)}"]
+    for node in nodes:
+        cs = choices(problem_of(node), target)
+        what = "; ".join(f"{c.name} ({c.fact})" for c in cs) or "no target-specific rule"
+        lines.append(f"{node.name} [{node.kind}]: {what}")
+    return "\n".join(lines)
+
+
+# The features explain lists (all a rule looks at).
+_FEATURES_OF_INTEREST = (
+    "avx2",
+    "fma",
+    "avx512f",
+    "avx512bf16",
+    "avx512fp16",
+    "avx512vnni",
+    "amx-bf16",
+    "amx-fp16",
+    "neon",
+    "sve",
+    "bf16",
+    "fp16fml",
+    "i8mm",
+    "mfma",
+    "wmma",
+)
+
+
+def describe_features(target: Target) -> str:
+    present = [f for f in _FEATURES_OF_INTEREST if f in target.features]
+    if target.gpu is not None and target.gpu.matrix_types:
+        present.append(f"{target.gpu.matrix_unit} types {'/'.join(target.gpu.matrix_types)}")
+    return ", ".join(present) or "none of interest"
+
+
+ASPECTS = ("compute", "algorithm", "flags")
+
+_LOW_PRECISION = (DataType.BFLOAT16, DataType.HALF)
+
+# The ISA features with which IREE's CPU kernels take bf16 / f16 operands as they
+# are, per CPU architecture: native low-precision dot products (avx512bf16,
+# amx; arm bf16, fp16fml) and, for f16 on x86, AVX-512's in-register widening
+# (IREE's f16 ukernel converts with vcvtph2ps zmm). Without them the bf16
+# arithmetic is emulated element by element, and the rule
+# cpu-low-precision-via-f32 widens the operands instead. f16 matmul 1024^3,
+# same-process A/B (benchmarks/ab_low_precision_matmul.py; min / median of
+# 30-40 calls on the loaded 2-core machine): AVX-512 f16 operands 32.6 / 81 ms
+# vs through f32 40.0 / 88 ms; AVX2 (x86-64-v3) f16 operands 92.5 / 154 ms vs
+# through f32 80.0 / 135 ms.
+NATIVE_DOT_FEATURES: dict[str, dict[DataType, tuple[str, ...]]] = {
+    "x86_64": {DataType.BFLOAT16: ("avx512bf16", "amx-bf16"), DataType.HALF: ("avx512fp16", "amx-fp16", "avx512f")},
+    "aarch64": {DataType.BFLOAT16: ("bf16",), DataType.HALF: ("fp16fml",)},
+}
+
+
+def _native_dot_features(target: Target, element: DataType) -> tuple[str, ...]:
+    machine = target.cpu.machine if target.cpu is not None else ""
+    return NATIVE_DOT_FEATURES.get(machine, {}).get(element, ())
+
+
+def native_dot(target: Target, element: DataType) -> str | None:
+    """The ISA feature giving ``target`` native ``element`` dot products, if any."""
+    return next((f for f in _native_dot_features(target, element) if f in target.features), None)
+
+
+def _lacks_native_dot(p: Problem, t: Target) -> str | None:
+    if p.element not in _LOW_PRECISION or native_dot(t, p.element) is not None:
+        return None
+    return f"{p.element.mlir_name}, {t.arch} has no {'/'.join(_native_dot_features(t, p.element)) or 'native dot'}"
+
+
+def _mflop(flops: int) -> str:
+    """``flops`` for people: 2.15 GFLOP, 268 MFLOP."""
+    return f"{flops / 1e9:.3g} GFLOP" if flops >= 1e9 else f"{flops / 1e6:.3g} MFLOP"
+
+
+# ---------------------------------------------------------------- CPU: compute types
+
+CPU_MATMUL_KINDS = ("matmul",)
+CPU_CONV_KINDS = ("conv_fprop", "conv_dgrad", "conv_wgrad")
+# Convs from this size take im2col (the conv flags rule) or the bf16 im2col matmul.
+CPU_CONV_IM2COL_MIN_FLOPS = 1 << 20
+
+CPU_LOW_PRECISION_VIA_F32: Rule = rule(
+    "cpu-low-precision-via-f32",
+    Backend.CPU,
+    CPU_MATMUL_KINDS + CPU_CONV_KINDS + ("sdpa",),
+    "compute",
+    evidence=(
+        "AVX2 (x86-64-v3), benchmarks/ab_low_precision_matmul.py --dtype bf16: bf16 matmul 1024^3 "
+        "through f32 63 ms vs IREE's emulated bf16 3691 ms (same process); against PyTorch AVX2: "
+        "ratio 67 (bf16 matmul) and 3.5 (bf16 3x3 conv), BENCHMARKS.md AVX2 table"
+    ),
+)(_lacks_native_dot)
+
+
+@rule(
+    "cpu-conv-bf16-im2col-matmul",
+    Backend.CPU,
+    ("conv_fprop",),
+    "compute",
+    evidence=(
+        "AVX-512 + avx512bf16: bf16 3x3 4x64x56x56->64 as explicit im2col + bf16 x bf16 -> f32 "
+        "data-tiled ukernel matmul, ratio 0.19 -> 0.31 (min 9.9 -> 6.3 ms) over computing it in f32"
+    ),
+)
+def CPU_CONV_BF16_IM2COL_MATMUL(p: Problem, t: Target) -> str | None:
+    feature = native_dot(t, DataType.BFLOAT16)
+    if p.element != DataType.BFLOAT16 or feature is None or p.flops < CPU_CONV_IM2COL_MIN_FLOPS:
+        return None
+    # Winograd in f32 beats the bf16 ukernel where it applies: bf16 3x3 4x64x56x56->64
+    # min 6.3 ms (bf16 im2col matmul) -> 1.7 ms (Winograd F(4,3) in f32), AVX-512 host.
+    if CPU_CONV_WINOGRAD.applies(p, t) is not None:
+        return None
+    return f"bf16, {_mflop(p.flops)} >= {_mflop(CPU_CONV_IM2COL_MIN_FLOPS)}, {feature}"
+
+
+@rule(
+    "cpu-conv-low-precision-in-f32",
+    Backend.CPU,
+    CPU_CONV_KINDS,
+    "compute",
+    evidence=(
+        "IREE 3.13 cannot im2col an f16/bf16 conv ('arith.addf' op requires the same type) and its "
+        "direct f16 conv is slow; f16 3x3 4x64x56x56->64 in f32: ratio 2.36 (PyTorch's f16 CPU conv is slow)"
+    ),
+)
+def CPU_CONV_LOW_PRECISION_IN_F32(p: Problem, t: Target) -> str | None:
+    return f"{p.element.mlir_name} conv" if p.element in _LOW_PRECISION else None
+
+
+@rule(
+    "cpu-sdpa-decomposed-in-f32",
+    Backend.CPU,
+    ("sdpa",),
+    "compute",
+    evidence="f16 1x8x512x64 decomposed in f32: ratio 1.24 (PyTorch's f16 attention on CPU is slower)",
+)
+def CPU_SDPA_DECOMPOSED_IN_F32(p: Problem, t: Target) -> str | None:
+    if p.element not in _LOW_PRECISION or not _sdpa_decomposes(p):
+        return None
+    return f"{p.element.mlir_name}, decomposed: scores, softmax and both matmuls in f32"
+
+
+@rule(
+    "cpu-own-type",
+    Backend.CPU,
+    CPU_MATMUL_KINDS + CPU_CONV_KINDS + ("sdpa",),
+    "compute",
+    evidence="f32 is native everywhere; bf16/f16 with native dot products use IREE's low-precision ukernels",
+)
+def CPU_OWN_TYPE(p: Problem, t: Target) -> str | None:
+    feature = native_dot(t, p.element)
+    return f"{p.element.mlir_name}" + (f" with {feature}" if feature else "")
+
+
+# ---------------------------------------------------------------- CPU: algorithms
+
+
+def vector_isa(target: Target) -> str:
+    """The vector ISA class CPU tile configs are tuned for: ``avx512``, ``avx2`` or ``generic``."""
+    if "avx512f" in target.features:
+        return "avx512"
+    if {"avx2", "fma"} <= target.features:
+        return "avx2"
+    return "generic"
+
+
+# Winograd F(4x4, 3x3) from this much arithmetic; below it the im2col path's
+# single GEMM wins and small graphs keep few dispatches.
+CPU_CONV_WINOGRAD_MIN_FLOPS = 1 << 24
+# ... and from this many 4x4 output tiles (N * ceil(Ho/4) * ceil(Wo/4)): the filter-side
+# transform costs 36*C*K per call whatever the image size, so small images lose.
+# ResNet-50 3x3 shapes, min ms Winograd vs im2col (AVX-512 host, loaded): 1x28x28 (49
+# tiles) 0.41 vs 1.35, 8x14x14 (128) 8.6 vs 17.8; 1x14x14 (16) 1.30 vs 0.90, 8x7x7 (32)
+# 29.8 vs 19.5, 1x7x7 (4) 9.8 vs 1.6.
+CPU_CONV_WINOGRAD_MIN_TILES = 48
+
+
+def winograd_tiles(p: Problem) -> int:
+    """4x4 output tiles of a conv problem (its batch times the tiles per image)."""
+    return int(p.fact("batch", 0)) * math.prod(-(-int(d) // 4) for d in p.fact("out_spatial", ()))
+
+
+@rule(
+    "cpu-conv-winograd",
+    Backend.CPU,
+    ("conv_fprop", "conv_dgrad", "conv_wgrad"),
+    "algorithm",
+    evidence=(
+        "3x3 + bias + relu 4x64x56x56->64 f32 (fusilli-benchmark --compare torch, min ms): im2col + data "
+        "tiling 9.9 -> Winograd F(4,3) 1.3 (F(6,3) 1.7, F(2,3) 1.8); PyTorch 3.6 (AVX-512 host). "
+        "AVX2 prototype (winograd-cpu.md): 1.34-1.69x PyTorch"
+    ),
+)
+def CPU_CONV_WINOGRAD(p: Problem, t: Target) -> str | None:
+    if p.fact("kernel") != (3, 3) or p.fact("stride") != (1, 1) or p.fact("dilation") != (1, 1):
+        return None
+    if p.fact("groups") != 1 or not p.fact("channels_last") or p.element not in (DataType.FLOAT, *_LOW_PRECISION):
+        return None
+    isa = vector_isa(t)
+    tiles = winograd_tiles(p)
+    if isa == "generic" or p.flops < CPU_CONV_WINOGRAD_MIN_FLOPS or tiles < CPU_CONV_WINOGRAD_MIN_TILES:
+        return None
+    return (
+        f"3x3 stride 1, {_mflop(p.flops)} >= {_mflop(CPU_CONV_WINOGRAD_MIN_FLOPS)}, {tiles} tiles >= "
+        f"{CPU_CONV_WINOGRAD_MIN_TILES}, GEMM tuned for {isa}"
+    )
+
+
+@rule(
+    "cpu-conv-channels-last-linalg",
+    Backend.CPU,
+    CPU_CONV_KINDS,
+    "algorithm",
+    evidence=(
+        "fusilli-conv-layout: a channels-last 2-D conv as linalg.conv_2d_nhwc_hwcf over an HWCF filter "
+        "(a matmul for 1x1) leaves no activation transpose; IREE's NCHW conv with transposes around it "
+        "is several dispatches, and its FHWC conv runs at 0.02-0.07x PyTorch"
+    ),
+)
+def CPU_CONV_CHANNELS_LAST_LINALG(p: Problem, t: Target) -> str | None:
+    return "channels-last 2-D convs; others stay torch.aten.convolution"
+
+
+# Decompose SDPA (matmul, softmax, matmul in f32) from this much arithmetic
+# (4*B*Hq*Sq*Skv*D) while the f32 scores fit in CPU_SDPA_MAX_SCORES_BYTES.
+CPU_SDPA_DECOMPOSE_MIN_FLOPS = 1 << 20
+CPU_SDPA_MAX_SCORES_BYTES = 1 << 30
+# Causal decomposed SDPA with this many query rows is split into query blocks.
+CPU_SDPA_CAUSAL_BLOCK_MIN_ROWS = 256
+
+
+def _sdpa_decomposes(p: Problem) -> bool:
+    return (
+        not p.fact("dynamic")
+        and p.flops >= CPU_SDPA_DECOMPOSE_MIN_FLOPS
+        and p.fact("scores_bytes", 0) <= CPU_SDPA_MAX_SCORES_BYTES
+    )
+
+
+@rule(
+    "cpu-sdpa-causal-query-blocks",
+    Backend.CPU,
+    ("sdpa",),
+    "algorithm",
+    evidence="1x8x512x64 causal f32: 4 query blocks attending to their key prefix, ratio 0.53 -> 0.96",
+)
+def CPU_SDPA_CAUSAL_QUERY_BLOCKS(p: Problem, t: Target) -> str | None:
+    if not (_sdpa_decomposes(p) and p.fact("causal") and not p.fact("mask") and p.fact("folded_heads") == 1):
+        return None
+    if p.fact("rows", 0) < CPU_SDPA_CAUSAL_BLOCK_MIN_ROWS:
+        return None
+    return f"causal, {p.fact('rows')} query rows >= {CPU_SDPA_CAUSAL_BLOCK_MIN_ROWS}, {_mflop(p.flops)}"
+
+
+@rule(
+    "cpu-sdpa-decomposed",
+    Backend.CPU,
+    ("sdpa",),
+    "algorithm",
+    evidence=(
+        "IREE's iree_linalg_ext.attention CPU kernel runs at 1-4 GFLOP/s; matmul/softmax/matmul is ~15x "
+        "faster on 1x8x512x64 f32 (ratio 1.2 for f16)"
+    ),
+)
+def CPU_SDPA_DECOMPOSED(p: Problem, t: Target) -> str | None:
+    if not _sdpa_decomposes(p):
+        return None
+    return f"{_mflop(p.flops)} >= {_mflop(CPU_SDPA_DECOMPOSE_MIN_FLOPS)}, scores {p.fact('scores_bytes')} bytes"
+
+
+@rule(
+    "cpu-sdpa-fused",
+    Backend.CPU,
+    ("sdpa",),
+    "algorithm",
+    evidence="tiny problems run equally fast fused and stay 1 dispatch (1x2x8x4: 0.03 ms either way)",
+)
+def CPU_SDPA_FUSED(p: Problem, t: Target) -> str | None:
+    if p.fact("dynamic"):
+        return "dynamic dims"
+    if p.flops < CPU_SDPA_DECOMPOSE_MIN_FLOPS:
+        return f"{_mflop(p.flops)} < {_mflop(CPU_SDPA_DECOMPOSE_MIN_FLOPS)}"
+    return f"scores {p.fact('scores_bytes')} bytes > {CPU_SDPA_MAX_SCORES_BYTES}"
+
+
+# ---------------------------------------------------------------- CPU: flags
+
+# Data tiling packs operands in dispatches of their own: it pays off on large
+# problems and loses on small ones, and it keeps small fused graphs at one dispatch.
+CPU_MATMUL_MIN_FLOPS = 1 << 28
+CPU_MATMUL_FLAGS = (
+    "--iree-opt-level=O3",
+    "--iree-opt-data-tiling=true",
+    "--iree-llvmcpu-enable-ukernels=all",
+)
+
+
+@rule(
+    "cpu-matmul-data-tiling",
+    Backend.CPU,
+    CPU_MATMUL_KINDS,
+    "flags",
+    flags=CPU_MATMUL_FLAGS,
+    evidence=(
+        "AVX-512: matmul 1024^3 f32 ratio 1.16 -> 1.56 with data tiling + ukernels; batched matmul "
+        "8x256x64x256 (67 MFLOP) 0.94 -> 0.16, hence the 2^28 FLOP threshold"
+    ),
+)
+def CPU_MATMUL_DATA_TILING(p: Problem, t: Target) -> str | None:
+    return f"{_mflop(p.flops)} >= {_mflop(CPU_MATMUL_MIN_FLOPS)}" if p.flops >= CPU_MATMUL_MIN_FLOPS else None
+
+
+# LayerNorm (memory bound) at O3: the training form's stats reduction and Y fuse
+# into one dispatch (x read once). From 1 MFLOP (~128K elements).
+CPU_LAYERNORM_MIN_FLOPS = 1 << 20
+
+
+@rule(
+    "cpu-layernorm-o3",
+    Backend.CPU,
+    ("layernorm",),
+    "flags",
+    flags=("--iree-opt-level=O3",),
+    evidence="4096x768 affine training forward: f32 ratio ~0.4 -> ~0.9-1.1, bf16 ~0.3 -> ~1.1-1.3",
+)
+def CPU_LAYERNORM_O3(p: Problem, t: Target) -> str | None:
+    if p.flops < CPU_LAYERNORM_MIN_FLOPS:
+        return None
+    return f"{_mflop(p.flops)} >= {_mflop(CPU_LAYERNORM_MIN_FLOPS)}"
+
+
+@rule(
+    "cpu-layernorm-fused-two-pass",
+    Backend.CPU,
+    ("layernorm",),
+    "flags",
+    flags=("--iree-dispatch-creation-enable-aggressive-fusion",),
+    evidence=(
+        "the statistics are two row reductions (corrected two-pass, fusilli/lowering/norm.py): with "
+        "aggressive fusion both and Y are one dispatch at every size (2 without, 3 in training)"
+    ),
+)
+def CPU_LAYERNORM_FUSED_TWO_PASS(p: Problem, t: Target) -> str | None:
+    return "two row reductions and Y in one dispatch"
+
+
+@rule(
+    "cpu-conv-im2col-data-tiling",
+    Backend.CPU,
+    ("conv_fprop",),
+    "flags",
+    flags=("--iree-global-opt-use-im2col-for-convs",) + CPU_MATMUL_FLAGS,
+    evidence=(
+        "3x3 NHWC conv + bias + relu, min ms direct -> im2col: 1x32x28x28->32 2.09 -> 0.18, "
+        "1x64x56x56->64 33 -> 1.8; IREE's direct conv was 2-18x slower at every measured size"
+    ),
+)
+def CPU_CONV_IM2COL_DATA_TILING(p: Problem, t: Target) -> str | None:
+    if p.element not in (DataType.FLOAT, *_LOW_PRECISION) or p.flops < CPU_CONV_IM2COL_MIN_FLOPS:
+        return None
+    return f"{_mflop(p.flops)} >= {_mflop(CPU_CONV_IM2COL_MIN_FLOPS)}"
+
+
+# ---------------------------------------------------------------- AMD GPU
+
+
+def _matrix_unit_fact(p: Problem, t: Target) -> str:
+    gpu = t.gpu
+    if gpu is not None and gpu.matrix_unit and p.element.mlir_name in gpu.matrix_types:
+        return f"{p.element.mlir_name} on {gpu.matrix_unit} ({t.arch})"
+    return f"{p.element.mlir_name} ({t.arch})"
+
+
+AMDGPU_OWN_TYPE: Rule = rule(
+    "amdgpu-own-type",
+    Backend.AMDGPU,
+    CPU_MATMUL_KINDS + CPU_CONV_KINDS + ("sdpa",),
+    "compute",
+    evidence=(
+        "upstream Fusilli: f16/bf16 convs, matmuls and attention stay in their own type so IREE's GPU "
+        "codegen maps them onto MFMA/WMMA (test_targets.py finds v_mfma in the gfx942 code)"
+    ),
+)(lambda p, t: _matrix_unit_fact(p, t))
+
+
+@rule(
+    "amdgpu-conv-upstream",
+    Backend.AMDGPU,
+    CPU_CONV_KINDS,
+    "algorithm",
+    evidence=(
+        "upstream Fusilli: torch.aten.convolution as emitted; IREE's ROCm pipeline propagates the layout "
+        "transposes through the conv and picks an MFMA/WMMA implicit GEMM"
+    ),
+)
+def AMDGPU_CONV_UPSTREAM(p: Problem, t: Target) -> str | None:
+    return f"torch.aten.convolution for IREE's {t.arch} conv codegen"
+
+
+@rule(
+    "amdgpu-sdpa-fused-attention",
+    Backend.AMDGPU,
+    ("sdpa",),
+    "algorithm",
+    evidence=(
+        "upstream Fusilli: iree_linalg_ext.attention is IREE's flash-attention kernel on AMD GPUs; "
+        "decomposing materializes the score matrix"
+    ),
+)
+def AMDGPU_SDPA_FUSED_ATTENTION(p: Problem, t: Target) -> str | None:
+    return f"{_mflop(p.flops)}, fused kernel on {t.arch}"

@@ -1,0 +1,57 @@
+"""A small padded convolution as one ``linalg.generic`` that reads through the padding.
+
+Below the size where convs take IREE's im2col path (``rules.CPU_CONV_IM2COL_MIN_FLOPS``)
+a channels-last conv is ``tensor.pad`` + ``linalg.conv_2d_nhwc_hwcf``: two dispatches,
+the pad's a full copy of the input. Here the conv is a reduction generic over
+``(n, oh, ow, k, r, s, c)`` whose body reads the unpadded NHWC input with
+``tensor.extract`` at clamped indices and zeroes the taps that fall into the
+padding (the same read as the Winograd input transform's), so a padded conv and
+its fused epilogue are one dispatch (upstream Fusilli: 2).
+"""
+
+from __future__ import annotations
+
+from fusilli import ir
+
+
+def _index(v: int) -> ir.Value:
+    return ir.arith.ConstantOp(ir.IndexType.get(), v).result
+
+
+def _tap(out: ir.Value, tap: ir.Value, stride: int, dilation: int, pad: int, extent: int):
+    """(clamped source index, in-bounds flag) of ``out * stride + tap * dilation - pad``."""
+    src = ir.arith.AddIOp(ir.arith.MulIOp(out, _index(stride)).result, ir.arith.MulIOp(tap, _index(dilation)).result)
+    src = ir.arith.SubIOp(src.result, _index(pad)).result
+    ok = ir.arith.CmpIOp(
+        ir.arith.CmpIPredicate.ult, src, _index(extent)
+    ).result  # unsigned: negative indices are out of bounds too
+    clamped = ir.arith.MinSIOp(ir.arith.MaxSIOp(src, _index(0)).result, _index(extent - 1)).result
+    return clamped, ok
+
+
+def padded_direct_conv(x_nhwc: ir.Value, w_hwcf: ir.Value, out_dims, stride, padding, dilation) -> ir.Value:
+    """``y[n, oh, ow, k] = sum_{r,s,c} x_padded[n, oh*st + r*dil, ow*st + s*dil, c] * w[r, s, c, k]`` in f32."""
+    f32 = ir.Type.parse("f32")
+    xt = ir.RankedTensorType(x_nhwc.type)
+    h, w = xt.get_dim_size(1), xt.get_dim_size(2)
+    zero = ir.arith.ConstantOp(f32, 0.0).result
+    init = ir.linalg.fill(zero, outs=[ir.tensor.EmptyOp(list(out_dims), f32).result])
+    d = [ir.AffineDimExpr.get(i) for i in range(7)]  # n, oh, ow, k, r, s, c
+    w_map = ir.AffineMap.get(7, 0, [d[4], d[5], d[6], d[3]])
+    y_map = ir.AffineMap.get(7, 0, [d[0], d[1], d[2], d[3]])
+    conv = ir.linalg.GenericOp(
+        [init.type],
+        [w_hwcf],
+        [init],
+        ir.indexing_maps(w_map, y_map),
+        ir.iterator_types(*["parallel"] * 4, *["reduction"] * 3),
+    )
+    block = conv.regions[0].blocks.append(f32, f32)
+    with ir.InsertionPoint(block):
+        n, oh, ow, _, r, s, ch = (ir.linalg.IndexOp(i).result for i in range(7))
+        row, row_ok = _tap(oh, r, stride[0], dilation[0], padding[0], h)
+        col, col_ok = _tap(ow, s, stride[1], dilation[1], padding[1], w)
+        v = ir.tensor.ExtractOp(x_nhwc, [n, row, col, ch]).result
+        v = ir.arith.SelectOp(ir.arith.AndIOp(row_ok, col_ok).result, v, zero).result
+        ir.linalg.YieldOp([ir.math.FmaOp(v, block.arguments[0], block.arguments[1]).result])
+    return conv.result

@@ -1,0 +1,415 @@
+"""Winograd F(m x m, 3 x 3) convolution built as linalg ops (used by ``fusilli-conv-layout``).
+
+A 3x3, stride-1, dilation-1 NHWC convolution ``y = x * g`` becomes, with
+``t = m + 2`` and the output cut into ``m x m`` tiles,
+
+1. the **filter transform** ``U = G g G^T`` (two separable all-parallel
+   ``linalg.generic`` stages over the HWCF filter, inside the graph: it is cheap),
+2. the **input transform** ``V = B^T d B`` of every ``t x t`` input tile (tiles
+   overlap by 2), again two separable stages; the first reads the unpadded input
+   with clamped ``tensor.extract`` and zeroes the taps that fall into the
+   padding (``arith.select`` on 1-D masks along tile rows and padded columns),
+   so no padded copy of the input is made,
+3. one batched GEMM ``M[t*t, tiles, K] = V[t*t, tiles, C] x U[t*t, C, K]``
+   carrying an explicit CPU lowering config (fusilli/passes/gemm_config.py),
+4. the **output transform** ``Y = A^T M A``: two separable stages writing
+   the NHWC result; the epilogue fused after the conv (bias, activation, any
+   pointwise chain) is an elementwise consumer of the last stage, which IREE
+   fuses into that dispatch.
+
+The weight gradient of such a conv (``winograd_wgrad``) is Winograd F(3x3, 4x4):
+the same 6x6 input tiles, DY's 4x4 tiles as the "filter", the sum over tiles
+done by one batched GEMM in the transformed domain.
+
+Every stage is a ``linalg.generic`` whose iteration space puts the transform's
+coefficient dimension right outside the channel dimension (the channels are
+the vectorized, contiguous dimension) and whose body is a chain of
+``math.fma`` with the coefficients read from a small constant tensor
+broadcast by the indexing maps (source indices of the reads come from
+``linalg.index``, so the loads stay contiguous along channels). This shape of
+IR is what IREE 3.13 vectorizes well; its own Winograd pass (scalar
+transforms) lost to im2col (BENCHMARKS.md). Measured per dispatch on
+4x64x56x56->64 (AVX-512 host, iree-benchmark-module, loaded): input rows
+0.23 ms, input columns 0.44, GEMM 1.4, output 0.35 + 0.14, filter 0.08.
+
+The transform matrices are the Cook-Toom ones for the interpolation points
+of Lavin & Gray (0, +-1, +-2, +-1/2, ... and infinity); ``transform_matrices``
+builds them and checks they compute a correlation exactly (in float64).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from fusilli import ir
+from fusilli.passes.gemm_config import batch_matmul_compilation_info
+
+# Finite interpolation points per transform size t = m + r - 1 (t - 1 of them).
+_POINTS = {
+    4: (0.0, 1.0, -1.0),
+    6: (0.0, 1.0, -1.0, 2.0, -2.0),
+    8: (0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5),
+}
+KERNEL = 3
+
+
+@dataclass(frozen=True)
+class WinogradPlan:
+    """The tiling of one conv: output tile ``m``, input tile ``t = m + 2``, tile counts."""
+
+    m: int
+    n: int
+    h: int
+    w: int
+    c: int
+    k: int
+    out_h: int
+    out_w: int
+    pad: tuple[int, int]
+
+    @property
+    def t(self) -> int:
+        return self.m + KERNEL - 1
+
+    @property
+    def tiles_h(self) -> int:
+        return -(-self.out_h // self.m)
+
+    @property
+    def tiles_w(self) -> int:
+        return -(-self.out_w // self.m)
+
+    @property
+    def padded_w(self) -> int:
+        """Width of the (virtually) padded input the row stage produces."""
+        return self.tiles_w * self.m + KERNEL - 1
+
+    @property
+    def tiles(self) -> int:
+        return self.n * self.tiles_h * self.tiles_w
+
+
+@functools.cache
+def transform_matrices(m: int, r: int = KERNEL) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(A^T [m, t], G [t, r], B^T [t, t]) of F(m, r) with t = m + r - 1, float64.
+
+    A^T and G follow Cook-Toom for the points of ``_POINTS[t]`` plus infinity;
+    B^T is then the unique matrix with ``A^T diag(G e_k) B^T = shift_k`` for
+    every filter tap k (the 1-D correlation identity), solved exactly.
+    """
+    t = m + r - 1
+    points = _POINTS[t]
+    at = np.zeros((m, t))
+    g = np.zeros((t, r))
+    for j, p in enumerate(points):
+        at[:, j] = [p**i for i in range(m)]
+        f = np.prod([p - q for q in points if q != p])
+        g[j] = [p**k / f for k in range(r)]
+    at[m - 1, t - 1] = 1.0
+    g[t - 1, r - 1] = 1.0
+    # Solve for B^T: for each tap k, sum_j at[i, j] g[j, k] bt[j, l] = [l == i + k].
+    rows, rhs = [], []
+    for k in range(r):
+        for i in range(m):
+            for col in range(t):
+                coeffs = np.zeros((t, t))
+                coeffs[:, col] = at[i] * g[:, k]
+                rows.append(coeffs.ravel())
+                rhs.append(1.0 if col == i + k else 0.0)
+    bt, *_ = np.linalg.lstsq(np.array(rows), np.array(rhs), rcond=None)
+    bt = bt.reshape(t, t)
+    bt[np.abs(bt) < 1e-12] = 0.0
+    for k in range(r):
+        if not np.allclose(at @ np.diag(g[:, k]) @ bt, np.eye(m, t, k), atol=1e-9):
+            raise AssertionError(f"F({m},{r}) transform matrices do not compute a correlation (tap {k})")
+    return at, g, bt
+
+
+def plan(x_dims: tuple[int, ...], k: int, out_hw: tuple[int, int], pad: tuple[int, int], m: int) -> WinogradPlan:
+    n, h, w, c = x_dims
+    return WinogradPlan(m, n, h, w, c, k, out_hw[0], out_hw[1], (pad[0], pad[1]))
+
+
+# ----------------------------------------------------------------------------- IR helpers
+
+
+def _f32() -> ir.Type:
+    return ir.Type.parse("f32")
+
+
+def _dense(values: np.ndarray, element: ir.Type) -> ir.Value:
+    shape = list(values.shape)
+    tensor_type = ir.RankedTensorType.get(shape, element)
+    return ir.arith.ConstantOp(tensor_type, ir.DenseElementsAttr.get(values, type=element)).result
+
+
+def _coefficients(matrix: np.ndarray) -> ir.Value:
+    return _dense(np.ascontiguousarray(matrix, dtype=np.float32), _f32())
+
+
+def _map(num_dims: int, exprs: list) -> ir.AffineMap:
+    return ir.AffineMap.get(num_dims, 0, exprs)
+
+
+def _dims(n: int) -> list:
+    return [ir.AffineDimExpr.get(i) for i in range(n)]
+
+
+def _const(v: int):
+    return ir.AffineConstantExpr.get(v)
+
+
+def _empty(shape: list[int]) -> ir.Value:
+    return ir.tensor.EmptyOp(shape, _f32()).result
+
+
+def _generic(ins: list[ir.Value], maps: list[ir.AffineMap], out_shape: list[int], out_map: ir.AffineMap, body):
+    """An all-parallel ``linalg.generic`` writing an f32 ``out_shape``; ``body(args)`` yields the value."""
+    out = _empty(out_shape)
+    generic = ir.linalg.GenericOp(
+        [out.type], ins, [out], ir.indexing_maps(*maps, out_map), ir.iterator_types(*["parallel"] * out_map.n_dims)
+    )
+    block = generic.regions[0].blocks.append(*[ir.RankedTensorType(v.type).element_type for v in ins], _f32())
+    with ir.InsertionPoint(block):
+        ir.linalg.YieldOp([body(list(block.arguments))])
+    return generic.result
+
+
+def _fma_chain(coefs: list[ir.Value], values: list[ir.Value]) -> ir.Value:
+    acc = ir.arith.MulFOp(coefs[0], values[0]).result
+    for c, v in zip(coefs[1:], values[1:]):
+        acc = ir.math.FmaOp(c, v, acc).result
+    return acc
+
+
+def _separable_stage(
+    taps: list[ir.Value], matrix: np.ndarray, coef_dim: int, out_shape: list[int], out_map, tap_map=None
+) -> ir.Value:
+    """``out[..., a, ...] = sum_i matrix[a, i] * taps[i][...]``: one separable transform stage.
+
+    Every tap is read through the same projected-permutation ``tap_map``
+    (default: ``out_map`` without ``coef_dim``); the coefficients of tap ``i``
+    are column ``i`` of ``matrix``, a 1-D constant read along ``coef_dim``.
+    """
+    n_dims = out_map.n_dims
+    d = _dims(n_dims)
+    if tap_map is None:
+        tap_map = _map(n_dims, [e for e in out_map.results if not _is_dim(e, coef_dim)])
+    coefs = [_coefficients(matrix[:, i]) for i in range(matrix.shape[1])]
+    maps = [tap_map] * len(taps) + [_map(n_dims, [d[coef_dim]])] * len(coefs)
+
+    def body(args):
+        return _fma_chain(args[len(taps) :], args[: len(taps)])
+
+    return _generic(list(taps) + coefs, maps, out_shape, out_map, body)
+
+
+def _is_dim(expr, dim: int) -> bool:
+    return isinstance(expr, ir.AffineDimExpr) and expr.position == dim
+
+
+def _slice(value: ir.Value, dim: int, offset: int) -> ir.Value:
+    """``value[..., offset, ...]`` along ``dim``, that dim dropped (a rank-reducing slice)."""
+    src = ir.RankedTensorType(value.type)
+    sizes = [src.get_dim_size(i) for i in range(src.rank)]
+    offsets = [0] * src.rank
+    offsets[dim] = offset
+    result = ir.RankedTensorType.get(sizes[:dim] + sizes[dim + 1 :], src.element_type)
+    full = sizes[:dim] + [1] + sizes[dim + 1 :]
+    return ir.tensor.ExtractSliceOp(result, value, [], [], [], offsets, full, [1] * src.rank).result
+
+
+def _strided_slice(value: ir.Value, dim: int, offset: int, count: int, stride: int) -> ir.Value:
+    """``value[..., offset : offset + stride * count : stride, ...]`` along ``dim``."""
+    src = ir.RankedTensorType(value.type)
+    sizes = [src.get_dim_size(i) for i in range(src.rank)]
+    offsets, strides = [0] * src.rank, [1] * src.rank
+    offsets[dim], strides[dim], sizes[dim] = offset, stride, count
+    result = ir.RankedTensorType.get(sizes, src.element_type)
+    return ir.tensor.ExtractSliceOp(result, value, [], [], [], offsets, sizes, strides).result
+
+
+def _reassoc(groups: list[list[int]]) -> ir.ArrayAttr:
+    i64 = ir.IntegerType.get_signless(64)
+    return ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, d) for d in g]) for g in groups])
+
+
+def _collapse(value: ir.Value, groups: list[list[int]], shape: list[int]) -> ir.Value:
+    return ir.tensor.CollapseShapeOp(ir.RankedTensorType.get(shape, _f32()), value, _reassoc(groups)).result
+
+
+def _expand(value: ir.Value, groups: list[list[int]], shape: list[int]) -> ir.Value:
+    return ir.tensor.ExpandShapeOp(ir.RankedTensorType.get(shape, _f32()), value, _reassoc(groups), [], shape).result
+
+
+# ----------------------------------------------------------------------------- the stages
+
+
+def filter_transform(p: WinogradPlan, w_hwcf: ir.Value) -> ir.Value:
+    """``U[t*t, C, K] = G g G^T`` of the HWCF filter ``g``."""
+    _, g, _ = transform_matrices(p.m)
+    t, c, k = p.t, p.c, p.k
+    # Filter rows: U1[a, s, c, k] = sum_r G[a, r] g[r, s, c, k], iterating (s, c, a, k).
+    s_, c_, a_, k_ = _dims(4)
+    taps = [_slice(w_hwcf, 0, r) for r in range(KERNEL)]
+    u1 = _separable_stage(taps, g, 2, [t, KERNEL, c, k], _map(4, [a_, s_, c_, k_]))
+    # Filter columns: U[a, b, c, k] = sum_s G[b, s] U1[a, s, c, k], iterating (a, c, b, k).
+    a_, c_, b_, k_ = _dims(4)
+    taps = [_slice(u1, 1, s) for s in range(KERNEL)]
+    u = _separable_stage(taps, g, 2, [t, t, c, k], _map(4, [a_, b_, c_, k_]))
+    return _collapse(u, [[0, 1], [2], [3]], [t * t, c, k])
+
+
+def _in_bounds(extent: int, count: int, step: int, tap: int, pad: int) -> np.ndarray:
+    """Which of the source indices ``step * i + tap - pad`` (i < count) lie inside ``[0, extent)``."""
+    index = np.arange(count) * step + tap - pad
+    return (index >= 0) & (index < extent)
+
+
+def _index(v: int) -> ir.Value:
+    return ir.arith.ConstantOp(ir.IndexType.get(), v).result
+
+
+def _clamped(i: ir.Value, extent: int) -> ir.Value:
+    """``min(max(i, 0), extent - 1)``: an index that is always safe to read."""
+    return ir.arith.MinSIOp(ir.arith.MaxSIOp(i, _index(0)).result, _index(extent - 1)).result
+
+
+def input_transform(p: WinogradPlan, x_nhwc: ir.Value) -> ir.Value:
+    """``V[t*t, tiles, C] = B^T d B`` of every t x t input tile, padding folded into the reads."""
+    _, _, bt = transform_matrices(p.m)
+    return tile_transform(x_nhwc, bt, p.m, p.pad, (p.tiles_h, p.tiles_w), p.padded_w)
+
+
+def tile_transform(src: ir.Value, matrix: np.ndarray, step: int, pad, tiles, width: int) -> ir.Value:
+    """``V[t*t, tiles, C] = M d M^T`` of the ``taps x taps`` tiles of ``src`` ``[N, H, W, C]``.
+
+    Tile ``(th, tw)`` starts at ``(th*step - pad_h, tw*step - pad_w)``; ``matrix`` is
+    ``[t, taps]``; reads outside ``src`` are zeros (the padding, or the ragged edge).
+    """
+    st = ir.RankedTensorType(src.type)
+    n, h, w, c = (st.get_dim_size(i) for i in range(4))
+    t, taps = matrix.shape
+    th, tw = tiles
+    i1 = ir.IntegerType.get_signless(1)
+    # Tile rows: U1[n, th, w', a, c] = sum_i M[a, i] src[n, th*step + i - ph, w' - pw, c] over
+    # the padded width w'. The input is read with clamped indices and out-of-bounds taps
+    # are zeroed by 1-D masks along tile rows and padded columns (with one 1-D operand per
+    # dim IREE keeps the dims apart instead of collapsing them into scalar code).
+    row_ok = [_in_bounds(h, th, step, i, pad[0]) for i in range(taps)]
+    col_ok = _in_bounds(w, width, 1, 0, pad[1])
+    masked = not (all(ok.all() for ok in row_ok) and col_ok.all())
+    n_, th_, w_, a_, c_ = _dims(5)
+    ins = [_coefficients(matrix[:, i]) for i in range(taps)]
+    maps = [_map(5, [a_])] * taps
+    if masked:
+        ins += [_dense(ok, i1) for ok in row_ok] + [_dense(col_ok, i1)]
+        maps += [_map(5, [th_])] * taps + [_map(5, [w_])]
+
+    def rows_body(args):
+        coefs = args[:taps]
+        # Source indices come from linalg.index (not from operands): IREE's vectorizer then
+        # sees them uniform along the channel dim and emits contiguous loads, not gathers.
+        batch, tile_row, col, ch = (ir.linalg.IndexOp(d).result for d in (0, 1, 2, 4))
+        col = _clamped(ir.arith.SubIOp(col, _index(pad[1])).result, w)
+        row0 = ir.arith.MulIOp(tile_row, _index(step)).result
+        zero = ir.arith.ConstantOp(_f32(), 0.0).result
+        values = []
+        for i in range(taps):
+            row = _clamped(ir.arith.AddIOp(row0, _index(i - pad[0])).result, h)
+            v = ir.tensor.ExtractOp(src, [batch, row, col, ch]).result
+            if masked:
+                ok = ir.arith.AndIOp(args[taps + i], args[2 * taps]).result
+                v = ir.arith.SelectOp(ok, v, zero).result
+            values.append(v)
+        return _fma_chain(coefs, values)
+
+    u1 = _generic(ins, maps, [n, th, width, t, c], _map(5, [n_, th_, w_, a_, c_]), rows_body)
+    # Tile columns: V[a, b, n, th, tw, c] = sum_j M[b, j] U1[n, th, tw*step + j, a, c]:
+    # strided slices read the (overlapping) tiles; iterating (n, th, tw, a, b, c).
+    n_, th_, tw_, a_, b_, c_ = _dims(6)
+    col_taps = [_strided_slice(u1, 2, j, tw, step) for j in range(taps)]
+    out_map = _map(6, [a_, b_, n_, th_, tw_, c_])
+    v = _separable_stage(col_taps, matrix, 4, [t, t, n, th, tw, c], out_map, _map(6, [n_, th_, tw_, a_, c_]))
+    return _collapse(v, [[0, 1], [2, 3, 4], [5]], [t * t, n * th * tw, c])
+
+
+def batched_gemm(p: WinogradPlan, v: ir.Value, u: ir.Value, isa: str) -> ir.Value:
+    """``M[t*t, tiles, K] = V x U`` (one GEMM per transform coefficient), with a lowering config."""
+    zero = ir.arith.ConstantOp(_f32(), 0.0).result
+    init = ir.linalg.fill(zero, outs=[_empty([p.t * p.t, p.tiles, p.k])])
+    result = ir.linalg.batch_matmul(v, u, outs=[init])
+    info = batch_matmul_compilation_info(isa, p.t * p.t, p.tiles, p.k, p.c)
+    if info is not None:
+        result.owner.attributes["compilation_info"] = info
+    return result
+
+
+def output_transform(p: WinogradPlan, mm: ir.Value) -> ir.Value:
+    """``y[N, Ho, Wo, K] = A^T M A`` of every tile's GEMM result."""
+    at, _, _ = transform_matrices(p.m)
+    t, m, k = p.t, p.m, p.k
+    th, tw = p.tiles_h, p.tiles_w
+    m6 = _expand(mm, [[0, 1], [2, 3, 4], [5]], [t, t, p.n, th, tw, k])
+    # Rows: O1[n, th, y, tw, b, k] = sum_a A^T[y, a] M[a, b, n, th, tw, k], iterating (n, th, tw, b, y, k).
+    n_, th_, tw_, b_, y_, k_ = _dims(6)
+    taps = [_slice(m6, 0, a) for a in range(t)]
+    out_map = _map(6, [n_, th_, y_, tw_, b_, k_])
+    o1 = _separable_stage(taps, at, 4, [p.n, th, m, tw, t, k], out_map, _map(6, [b_, n_, th_, tw_, k_]))
+    # Columns: Y[n, th, y, tw, x, k] = sum_b A^T[x, b] O1[n, th, y, tw, b, k], iterating as stored.
+    n_, th_, y_, tw_, x_, k_ = _dims(6)
+    taps = [_slice(o1, 4, b) for b in range(t)]
+    y6 = _separable_stage(taps, at, 4, [p.n, th, m, tw, m, k], _map(6, [n_, th_, y_, tw_, x_, k_]))
+    y = _collapse(y6, [[0], [1, 2], [3, 4], [5]], [p.n, th * m, tw * m, k])
+    if (th * m, tw * m) != (p.out_h, p.out_w):
+        y = ir.tensor.ExtractSliceOp(
+            ir.RankedTensorType.get([p.n, p.out_h, p.out_w, k], _f32()),
+            y,
+            [],
+            [],
+            [],
+            [0, 0, 0, 0],
+            [p.n, p.out_h, p.out_w, k],
+            [1, 1, 1, 1],
+        ).result
+    return y
+
+
+def winograd_conv(p: WinogradPlan, x_nhwc: ir.Value, w_hwcf: ir.Value, isa: str) -> ir.Value:
+    """The f32 NHWC result of the 3x3 stride-1 conv of builtin f32 tensors ``x_nhwc`` and ``w_hwcf``."""
+    u = filter_transform(p, w_hwcf)
+    v = input_transform(p, x_nhwc)
+    return output_transform(p, batched_gemm(p, v, u, isa))
+
+
+def winograd_wgrad(x_nhwc: ir.Value, dy_nhwc: ir.Value, pad) -> ir.Value:
+    """The HWCF ``[3, 3, C, K]`` weight gradient of a 3x3 stride-1 conv, by Winograd F(3x3, 4x4).
+
+    ``dw[r, s] = sum dy[o] x[o + (r, s) - pad]`` over every output position ``o`` is, per
+    4x4 tile of DY, a correlation of the 6x6 input tile with the DY tile giving 3x3:
+    Winograd F(3, 4) with the same t = 6 transforms as the forward F(4, 3). The sum over
+    tiles (and the batch) happens in the transformed domain, as one batched GEMM
+    ``M[36, C, K] = V[36, tiles, C]^T x D[36, tiles, K]``; one output transform follows.
+    """
+    at, g, bt = transform_matrices(3, 4)
+    xt, dyt = ir.RankedTensorType(x_nhwc.type), ir.RankedTensorType(dy_nhwc.type)
+    c, k = xt.get_dim_size(3), dyt.get_dim_size(3)
+    oh, ow = dyt.get_dim_size(1), dyt.get_dim_size(2)
+    tiles = (-(-oh // 4), -(-ow // 4))
+    v = tile_transform(x_nhwc, bt, 4, pad, tiles, tiles[1] * 4 + 2)
+    d = tile_transform(dy_nhwc, g, 4, (0, 0), tiles, tiles[1] * 4)
+    zero = ir.arith.ConstantOp(_f32(), 0.0).result
+    init = ir.linalg.fill(zero, outs=[_empty([36, c, k])])
+    b_, m_, n_, r_ = _dims(4)
+    maps = [_map(4, [b_, r_, m_]), _map(4, [b_, r_, n_]), _map(4, [b_, m_, n_])]
+    mm = ir.linalg.batch_matmul(v, d, outs=[init], indexing_maps=maps)
+    m6 = _expand(mm, [[0, 1], [2], [3]], [6, 6, c, k])
+    # Rows: O1[r, b, c, k] = sum_a A^T[r, a] M[a, b, c, k], iterating (b, c, r, k).
+    b_, c_, r_, k_ = _dims(4)
+    o1 = _separable_stage([_slice(m6, 0, a) for a in range(6)], at, 2, [3, 6, c, k], _map(4, [r_, b_, c_, k_]))
+    # Columns: DW[r, s, c, k] = sum_b A^T[s, b] O1[r, b, c, k], iterating (r, c, s, k).
+    r_, c_, s_, k_ = _dims(4)
+    return _separable_stage([_slice(o1, 1, b) for b in range(6)], at, 2, [3, 3, c, k], _map(4, [r_, s_, c_, k_]))

@@ -1,1 +1,0 @@
-"""Command-line tools installed with the package (``fusilli-opt``, ``fusilli-benchmark``)."""

@@ -1,0 +1,123 @@
+# RUN: env FUSILLI_CONV_LOWERING=winograd4 FUSILLI_CPU_ARCH=x86-64-v3 %python %s | filecheck %s --check-prefixes=CHECK,AVX2
+# RUN: env FUSILLI_CONV_LOWERING=winograd4 FUSILLI_CPU_ARCH=znver4 %python %s | filecheck %s --check-prefixes=CHECK,AVX512
+# RUN: env FUSILLI_CONV_LOWERING=winograd4 FUSILLI_CPU_ARCH=generic %python %s | filecheck %s --check-prefixes=CHECK,GENERIC
+# RUN: env FUSILLI_CONV_LOWERING=winograd4 %python %s stats | filecheck %s --check-prefix=STATS
+
+# Winograd F(4x4, 3x3) of a channels-last 3x3 conv + bias + relu
+# (fusilli/passes/winograd.py), 1x8x8x8 -> 16, pad 1: 2x2 tiles of 4x4 outputs,
+# 6x6 input tiles over the (virtually) padded 10-wide input. One case per stage
+# of the optimized module; the GEMM's lowering config depends on the target ISA.
+
+import sys
+
+from lit_helpers import print_stats, run
+
+import fusilli as fs
+
+
+def build(epilogue=True):
+    g = fs.Graph(name=f"winograd_nhwc_{int(epilogue)}")
+    n, c, h, w, k = 1, 8, 16, 16, 32
+    x = g.tensor(name="x", dim=[n, c, h, w], stride=fs.strides([n, c, h, w], "NHWC"))
+    wt = g.tensor(name="w", dim=[k, c, 3, 3], stride=fs.strides([k, c, 3, 3], "NHWC"))
+    y = g.conv_fprop(x, wt, padding=[1, 1], stride=[1, 1], dilation=[1, 1], name="conv")
+    if epilogue:
+        b = g.tensor(name="b", dim=[1, k, 1, 1], stride=fs.strides([1, k, 1, 1], "NHWC"))
+        y = g.relu(g.add(y, b, name="bias"), name="relu")
+    y.set_output(True).set_name("y")
+    return g
+
+
+if len(sys.argv) > 1 and sys.argv[1] == "stats":
+    # The bias + relu epilogue runs inside the output transform's dispatch.
+    @run
+    def stats_conv():
+        print_stats(build(epilogue=False))
+
+    # STATS-LABEL: TEST: stats_conv
+    # STATS: dispatch-count: [[N:[0-9]+]]
+
+    @run
+    def stats_conv_bias_relu():
+        print_stats(build(epilogue=True))
+
+    # STATS-LABEL: TEST: stats_conv_bias_relu
+    # STATS: dispatch-count: [[N]]
+    sys.exit(0)
+
+
+@run
+def winograd_conv_bias_relu():
+    print(build().mlir("optimized"))
+
+
+# CHECK-LABEL: TEST: winograd_conv_bias_relu
+# The GEMM's lowering config (printed as an alias first): a 4x16 register tile on AVX2,
+# 8x32 on AVX-512, IREE's own choice elsewhere.
+# AVX2: #iree_cpu.lowering_config<cache_parallel = [1, 16, 32, 0], distribution = [1, 16, 32, 0], vector_common_parallel = [1, 4, 16, 0], vector_reduction = [0, 0, 0, 8]>
+# AVX512: #iree_cpu.lowering_config<cache_parallel = [1, 16, 32, 0], distribution = [1, 16, 32, 0], vector_common_parallel = [1, 8, 32, 0], vector_reduction = [0, 0, 0, 8]>
+# GENERIC-NOT: lowering_config
+# CHECK-DAG: #[[TAP3:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+# CHECK-DAG: #[[COEF4:.*]] = affine_map<(d0, d1, d2, d3) -> (d2)>
+# CHECK-DAG: #[[COEF5:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d3)>
+# CHECK-DAG: #[[TH:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d1)>
+# CHECK-DAG: #[[PW:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d2)>
+# CHECK-DAG: #[[ID5:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
+# CHECK-DAG: #[[NHWC:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+# CHECK-DAG: #[[BIAS:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, 0, 0)>
+# CHECK-NOT: torch.aten.convolution
+# CHECK-NOT: linalg.conv_2d
+#
+# Filter transform, rows then columns (G g G^T), over the HWCF filter:
+# CHECK: %[[HWCF:.*]] = torch_c.to_builtin_tensor %{{.*}} : !torch.vtensor<[3,3,8,32],f32> -> tensor<3x3x8x32xf32>
+# CHECK: tensor.extract_slice %[[HWCF]][2, 0, 0, 0] [1, 3, 8, 32] [1, 1, 1, 1] : tensor<3x3x8x32xf32> to tensor<3x8x32xf32>
+# CHECK: arith.constant dense<[2.500000e-01, -0.166666672, -0.166666672, 0.0416666679, 0.0416666679, 0.000000e+00]> : tensor<6xf32>
+# CHECK: %[[F1:.*]] = linalg.generic {indexing_maps = [#[[TAP3]], #[[TAP3]], #[[TAP3]], #[[COEF4]], #[[COEF4]], #[[COEF4]], #{{.*}}]
+# CHECK-SAME: outs(%{{.*}} : tensor<6x3x8x32xf32>)
+# CHECK: math.fma
+# CHECK: tensor.extract_slice %[[F1]][0, 2, 0, 0] [6, 1, 8, 32]
+# CHECK: %[[F2:.*]] = linalg.generic
+# CHECK-SAME: outs(%{{.*}} : tensor<6x6x8x32xf32>)
+# CHECK: %[[U:.*]] = tensor.collapse_shape %[[F2]] {{\[}}[0, 1], [2], [3]] : tensor<6x6x8x32xf32> into tensor<36x8x32xf32>
+#
+# Input transform rows: B^T coefficients along the coefficient dim (next to channels),
+# clamped reads of the unpadded input, padding zeroed by 1-D masks over tile rows and
+# padded columns:
+# CHECK: arith.constant dense<[4.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00]> : tensor<6xf32>
+# CHECK: arith.constant dense<[false, true, true, true]> : tensor<4xi1>
+# CHECK: arith.constant dense<[false, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, false]> : tensor<18xi1>
+# CHECK: %[[I1:.*]] = linalg.generic {indexing_maps = [#[[COEF5]], #[[COEF5]], #[[COEF5]], #[[COEF5]], #[[COEF5]], #[[COEF5]], #[[TH]], #[[TH]], #[[TH]], #[[TH]], #[[TH]], #[[TH]], #[[PW]], #[[ID5]]]
+# CHECK-SAME: outs(%{{.*}} : tensor<1x4x18x6x8xf32>)
+# CHECK: linalg.index 2 : index
+# CHECK: arith.maxsi
+# CHECK: arith.minsi
+# CHECK: tensor.extract %{{.*}} : tensor<1x16x16x8xf32>
+# CHECK: arith.select
+# CHECK: math.fma
+# Input transform columns: stride-4 slices of the row stage read the overlapping tiles.
+# CHECK: tensor.extract_slice %[[I1]][0, 0, 5, 0, 0] [1, 4, 4, 6, 8] [1, 1, 4, 1, 1] : tensor<1x4x18x6x8xf32> to tensor<1x4x4x6x8xf32>
+# CHECK: %[[I2:.*]] = linalg.generic
+# CHECK-SAME: outs(%{{.*}} : tensor<6x6x1x4x4x8xf32>)
+# CHECK: %[[V:.*]] = tensor.collapse_shape %[[I2]] {{\[}}[0, 1], [2, 3, 4], [5]] : tensor<6x6x1x4x4x8xf32> into tensor<36x16x8xf32>
+#
+# The batched GEMM (one per transform coefficient), with the target's config:
+# AVX2: %[[M:.*]] = linalg.batch_matmul {compilation_info = #{{.*}}} ins(%[[V]], %[[U]] : tensor<36x16x8xf32>, tensor<36x8x32xf32>)
+# AVX512: %[[M:.*]] = linalg.batch_matmul {compilation_info = #{{.*}}} ins(%[[V]], %[[U]] : tensor<36x16x8xf32>, tensor<36x8x32xf32>)
+# GENERIC: %[[M:.*]] = linalg.batch_matmul ins(%[[V]], %[[U]] : tensor<36x16x8xf32>, tensor<36x8x32xf32>)
+#
+# Output transform rows then columns (A^T M A), straight into NHWC:
+# CHECK: %[[M6:.*]] = tensor.expand_shape %[[M]] {{\[}}[0, 1], [2, 3, 4], [5]] output_shape [6, 6, 1, 4, 4, 32]
+# CHECK: tensor.extract_slice %[[M6]][5, 0, 0, 0, 0, 0] [1, 6, 1, 4, 4, 32]
+# CHECK: arith.constant dense<[0.000000e+00, 0.000000e+00, 0.000000e+00, 1.000000e+00]> : tensor<4xf32>
+# CHECK: %[[O1:.*]] = linalg.generic
+# CHECK-SAME: outs(%{{.*}} : tensor<1x4x4x4x6x32xf32>)
+# CHECK: tensor.extract_slice %[[O1]][0, 0, 0, 0, 5, 0] [1, 4, 4, 4, 1, 32]
+# CHECK: %[[O2:.*]] = linalg.generic
+# CHECK-SAME: outs(%{{.*}} : tensor<1x4x4x4x4x32xf32>)
+# CHECK: %[[Y:.*]] = tensor.collapse_shape %[[O2]] {{\[}}[0], [1, 2], [3, 4], [5]] : tensor<1x4x4x4x4x32xf32> into tensor<1x16x16x32xf32>
+#
+# The epilogue iterates in the stored NHWC order, so IREE fuses it into the last stage:
+# CHECK: %[[YB:.*]] = torch_c.to_builtin_tensor %{{.*}} : !torch.vtensor<[1,16,16,32],f32> -> tensor<1x16x16x32xf32>
+# CHECK: linalg.generic {indexing_maps = [#[[NHWC]], #[[BIAS]], #[[NHWC]]]
+# CHECK-SAME: ins(%[[YB]], %{{.*}} : tensor<1x16x16x32xf32>, tensor<1x32x1x1xf32>)
+# CHECK: arith.maximumf

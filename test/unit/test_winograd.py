@@ -1,0 +1,171 @@
+"""Winograd F(m, 3) convolution (fusilli/passes/winograd.py): the transform matrices,
+numerics of every tile size against the NumPy reference (f32, C >= 256 included,
+padding, ragged tiles, f16/bf16 through f32), the lowering choice, and that the
+epilogue costs no dispatch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import random_array, run_and_check
+
+import fusilli as fs
+from fusilli import pipeline, reference
+from fusilli.backend import rules
+from fusilli.backend.targets import Target
+from fusilli.ir import fusilli_context
+from fusilli.passes import conv_layout, gemm_config, winograd
+
+F32, F16, BF16 = fs.DataType.FLOAT, fs.DataType.HALF, fs.DataType.BFLOAT16
+
+
+@pytest.mark.parametrize("m", [2, 4, 6])
+def test_transform_matrices_compute_a_2d_correlation(m):
+    at, g, bt = winograd.transform_matrices(m)
+    rng = np.random.default_rng(m)
+    d = rng.uniform(-1, 1, (m + 2, m + 2))
+    f = rng.uniform(-1, 1, (3, 3))
+    y = at @ ((g @ f @ g.T) * (bt @ d @ bt.T)) @ at.T
+    direct = np.array([[np.sum(d[i : i + 3, j : j + 3] * f) for j in range(m)] for i in range(m)])
+    np.testing.assert_allclose(y, direct, rtol=1e-12, atol=1e-12)
+
+
+def build(x_dim, k, padding, dtype=F32, epilogue=False, name="wino"):
+    n, c, h, w = x_dim
+    g = fs.Graph(name=f"{name}_{dtype.short_name}_{int(epilogue)}", io_data_type=dtype, compute_data_type=F32)
+    x = g.tensor(name="x", dim=x_dim, stride=fs.strides(x_dim, "NHWC"))
+    wt = g.tensor(name="w", dim=[k, c, 3, 3], stride=fs.strides([k, c, 3, 3], "NHWC"))
+    y = g.conv_fprop(x, wt, padding=padding, stride=[1, 1], dilation=[1, 1], name="conv")
+    if epilogue:
+        b = g.tensor(name="b", dim=[1, k, 1, 1], stride=fs.strides([1, k, 1, 1], "NHWC"))
+        y = g.relu(g.add(y, b, name="bias"), name="relu")
+    y.set_output(True).set_name("y")
+    g.validate()
+    return g
+
+
+@pytest.fixture
+def lowering(monkeypatch):
+    def use(value: str) -> None:
+        monkeypatch.setattr(pipeline, "CONV_LOWERING", value)
+
+    return use
+
+
+# name: x dims (NCHW), K, padding. Ragged tiles (H, W not multiples of m), every
+# padding the transform folds, and channel counts where the error grows.
+CASES = {
+    "pad1": ([2, 8, 12, 12], 16, [1, 1]),
+    "nopad_ragged": ([1, 5, 9, 7], 6, [0, 0]),
+    "pad2_ragged": ([1, 4, 7, 10], 8, [2, 2]),
+    "pad_rect": ([1, 3, 11, 6], 5, [2, 0]),
+    "c256": ([1, 256, 10, 10], 32, [1, 1]),
+    "c512_k512": ([1, 512, 7, 7], 512, [1, 1]),
+}
+# f32 tolerance, relative to the output's magnitude: Winograd's rounding error grows
+# with C (longer GEMM sums of transformed values) and with m (larger transform
+# coefficients). Measured over these cases: at most 2.7e-5 of max|y| (C = 512),
+# L2-relative error below 1e-5 everywhere.
+SCALED_ATOL = {2: 1e-5, 4: 1e-4, 6: 4e-4}
+
+
+@pytest.mark.parametrize("m", [2, 4, 6])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_numerics_f32(cpu, rng, lowering, m, case):
+    lowering(f"winograd{m}")
+    x_dim, k, padding = CASES[case]
+    g = build(x_dim, k, padding, epilogue=case == "pad1", name=f"wino_{case}_m{m}")
+    assert "linalg.batch_matmul" in g.mlir("optimized")
+    inputs = {t: random_array(t, rng) for t in g.input_tensors()}
+    want = np.asarray(reference.run(g, inputs)["y"], np.float64)
+    scale = float(np.abs(want).max())
+    got = np.asarray(run_and_check(g, cpu, inputs, rtol=0, atol=SCALED_ATOL[m] * scale)["y"], np.float64)
+    assert np.linalg.norm(got - want) / np.linalg.norm(want) < 1e-5
+
+
+@pytest.mark.parametrize("dtype", [F16, BF16])
+def test_numerics_low_precision_through_f32(cpu, rng, lowering, dtype):
+    lowering("winograd4")
+    g = build([1, 16, 9, 9], 8, [1, 1], dtype=dtype, epilogue=True, name="wino_lp")
+    ir_text = g.mlir("optimized")
+    assert "linalg.batch_matmul" in ir_text and "tensor<36x9x16xf32>" in ir_text
+    tol = dict(rtol=2e-2, atol=2e-2) if dtype == F16 else dict(rtol=5e-2, atol=5e-2)
+    run_and_check(g, cpu, {t: random_array(t, rng) for t in g.input_tensors()}, **tol)
+
+
+def test_epilogue_adds_no_dispatch(cpu, lowering):
+    lowering("winograd4")
+    plain = build([1, 16, 16, 16], 16, [1, 1], name="wino_plain").compile(cpu)
+    fused = build([1, 16, 16, 16], 16, [1, 1], epilogue=True, name="wino_epi").compile(cpu)
+    assert fused.compile_stats.dispatch_count == plain.compile_stats.dispatch_count
+
+
+def _problem(shape, stride, dilation, kernel, channels_last=True, element=F32):
+    n, c, h, w, k = shape
+    out = [(d + 2 - kernel[0]) // s + 1 for d, s in zip((h, w), stride)]  # padding 1
+    facts = rules.conv_facts(kernel, stride, dilation, 1, channels_last, n, out)
+    return rules.Problem("conv_fprop", element, 2 * n * out[0] * out[1] * k * c * kernel[0] * kernel[1], facts)
+
+
+@pytest.mark.parametrize(
+    "shape, stride, dilation, kernel, expected",
+    [
+        ((4, 64, 56, 56, 64), [1, 1], [1, 1], (3, 3), 4),
+        ((1, 8, 8, 8, 16), [1, 1], [1, 1], (3, 3), None),  # too small to pay
+        ((8, 128, 14, 14, 128), [1, 1], [1, 1], (3, 3), 4),  # 128 tiles
+        ((1, 512, 7, 7, 512), [1, 1], [1, 1], (3, 3), None),  # heavy, but 4 tiles
+        ((8, 512, 7, 7, 512), [1, 1], [1, 1], (3, 3), None),  # 32 tiles
+        ((4, 128, 28, 28, 256), [2, 2], [1, 1], (3, 3), None),
+        ((4, 64, 56, 56, 64), [1, 1], [2, 2], (3, 3), None),
+        ((4, 256, 28, 28, 128), [1, 1], [1, 1], (1, 1), None),
+    ],
+)
+@pytest.mark.parametrize("arch", ["x86-64-v3", "znver4"])
+def test_auto_choice(shape, stride, dilation, kernel, expected, arch):
+    target = Target.resolve("cpu", arch)
+    assert conv_layout.winograd_tile("auto", _problem(shape, stride, dilation, kernel), target) == expected
+
+
+def test_no_winograd_without_a_tuned_isa_or_channels_last():
+    heavy = ((4, 64, 56, 56, 64), [1, 1], [1, 1], (3, 3))
+    assert conv_layout.winograd_tile("auto", _problem(*heavy), Target.resolve("cpu", "x86-64")) is None
+    nchw = _problem(*heavy, channels_last=False)
+    assert conv_layout.winograd_tile("auto", nchw, Target.resolve("cpu", "x86-64-v3")) is None
+
+
+def test_explain_names_the_winograd_rule():
+    g = build([4, 64, 56, 56], 64, [1, 1], name="wino_explain")
+    assert "cpu-conv-winograd (3x3 stride 1" in g.explain(fs.Backend.CPU, arch="x86-64-v3")
+    assert "cpu-conv-winograd" not in g.explain(fs.Backend.CPU, arch="x86-64")
+
+
+def test_explain_names_winograd_for_dgrad_and_wgrad():
+    n, c, h, w, k = 4, 64, 28, 28, 64
+    g = fs.Graph(name="wino_grads_explain")
+    dy = g.tensor(name="dy", dim=[n, k, h, w], stride=fs.strides([n, k, h, w], "NHWC"))
+    x = g.tensor(name="x", dim=[n, c, h, w], stride=fs.strides([n, c, h, w], "NHWC"))
+    wt = g.tensor(name="w", dim=[k, c, 3, 3], stride=fs.strides([k, c, 3, 3], "NHWC"))
+    attrs = dict(padding=[1, 1], stride=[1, 1], dilation=[1, 1])
+    g.conv_dgrad(dy, wt, name="dgrad", **attrs).set_dim([n, c, h, w]).set_output(True).set_name("dx")
+    g.conv_wgrad(dy, x, name="wgrad", **attrs).set_dim([k, c, 3, 3]).set_output(True).set_name("dw")
+    g.validate()
+    lines = g.explain(fs.Backend.CPU, arch="znver4").splitlines()
+    assert all("cpu-conv-winograd" in next(li for li in lines if li.startswith(op)) for op in ("dgrad", "wgrad"))
+
+
+def test_gemm_config_per_isa():
+    with fusilli_context():
+        _check_gemm_configs()
+
+
+def _check_gemm_configs():
+    avx2 = str(gemm_config.batch_matmul_compilation_info("avx2", 36, 784, 64, 64))
+    avx512 = str(gemm_config.batch_matmul_compilation_info("avx512", 36, 784, 64, 64))
+    assert "vector_common_parallel = [1, 4, 16, 0]" in avx2
+    assert "vector_common_parallel = [1, 8, 32, 0]" in avx512
+    assert gemm_config.batch_matmul_compilation_info("generic", 36, 784, 64, 64) is None
+
+
+@pytest.mark.parametrize("arch, isa", [("x86-64-v3", "avx2"), ("znver4", "avx512"), ("x86-64", "generic")])
+def test_vector_isa_of_arch(arch, isa):
+    assert rules.vector_isa(Target.resolve("cpu", arch)) == isa

@@ -1,0 +1,7 @@
+"""``python -m fusilli.tools.benchmark``."""
+
+import sys
+
+from . import main
+
+sys.exit(main())
