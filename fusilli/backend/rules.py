@@ -414,6 +414,22 @@ def CPU_CONV_WINOGRAD(p: Problem, t: Target) -> str | None:
 
 
 @rule(
+    "cpu-conv-im2col-gemm",
+    Backend.CPU,
+    ("conv_fprop",),
+    "algorithm",
+    evidence="MEASURE",
+)
+def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
+    if not p.fact("channels_last") or p.fact("groups") != 1 or p.element not in (DataType.FLOAT, *_LOW_PRECISION):
+        return None
+    isa = vector_isa(t)
+    if isa == "generic" or p.flops < CPU_CONV_IM2COL_MIN_FLOPS:
+        return None
+    return f"{_mflop(p.flops)}, {p.fact('kernel')} stride {p.fact('stride')}, GEMM tuned for {isa}"
+
+
+@rule(
     "cpu-conv-channels-last-linalg",
     Backend.CPU,
     CPU_CONV_KINDS,
@@ -548,6 +564,8 @@ def CPU_LAYERNORM_O3(p: Problem, t: Target) -> str | None:
     ),
 )
 def CPU_CONV_IM2COL_DATA_TILING(p: Problem, t: Target) -> str | None:
+    if CPU_CONV_IM2COL_GEMM.applies(p, t) is not None:
+        return None  # its GEMM carries its own lowering config: data tiling would add dispatches
     if p.element not in (DataType.FLOAT, *_LOW_PRECISION) or p.flops < CPU_CONV_IM2COL_MIN_FLOPS:
         return None
     return f"{_mflop(p.flops)} >= {_mflop(CPU_CONV_IM2COL_MIN_FLOPS)}"
