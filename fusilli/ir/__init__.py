@@ -38,7 +38,7 @@ from fusilli.ir.bindings import (
     tensor,
 )
 from fusilli.ir.context import fusilli_context, parse_module
-from fusilli.ir.structured import indexing_maps, iterator_types
+from fusilli.ir.structured import indexing_maps, iterator_types, optimization_barrier
 from fusilli.ir.torch import (
     TensorType,
     TorchBuilder,
@@ -48,6 +48,7 @@ from fusilli.ir.torch import (
 )
 
 __all__ = [
+    "optimization_barrier",
     "AffineMap",
     "AffineMapAttr",
     "ArrayAttr",

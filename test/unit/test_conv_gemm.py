@@ -5,7 +5,6 @@ per ISA; the lowering choice; and that bias + relu add no dispatch."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from conftest import random_array, run_and_check
 
@@ -86,3 +85,54 @@ def test_gemm_config_per_isa():
         assert "vector_common_parallel = [8, 32, 0]" in avx512
         assert "distribution = [6, 5, 0]" in small and "vector_reduction = [0, 0, 3]" in small
         assert gemm_config.matmul_compilation_info("generic", 3136, 128, 256) is None
+
+
+def _problem(shape, kernel, stride, padding, channels_last=True, element=F32):
+    n, c, h, w, k = shape
+    out = [(d + 2 * p - r) // s + 1 for d, p, r, s in zip((h, w), padding, kernel, stride)]
+    facts = rules.conv_facts(kernel, stride, (1, 1), 1, channels_last, n, out)
+    return rules.Problem("conv_fprop", element, 2 * n * out[0] * out[1] * k * c * kernel[0] * kernel[1], facts)
+
+
+@pytest.mark.parametrize(
+    "shape, kernel, stride, padding, expected",
+    [
+        ((4, 256, 28, 28, 128), (1, 1), (1, 1), (0, 0), True),  # cpu.txt's 1x1 row
+        ((8, 1024, 14, 14, 256), (1, 1), (1, 1), (0, 0), True),
+        ((1, 1024, 14, 14, 256), (1, 1), (1, 1), (0, 0), False),  # 196 rows: data tiling wins
+        ((8, 128, 56, 56, 128), (3, 3), (2, 2), (1, 1), True),
+        ((4, 128, 28, 28, 256), (3, 3), (2, 2), (1, 1), False),  # 784 rows
+        ((1, 512, 7, 7, 512), (3, 3), (1, 1), (1, 1), False),  # stride 1, not Winograd: IREE's im2col
+        ((1, 8, 8, 8, 16), (1, 1), (1, 1), (0, 0), False),  # below the im2col size
+    ],
+)
+@pytest.mark.parametrize("arch", ["x86-64-v3", "znver4"])
+def test_auto_choice(shape, kernel, stride, padding, expected, arch):
+    target = Target.resolve("cpu", arch)
+    problem = _problem(shape, kernel, stride, padding)
+    assert conv_layout.im2col_gemm("auto", problem, target) is expected
+    # Data tiling's flags leave a conv the GEMM takes alone (its config is explicit).
+    flags = rules.choose(problem, target, "flags")
+    data_tiled = flags is not None and flags.rule is rules.CPU_CONV_IM2COL_DATA_TILING
+    assert data_tiled is (not expected and problem.flops >= rules.CPU_CONV_IM2COL_MIN_FLOPS)
+
+
+def test_no_gemm_config_without_a_tuned_isa_or_channels_last():
+    heavy = ((4, 256, 28, 28, 128), (1, 1), (1, 1), (0, 0))
+    assert not conv_layout.im2col_gemm("auto", _problem(*heavy), Target.resolve("cpu", "x86-64"))
+    nchw = _problem(*heavy, channels_last=False)
+    assert not conv_layout.im2col_gemm("auto", nchw, Target.resolve("cpu", "znver4"))
+
+
+def test_explain_names_the_gemm_rule():
+    g = build([4, 256, 28, 28], 128, (1, 1), (1, 1), (0, 0), name="gemm_explain")
+    assert "cpu-conv-im2col-gemm (1x1, 3136 GEMM rows" in g.explain(fs.Backend.CPU, arch="znver4")
+    assert "cpu-conv-im2col-gemm" not in g.explain(fs.Backend.CPU, arch="x86-64")
+
+
+def test_auto_lowering_is_the_gemm_with_its_epilogue_in_one_dispatch(cpu, rng):
+    # 1x1 1x64x32x32->32 (1024 rows): the filter's HWCF copy and the GEMM + bias + relu.
+    g = build([1, 64, 32, 32], 32, (1, 1), (1, 1), (0, 0), epilogue=True, name="gemm_auto")
+    assert "compilation_info" in g.mlir("optimized")
+    run_and_check(g, cpu, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
+    assert g.compile_stats.dispatch_count == 2
