@@ -32,6 +32,12 @@ channels-last filter), bf16 operands and an f32 accumulator, rounded once.
 IREE data-tiles that into its fast bf16 ukernel; its own im2col cannot
 handle a bf16-operand, f32-accumulator conv.
 
+Large 1x1 and strided convs on AVX2 / AVX-512 (rule cpu-conv-im2col-gemm) are one
+f32 ``linalg.matmul`` of the patches (gathered through the padding, a reshape for
+1x1) and the HWCF filter, carrying an explicit lowering config
+(fusilli/passes/gemm_config.py): IREE does not data-tile it, so the epilogue fuses
+into the GEMM's dispatch instead of needing an encode dispatch for the bias.
+
 IREE's Winograd rewrite was measured too (see below) and is not used.
 """
 
@@ -54,7 +60,9 @@ HWCF_TO_KCRS = [3, 2, 0, 1]
 _FLOAT_CODES = {"f32": 6, "f16": 5, "bf16": 15}
 # How a rewritten conv is computed: "winograd<m>" (Winograd F(m, 3) for 3x3
 # stride-1 convs, fusilli/passes/winograd.py), "im2col" (explicit patch gather + a
-# mixed-precision linalg.matmul over a KRSC filter), "linalg"
+# mixed-precision linalg.matmul over a KRSC filter), "gemm" (patches read through
+# the padding x the HWCF filter, an f32 matmul with the ISA's explicit lowering
+# config, no data tiling: cpu-conv-im2col-gemm), "linalg"
 # (linalg.conv_2d_nhwc_hwcf, or torch.aten.mm for 1x1) or "auto": what the
 # target's lowering rules choose (fusilli/backend/rules.py: im2col for heavy
 # bf16 convs on CPUs with native bf16 dot products, else linalg; f16/bf16 in
