@@ -141,7 +141,7 @@ def _rewrite(op: ir.Operation, target: Target) -> bool:
     element = yt.element
     b = ir.TorchBuilder()
     flops = 2 * n * oh * ow * k * c * fy * fx
-    facts = rules.conv_facts((fy, fx), stride, dilation, 1, True, n, (oh, ow))
+    facts = rules.conv_facts((fy, fx), stride, dilation, 1, True, n, (oh, ow), c)
     problem = rules.Problem("conv_fprop", DataType.from_mlir_name(element), flops, facts)
     winograd_m = winograd_tile(pipeline.CONV_LOWERING, problem, target)
     compute = rules.choose(problem, target, "compute")
@@ -424,7 +424,7 @@ def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
             x_nhwc = b.to_dtype(x_nhwc, "f32", _FLOAT_CODES["f32"])
             dy_nhwc = b.to_dtype(dy_nhwc, "f32", _FLOAT_CODES["f32"])
         flops = 2 * n * oh * ow * k * c * fy * fx
-        facts = rules.conv_facts((fy, fx), stride, dilation, 1, True, n, (oh, ow))
+        facts = rules.conv_facts((fy, fx), stride, dilation, 1, True, n, (oh, ow), c)
         problem = rules.Problem("conv_wgrad", DataType.from_mlir_name(element), flops, facts)
         if winograd_tile(pipeline.CONV_LOWERING, problem, target) is not None:
             dw = winograd.winograd_wgrad(b.to_builtin(x_nhwc), b.to_builtin(dy_nhwc), padding)

@@ -90,7 +90,7 @@ def test_gemm_config_per_isa():
 def _problem(shape, kernel, stride, padding, channels_last=True, element=F32):
     n, c, h, w, k = shape
     out = [(d + 2 * p - r) // s + 1 for d, p, r, s in zip((h, w), padding, kernel, stride)]
-    facts = rules.conv_facts(kernel, stride, (1, 1), 1, channels_last, n, out)
+    facts = rules.conv_facts(kernel, stride, (1, 1), 1, channels_last, n, out, c)
     return rules.Problem("conv_fprop", element, 2 * n * out[0] * out[1] * k * c * kernel[0] * kernel[1], facts)
 
 
@@ -98,8 +98,9 @@ def _problem(shape, kernel, stride, padding, channels_last=True, element=F32):
     "shape, kernel, stride, padding, expected",
     [
         ((4, 256, 28, 28, 128), (1, 1), (1, 1), (0, 0), True),  # cpu.txt's 1x1 row
-        ((8, 1024, 14, 14, 256), (1, 1), (1, 1), (0, 0), True),
-        ((1, 1024, 14, 14, 256), (1, 1), (1, 1), (0, 0), False),  # 196 rows: data tiling wins
+        ((8, 64, 56, 56, 64), (1, 1), (1, 1), (0, 0), True),
+        ((8, 1024, 14, 14, 256), (1, 1), (1, 1), (0, 0), False),  # 1024 channels: data tiling wins
+        ((1, 256, 14, 14, 256), (1, 1), (1, 1), (0, 0), False),  # 196 rows
         ((8, 128, 56, 56, 128), (3, 3), (2, 2), (1, 1), True),
         ((4, 128, 28, 28, 256), (3, 3), (2, 2), (1, 1), False),  # 784 rows
         ((1, 512, 7, 7, 512), (3, 3), (1, 1), (1, 1), False),  # stride 1, not Winograd: IREE's im2col
@@ -117,6 +118,12 @@ def test_auto_choice(shape, kernel, stride, padding, expected, arch):
     assert data_tiled is (not expected and problem.flops >= rules.CPU_CONV_IM2COL_MIN_FLOPS)
 
 
+@pytest.mark.parametrize("arch, expected", [("x86-64-v3", False), ("znver4", True)])
+def test_strided_1x1_only_on_avx512(arch, expected):
+    problem = _problem((1, 256, 56, 56, 512), (1, 1), (2, 2), (0, 0))  # 784 rows
+    assert conv_layout.im2col_gemm("auto", problem, Target.resolve("cpu", arch)) is expected
+
+
 def test_no_gemm_config_without_a_tuned_isa_or_channels_last():
     heavy = ((4, 256, 28, 28, 128), (1, 1), (1, 1), (0, 0))
     assert not conv_layout.im2col_gemm("auto", _problem(*heavy), Target.resolve("cpu", "x86-64"))
@@ -126,7 +133,7 @@ def test_no_gemm_config_without_a_tuned_isa_or_channels_last():
 
 def test_explain_names_the_gemm_rule():
     g = build([4, 256, 28, 28], 128, (1, 1), (1, 1), (0, 0), name="gemm_explain")
-    assert "cpu-conv-im2col-gemm (1x1, 3136 GEMM rows" in g.explain(fs.Backend.CPU, arch="znver4")
+    assert "cpu-conv-im2col-gemm (1x1, 3136 GEMM rows >= 512, 256 channels" in g.explain(fs.Backend.CPU, arch="znver4")
     assert "cpu-conv-im2col-gemm" not in g.explain(fs.Backend.CPU, arch="x86-64")
 
 
