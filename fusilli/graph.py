@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from fusilli.backend.targets import Backend, Target
 from fusilli.errors import ErrorCode, FusilliError, fail
+from fusilli.graph_json import INT64_MAX, JSON_FORMAT_VERSION, load_graph_document
 from fusilli.log import logger, timed
 from fusilli.ops import NODE_TYPES, Node
 from fusilli.ops.conv import ConvAttrs, ConvDGradNode, ConvFPropNode, ConvWGradNode
@@ -18,13 +19,20 @@ from fusilli.ops.norm import BatchNormNode, LayerNormNode, NormAttrs, NormNodeBa
 from fusilli.ops.pointwise import INPUT_SLOTS, PointwiseAttrs, PointwiseMode, PointwiseNode
 from fusilli.ops.reduction import ReductionAttrs, ReductionMode, ReductionNode
 from fusilli.ops.sdpa import SdpaAttrs, SdpaNode
-from fusilli.tensor import TensorAttr, as_numpy, contiguous_strides, data_type_of, is_valid_layout, scalar_value_of
+from fusilli.tensor import (
+    TensorAttr,
+    as_numpy,
+    checked_ints,
+    contiguous_strides,
+    data_type_of,
+    is_valid_layout,
+    scalar_value_of,
+)
 from fusilli.types import DataType
 
 if TYPE_CHECKING:
     from fusilli.backend.runtime import CompiledGraph
 
-JSON_FORMAT_VERSION = 1
 MLIR_STAGES = ("emitted", "optimized", "input", "global-optimization", "dispatch-creation", "flow")
 
 NodeT = TypeVar("NodeT", bound=Node)
@@ -131,6 +139,7 @@ class Graph:
             t = name
         else:
             if stride is None and dim is not None:
+                dim = checked_ints(dim, f"tensor '{name}' dim")
                 stride = contiguous_strides(dim)
             t = TensorAttr(name, dim, stride, data_type, dynamic_dims=dynamic_dims)
         if t.data_type is None:
@@ -450,7 +459,9 @@ class Graph:
             self._check_tensor(t, "graph input")
             if t.is_scalar:
                 data_type_of(t).scalar_array(scalar_value_of(t), f"scalar '{t.name}'")
-        for node in self.nodes:
+        available = {id(t) for t in self._inputs}  # tensors a node may read: inputs, earlier outputs
+        for index, node in enumerate(self.nodes):
+            self._check_node_inputs(index, node, available)
             if node.compute_data_type is None:
                 node.compute_data_type = self.compute_data_type
             node.pre_validate()
@@ -477,6 +488,7 @@ class Graph:
                         f"{node.kind} '{node.name}': output {slot} '{out.name}' has broadcast strides (stride=0), "
                         "which are not supported on operation outputs",
                     )
+            available.update(id(t) for t in node.output_tensors())
         if not self.output_tensors():
             raise fail(ErrorCode.ATTRIBUTE_NOT_SET, f"graph '{self.name}' has no output (call set_output(True))")
         self._validated = True
@@ -490,6 +502,26 @@ class Graph:
             if name in seen:
                 raise fail(ErrorCode.INVALID_ATTRIBUTE, f"symbol name '{name}' already in use (by a {seen[name]})")
             seen[name] = what
+
+    def _check_node_inputs(self, index: int, node: Node, available: set[int]) -> None:
+        """Each input of ``node`` is a graph input or an output of an earlier node of this graph."""
+        for slot, t in node.inputs.items():
+            if t is None or id(t) in available:
+                continue
+            if t in node.output_tensors():
+                problem = "is this node's own output (a node cannot consume what it produces)"
+            elif any(t in later.output_tensors() for later in self.nodes[index + 1 :]):
+                producer = next(n for n in self.nodes[index + 1 :] if t in n.output_tensors())
+                problem = (
+                    f"is produced by node '{producer.name}', which comes later in graph '{self.name}' "
+                    "(a cycle, or nodes out of order)"
+                )
+            else:
+                problem = (
+                    f"is not a tensor of graph '{self.name}' (it belongs to another graph, or was never "
+                    "registered with Graph.tensor)"
+                )
+            raise node.error(ErrorCode.INVALID_ATTRIBUTE, f"input {slot} '{t.name}' {problem}")
 
     def _check_tensor(self, t: TensorAttr, role: str) -> None:
         if not t.has_dim:
@@ -505,6 +537,13 @@ class Graph:
             )
         if any(d <= 0 for d in t.dim):
             raise fail(ErrorCode.INVALID_ATTRIBUTE, f"{role} tensor '{t.name}' has non-positive dims {t.dim}")
+        span_bytes = (1 + sum((d - 1) * abs(s) for d, s in zip(t.dim, t.stride))) * t.data_type.numpy_dtype.itemsize
+        if max(t.dim + [abs(s) for s in t.stride]) > INT64_MAX or span_bytes > INT64_MAX:
+            raise fail(
+                ErrorCode.INVALID_ATTRIBUTE,
+                f"{role} tensor '{t.name}' (dim {t.dim}, stride {t.stride}) spans {span_bytes} bytes, more than "
+                "a 64-bit index addresses (2^63 - 1)",
+            )
         if not is_valid_layout(t.dim, t.stride):
             raise fail(
                 ErrorCode.INVALID_ATTRIBUTE,
@@ -649,6 +688,7 @@ class Graph:
         from fusilli.backend.cache import discard
         from fusilli.backend.runtime import CompiledGraph
 
+        _require_handle(handle, "compile")
         with timed(f"graph '{self.name}': compile"):
             artifact = self._build_artifact(handle.backend, handle.arch)
             try:
@@ -671,6 +711,7 @@ class Graph:
         from fusilli.backend.cache import Artifact
         from fusilli.backend.runtime import CompiledGraph
 
+        _require_handle(handle, "load_artifact")
         self._require_validated("loading a compiled artifact")
         artifact = Artifact.from_bytes(data)
         built_for = Target.from_record(artifact.target)
@@ -742,15 +783,13 @@ class Graph:
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
 
     @classmethod
-    def from_json(cls, text: str) -> Graph:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise fail(ErrorCode.INVALID_ARGUMENT, f"graph JSON does not parse: {e}") from None
-        try:
-            return cls._from_dict(data)
-        except (KeyError, TypeError, ValueError) as e:
-            raise fail(ErrorCode.INVALID_ARGUMENT, f"graph JSON is malformed: {type(e).__name__}: {e}") from None
+    def from_json(cls, text: str | bytes | Mapping[str, Any]) -> Graph:
+        """The graph ``to_json`` wrote (or the dict ``to_dict`` returned).
+
+        The document is checked field by field first (fusilli/graph_json.py): a
+        malformed one is an ``INVALID_ARGUMENT`` listing each bad field's path.
+        """
+        return cls._from_dict(load_graph_document(text))
 
     @classmethod
     def _from_dict(cls, data: dict[str, Any]) -> Graph:
@@ -770,13 +809,12 @@ class Graph:
             by_name[t.name] = t
             return t
 
-        for d in data["inputs"]:
-            g._inputs.append(make(d))
-        for nd in data["nodes"]:
-            node_type = NODE_TYPES.get(nd["kind"])
-            if node_type is None:
-                raise fail(ErrorCode.INVALID_ARGUMENT, f"graph JSON names unknown op kind {nd['kind']!r}")
-            outs = {d["name"]: make(d) for d in nd["output_tensors"]}
+        g._inputs = [make(d) for d in data["inputs"]]
+        # Every tensor exists before any node is built, so a node that reads a later
+        # node's output (or its own) is built as written and validate() names it.
+        node_outputs = [{d["name"]: make(d) for d in nd["output_tensors"]} for nd in data["nodes"]]
+        for nd, outs in zip(data["nodes"], node_outputs):
+            node_type = NODE_TYPES[nd["kind"]]
             inputs = {k: (by_name[v] if v is not None else None) for k, v in nd["inputs"].items()}
             outputs = {k: (outs[v] if v is not None else None) for k, v in nd["outputs"].items()}
             cdt = nd.get("compute_data_type")
@@ -822,6 +860,17 @@ def _make_pointwise_method(mode: PointwiseMode) -> Callable[..., TensorAttr]:
 
 for _mode in PointwiseMode:
     setattr(Graph, _mode.method_name, _make_pointwise_method(_mode))
+
+
+def _require_handle(handle: Any, method: str) -> None:
+    from fusilli.backend.runtime import Handle
+
+    if not isinstance(handle, Handle):
+        raise fail(
+            ErrorCode.INVALID_ARGUMENT,
+            f"Graph.{method} takes a Handle (e.g. fusilli.Handle(fusilli.Backend.CPU)), not "
+            f"{type(handle).__name__} {handle!r}"[:200],
+        )
 
 
 def _coerce_enum(enum_type: type[EnumT], value: EnumT | str | None, what: str) -> EnumT | None:

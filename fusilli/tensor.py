@@ -8,6 +8,8 @@ varying, which is the shape the compiled function sees.
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -116,6 +118,22 @@ def inverse_permutation(perm: Sequence[int]) -> tuple[int, ...]:
     return tuple(inv)
 
 
+def checked_ints(values: Iterable[Any], what: str) -> list[int]:
+    """``values`` as a list of ints; INVALID_ARGUMENT for anything that is not an integer
+    (``3.7`` would otherwise be truncated, ``"2"`` parsed, ``True`` taken as 1)."""
+    if isinstance(values, str | bytes) or not isinstance(values, Iterable):
+        raise fail(ErrorCode.INVALID_ARGUMENT, f"{what} must be a sequence of integers, got {values!r}")
+    out = []
+    for v in values:
+        if isinstance(v, bool | np.bool_) or not isinstance(v, numbers.Integral):
+            raise fail(
+                ErrorCode.INVALID_ARGUMENT,
+                f"{what} must hold integers, got {v!r} ({type(v).__name__}) in {list(values)!r}"[:300],
+            )
+        out.append(int(v))
+    return out
+
+
 class TensorAttr:
     """A graph tensor: name, logical dims, strides, data type and role.
 
@@ -145,12 +163,12 @@ class TensorAttr:
         dynamic_dims: Iterable[int] = (),
     ):
         self._name = name
-        self._dim = None if dim is None else [int(d) for d in dim]
-        self._stride = None if stride is None else [int(s) for s in stride]
+        self._dim = None if dim is None else checked_ints(dim, f"tensor '{name}' dim")
+        self._stride = None if stride is None else checked_ints(stride, f"tensor '{name}' stride")
         self._data_type = None if data_type is None else DataType.coerce(data_type)
         self._is_virtual = is_virtual
         self._scalar_value = scalar_value
-        self._dynamic_dims = sorted({int(d) for d in dynamic_dims})
+        self._dynamic_dims = sorted(set(checked_ints(dynamic_dims, f"tensor '{name}' dynamic_dims")))
         # The node that computes this tensor, if any (a fusilli.ops Node: the floor above
         # this module, so only its presence is used here).
         self.producer: object | None = None
@@ -210,11 +228,11 @@ class TensorAttr:
         return self
 
     def set_dim(self, dim: Sequence[int]) -> TensorAttr:
-        self._dim = [int(d) for d in dim]
+        self._dim = checked_ints(dim, f"tensor '{self.name}' dim")
         return self
 
     def set_stride(self, stride: Sequence[int]) -> TensorAttr:
-        self._stride = [int(s) for s in stride]
+        self._stride = checked_ints(stride, f"tensor '{self.name}' stride")
         return self
 
     def set_data_type(self, data_type: Any) -> TensorAttr:
@@ -230,7 +248,7 @@ class TensorAttr:
         return self
 
     def set_dynamic_dims(self, dims: Iterable[int]) -> TensorAttr:
-        self._dynamic_dims = sorted({int(d) for d in dims})
+        self._dynamic_dims = sorted(set(checked_ints(dims, f"tensor '{self.name}' dynamic_dims")))
         return self
 
     # ---- layout -----------------------------------------------------------
@@ -261,7 +279,7 @@ class TensorAttr:
 
     @property
     def num_elements(self) -> int:
-        return int(np.prod(self.dim, dtype=np.int64)) if self._dim else 1
+        return math.prod(self.dim)
 
     def describe(self) -> str:
         dt = self._data_type.short_name if self._data_type else "?"

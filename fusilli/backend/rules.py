@@ -599,6 +599,21 @@ def CPU_LAYERNORM_O3(p: Problem, t: Target) -> str | None:
 
 
 @rule(
+    "cpu-layernorm-fused-two-pass",
+    Backend.CPU,
+    ("layernorm",),
+    "flags",
+    flags=("--iree-dispatch-creation-enable-aggressive-fusion",),
+    evidence=(
+        "the statistics are two row reductions (corrected two-pass, fusilli/lowering/norm.py): with "
+        "aggressive fusion both and Y are one dispatch at every size (2 without, 3 in training)"
+    ),
+)
+def CPU_LAYERNORM_FUSED_TWO_PASS(p: Problem, t: Target) -> str | None:
+    return "two row reductions and Y in one dispatch"
+
+
+@rule(
     "cpu-conv-im2col-data-tiling",
     Backend.CPU,
     ("conv_fprop",),

@@ -486,18 +486,46 @@ def extra_flags_from_environment() -> list[str]:
         raise fail(ErrorCode.INVALID_ARGUMENT, f"FUSILLI_EXTRA_COMPILER_FLAGS does not parse: {e}") from None
 
 
+# Options fusilli's runtime depends on, with the one value it works with: the
+# transient-workspace argument of every compiled function (Graph.workspace_size) and
+# f64 buffers read as f64. A caller flag giving another value is refused.
+REQUIRED_FLAG_VALUES = {
+    "--iree-torch-externalize-transients": "true",
+    "--iree-input-demote-f64-to-f32": "false",
+}
+
+_LLVM_BOOL_SPELLINGS = {"": "true", "true": "true", "1": "true", "false": "false", "0": "false"}
+
+
+def parse_flag(flag: str) -> tuple[str, str]:
+    """``(--option, value)`` of a compiler flag as LLVM's command line reads it: either dash
+    spelling, a bare boolean flag meaning ``true``, ``=1``/``=0`` meaning ``true``/``false``."""
+    name, _, value = normalized_flag(flag).partition("=")
+    return name, _LLVM_BOOL_SPELLINGS.get(value.lower(), value)
+
+
 def _refuse_crashing_flags(backend: Backend, flags: list[str]) -> None:
-    spelled = [normalized_flag(f) for f in flags]
+    """Refuses flags that crash IREE 3.13, or that negate what fusilli's runtime relies on."""
+    options = [parse_flag(f) for f in flags]
+    enabled = {name for name, value in options if value == "true"}
+    for flag, (name, value) in zip(flags, options):
+        required = REQUIRED_FLAG_VALUES.get(name)
+        if required is not None and value != required:
+            raise fail(
+                ErrorCode.INVALID_ARGUMENT,
+                f"compiler flag {flag} is refused: fusilli's runtime needs {name}={required} "
+                "(check FUSILLI_EXTRA_COMPILER_FLAGS)",
+            )
     if backend == Backend.CPU:
         for bad in CPU_CRASHING_FLAGS:
-            if any(f.startswith(bad) for f in spelled):
+            if bad in enabled:
                 raise fail(
                     ErrorCode.INVALID_ARGUMENT,
                     f"compiler flag {bad} makes IREE 3.13 emit CPU code that crashes when run; remove it "
                     "(check FUSILLI_EXTRA_COMPILER_FLAGS)",
                 )
     for a, b in CRASHING_FLAG_PAIRS:
-        if any(f.startswith(a) for f in spelled) and any(f.startswith(b) for f in spelled):
+        if a in enabled and b in enabled:
             raise fail(
                 ErrorCode.INVALID_ARGUMENT,
                 f"compiler flags {a} and {b} together crash IREE 3.13; drop one of them "

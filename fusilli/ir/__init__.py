@@ -23,7 +23,9 @@ from fusilli.ir.bindings import (
     IntegerType,
     Location,
     Module,
+    ModuleOp,
     Operation,
+    OpView,
     PassManager,
     RankedTensorType,
     StringAttr,
@@ -31,13 +33,14 @@ from fusilli.ir.bindings import (
     TypeAttr,
     UnitAttr,
     Value,
+    WalkResult,
     arith,
     func,
     linalg,
     math,
     tensor,
 )
-from fusilli.ir.context import fusilli_context, parse_module
+from fusilli.ir.context import fusilli_context, ops_named, parse_module, parse_named_source
 from fusilli.ir.structured import indexing_maps, iterator_types, optimization_barrier
 from fusilli.ir.torch import (
     TensorType,
@@ -63,6 +66,9 @@ __all__ = [
     "IntegerType",
     "Location",
     "Module",
+    "ModuleOp",
+    "OpView",
+    "WalkResult",
     "Operation",
     "PassManager",
     "RankedTensorType",
@@ -87,6 +93,8 @@ __all__ = [
     "linalg",
     "math",
     "parse_module",
+    "parse_named_source",
+    "ops_named",
     "tensor",
     "vtensor_type",
 ]

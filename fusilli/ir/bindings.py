@@ -2,6 +2,7 @@
 
 from iree.compiler import ir as _ir
 from iree.compiler.dialects import arith, func, linalg, math, tensor
+from iree.compiler.dialects.builtin import ModuleOp
 from iree.compiler.passmanager import PassManager
 
 AffineMap = _ir.AffineMap
@@ -19,6 +20,8 @@ IntegerType = _ir.IntegerType
 Location = _ir.Location
 Module = _ir.Module
 Operation = _ir.Operation
+OpView = _ir.OpView
+WalkResult = _ir.WalkResult
 RankedTensorType = _ir.RankedTensorType
 StringAttr = _ir.StringAttr
 Type = _ir.Type
@@ -49,7 +52,10 @@ __all__ = [
     "IntegerType",
     "Location",
     "Module",
+    "ModuleOp",
     "Operation",
+    "OpView",
+    "WalkResult",
     "PassManager",
     "RankedTensorType",
     "StringAttr",

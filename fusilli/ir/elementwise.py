@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from fusilli import ir
 from fusilli.ir import scalar as sc
 from fusilli.ir.rewrite import constant_value
+from fusilli.ir.trig import REDUCIBLE_ELEMENTS, reduced_sin, reduced_tan
 
 # ---------------------------------------------------------------------------
 # A body gets the op, its tensor operands as (scalar, torch element) pairs and
@@ -105,13 +106,24 @@ for _name, _op in [
     ("torch.aten.erf", ir.math.ErfOp),
     ("torch.aten.exp", ir.math.ExpOp),
     ("torch.aten.log", ir.math.LogOp),
-    ("torch.aten.sin", ir.math.SinOp),
-    ("torch.aten.tan", ir.math.TanOp),
     ("torch.aten.tanh", ir.math.TanhOp),
     ("torch.aten.sqrt", ir.math.SqrtOp),
     ("torch.aten.rsqrt", ir.math.RsqrtOp),
 ]:
     elementwise_body(_name)(_math_unary(_op))
+
+
+def _reduced_trig(reduced: Callable[[ir.Value, str], ir.Value], plain) -> ScalarBody:
+    """sin/tan with exact range reduction (fusilli/ir/trig.py) where the element allows it."""
+
+    def fn(op: ir.Operation, xs: list[ir.Value], elem: str) -> ir.Value:
+        return reduced(xs[0], elem) if elem in REDUCIBLE_ELEMENTS else plain(xs[0]).result
+
+    return _float_body(fn)
+
+
+elementwise_body("torch.aten.sin")(_reduced_trig(reduced_sin, ir.math.SinOp))
+elementwise_body("torch.aten.tan")(_reduced_trig(reduced_tan, ir.math.TanOp))
 
 
 # Small helpers for writing float bodies as formulas.

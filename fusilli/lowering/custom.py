@@ -56,12 +56,27 @@ def instantiate(node: CustomOpNode) -> str:
         return _PLACEHOLDER.sub(replace, template)
 
 
-def parse_template(node: CustomOpNode, text: str) -> ir.Module:
-    """Parses the instantiated template; checks it defines @FUNC_NAME with the node's signature."""
+def template_source_name(node: CustomOpNode) -> str:
+    """How locations and diagnostics name the template: ``"custom_op 'n' template":<line>:<col>``."""
+    return f"custom_op '{node.name}' template"
+
+
+def parse_template(node: CustomOpNode, text: str) -> ir.ModuleOp:
+    """Parses the instantiated template; checks it defines @FUNC_NAME with the node's signature
+    and uses only ops the compiler knows. Its locations name the node and template line, so
+    later compiler diagnostics do too."""
     try:
-        module = ir.parse_module(text)
+        module = ir.parse_named_source(text, template_source_name(node))
     except Exception as e:  # the bindings raise MLIRError with the parser's diagnostics
         raise node.error(ErrorCode.INVALID_ATTRIBUTE, f"MLIR template does not parse: {_one_line(str(e))}") from None
+    # torch-mlir parses an op it does not know into `torch.operator "<name>"`, which
+    # no IREE pipeline lowers: refuse it here, at its template line.
+    for op in ir.ops_named(module, "torch.operator"):
+        raise node.error(
+            ErrorCode.INVALID_ATTRIBUTE,
+            f"MLIR template line {op.location.start_line}: unknown op "
+            f"{ir.StringAttr(op.attributes['name']).value!r} (torch.operator: no torch-mlir lowering exists for it)",
+        )
     funcs = [op for op in module.body.operations if op.operation.name == "func.func"]
     names = [ir.StringAttr(f.operation.attributes["sym_name"]).value for f in funcs]
     node.check(
@@ -74,7 +89,7 @@ def parse_template(node: CustomOpNode, text: str) -> ir.Module:
         return check_signature(node, module, funcs[names.index(node.func_name)])
 
 
-def check_signature(node: CustomOpNode, module: ir.Module, fn: ir.Operation) -> ir.Module:
+def check_signature(node: CustomOpNode, module: ir.ModuleOp, fn: ir.Operation) -> ir.ModuleOp:
     ftype = ir.FunctionType(ir.TypeAttr(fn.operation.attributes["function_type"]).value)
     for role, types in (("IN", ftype.inputs), ("OUT", ftype.results)):
         tensors = node.role_tensors(role)

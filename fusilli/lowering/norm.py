@@ -5,10 +5,10 @@ to each output's data type. BatchNorm and RMSNorm inference emit upstream's torc
 ops (``native_batch_norm``, ``rms_norm``); their training forms are composites of
 torch ops (mean, centered mean of squares, rsqrt: 3 CPU dispatches vs 4 for
 ``native_batch_norm``; rmsnorm training, which torch-mlir cannot lower natively).
-LayerNorm with static shapes is one pass over each row (shifted sums in one
-multi-result ``linalg.generic``): 1 CPU dispatch in inference, 2 in training
-(upstream: 2 and 4); with dynamic dims it falls back to ``layer_norm`` / the
-two-pass composite.
+LayerNorm with static shapes is two ``linalg.generic`` row reductions (sum, then
+sum of squares about the mean) that IREE fuses with Y into one CPU dispatch in
+inference and training (upstream: 2 and 4); with dynamic dims it falls back to
+``layer_norm`` / the two-pass composite.
 """
 
 from __future__ import annotations
@@ -155,17 +155,21 @@ def emit_layernorm(node: LayerNormNode, ctx: EmitContext) -> None:
 
 
 def _emit_layernorm_one_pass(node: LayerNormNode, ctx: EmitContext, x: ir.Value, compute: DataType) -> None:
-    """LayerNorm from one pass over each row: shifted sums s1 = sum(x - k), s2 = sum((x - k)^2)
-    with k = the row's first element (x[b, 0, ...]), so mean = k + s1/n and
-    var = s2/n - (s1/n)^2 without the cancellation of the unshifted form.
+    """LayerNorm statistics by two passes over each row (the corrected two-pass
+    algorithm): m0 = sum(x)/n, then s1 = sum(x - m0) and s2 = sum((x - m0)^2), so
+    mean = m0 + s1/n and var = s2/n - (s1/n)^2, where s1/n is tiny (m0's rounding error):
+    no cancellation, and the mean exact to f32 rounding even for large values with a
+    small spread.
 
-    The sums are one multi-result ``linalg.generic`` reduction. Inference finishes in
-    torch ops (which the epilogue-fusion pass makes one elementwise region with the
-    affine and any user epilogue), so IREE puts the reduction and its single
-    consumer in one dispatch (CPU: 1, vs 2 for ``layer_norm``). Training finalizes
-    the stats in a second generic ([B, 1, ...]) fused into the reduction's dispatch,
-    which also yields the stat outputs in their own data types, and Y reads them:
-    2 CPU dispatches (``native_layer_norm``: 4).
+    (A one-pass form shifted by the row's first element lost all precision when that
+    element was an outlier: rows of 0 then 1000 +- 0.01 came out 4.6 off.) Each pass is
+    a ``linalg.generic`` reduction over the row; the second reads the first's result, and
+    IREE's aggressive dispatch fusion (the CPU layernorm rule, fusilli/backend/targets.py)
+    puts both, the finalization and Y in one dispatch, the row read from cache the second
+    time. Inference finishes in torch ops (which the epilogue-fusion pass makes one
+    elementwise region with the affine and any user epilogue). Training finalizes the
+    stats in a generic over [B, 1, ...] that also yields the stat outputs in their own
+    data types, and Y reads them.
     """
     b = ctx.b
     xt = node.tensor("X")
@@ -177,50 +181,59 @@ def _emit_layernorm_one_pass(node: LayerNormNode, ctx: EmitContext, x: ir.Value,
     f = builtin_element_type(compute.mlir_name)
     xb = b.to_builtin(x)
     dims = [ir.AffineDimExpr.get(i) for i in range(rank)]
-    zero = ir.AffineConstantExpr.get(0)
     identity = ir.AffineMap.get(rank, 0, dims)
-    first = ir.AffineMap.get(rank, 0, [dims[0]] + [zero] * (rank - 1))  # x[b, 0, ...]
     row = ir.AffineMap.get(rank, 0, [dims[0]])
     init = ir.linalg.fill(ir.arith.ConstantOp(f, 0.0).result, outs=[ir.tensor.EmptyOp([batch], f).result])
-    sums = ir.linalg.GenericOp(
-        [init.type, init.type],
-        [xb, xb],
-        [init, init],
-        ir.indexing_maps(identity, first, row, row),
-        ir.iterator_types("parallel", *["reduction"] * (rank - 1)),
-    )
-    block = sums.regions[0].blocks.append(f, f, f, f)
+    reduce_rows = ir.iterator_types("parallel", *["reduction"] * (rank - 1))
+    row_sum = ir.linalg.GenericOp([init.type], [xb], [init], ir.indexing_maps(identity, row), reduce_rows)
+    block = row_sum.regions[0].blocks.append(f, f)
     with ir.InsertionPoint(block):
-        xv, kv, s1, s2 = block.arguments
-        dv = ir.arith.SubFOp(xv, kv).result
-        ir.linalg.YieldOp([ir.arith.AddFOp(s1, dv).result, ir.arith.AddFOp(s2, ir.arith.MulFOp(dv, dv).result).result])
+        xv, acc = block.arguments
+        ir.linalg.YieldOp([ir.arith.AddFOp(acc, xv).result])
+    # Sums about the first pass's mean m0: x - m0 is exact for x near m0 (Sterbenz), and
+    # sum(x - m0) corrects m0's own rounding error (the corrected two-pass algorithm).
+    centered = ir.linalg.GenericOp(
+        [init.type, init.type],
+        [xb, row_sum.result],
+        [init, init],
+        ir.indexing_maps(identity, row, row, row),
+        reduce_rows,
+    )
+    block = centered.regions[0].blocks.append(f, f, f, f)
+    with ir.InsertionPoint(block):
+        xv, total, acc1, acc2 = block.arguments
+        dv = ir.arith.SubFOp(xv, ir.arith.MulFOp(total, ir.arith.ConstantOp(f, 1.0 / n).result).result).result
+        ir.linalg.YieldOp(
+            [ir.arith.AddFOp(acc1, dv).result, ir.arith.AddFOp(acc2, ir.arith.MulFOp(dv, dv).result).result]
+        )
+    sums_results = [row_sum.result, *centered.results]
     stat_dims = [batch] + [1] * (rank - 1)
     stat_type = ir.vtensor_type(stat_dims, compute.mlir_name)
 
     if not node.training:
-        s1, s2 = (
+        total, s1, s2 = (
             b.op(
                 "torch.aten.view",
                 [_from_builtin(b, r, [batch], compute), b.int_list(stat_dims)],
                 stat_type,
             )
-            for r in sums.results
+            for r in sums_results
         )
-        k = x
-        for d in range(1, rank):
-            kd = list(ir.TensorType.of(k).dims)
-            kd[d] = 1
-            k = b.op(
-                "torch.aten.slice.Tensor",
-                [k, b.const_int(d), b.const_int(0), b.const_int(1), b.const_int(1)],
-                ir.vtensor_type(kd, compute.mlir_name),
-            )
-        shifted_mean = b.op("torch.aten.mul.Scalar", [s1, b.const_float(1.0 / n)], stat_type)
-        mean_square = b.op("torch.aten.mul.Scalar", [s2, b.const_float(1.0 / n)], stat_type)
-        square_mean = b.op("torch.aten.mul.Tensor", [shifted_mean, shifted_mean], stat_type)
+        rough_mean = b.op("torch.aten.mul.Scalar", [total, b.const_float(1.0 / n)], stat_type)
+        correction = b.op("torch.aten.mul.Scalar", [s1, b.const_float(1.0 / n)], stat_type)
         var = b.op(
             "torch.aten.relu",
-            [b.op("torch.aten.sub.Tensor", [mean_square, square_mean, b.const_int(1)], stat_type)],
+            [
+                b.op(
+                    "torch.aten.sub.Tensor",
+                    [
+                        b.op("torch.aten.mul.Scalar", [s2, b.const_float(1.0 / n)], stat_type),
+                        b.op("torch.aten.mul.Tensor", [correction, correction], stat_type),
+                        b.const_int(1),
+                    ],
+                    stat_type,
+                )
+            ],
             stat_type,
         )
         inv_var = b.op(
@@ -228,7 +241,12 @@ def _emit_layernorm_one_pass(node: LayerNormNode, ctx: EmitContext, x: ir.Value,
             [b.op("torch.aten.add.Scalar", [var, b.const_float(eps), b.const_int(1)], stat_type)],
             stat_type,
         )
-        mean = b.op("torch.aten.add.Tensor", [k, shifted_mean, b.const_int(1)], stat_type)
+        x_type = ctx.result_type("Y", element=compute)
+        centered_x = b.op(
+            "torch.aten.sub.Tensor",
+            [b.op("torch.aten.sub.Tensor", [x, rough_mean, b.const_int(1)], x_type), correction, b.const_int(1)],
+            x_type,
+        )
     else:
         # Finalize over [B, 1, ...]: f32 stats for Y, plus the stat outputs in their types.
         out_types = [compute, compute] + [
@@ -241,20 +259,20 @@ def _emit_layernorm_one_pass(node: LayerNormNode, ctx: EmitContext, x: ir.Value,
         empties = [ir.tensor.EmptyOp(stat_dims, e).result for e in elems]
         fin = ir.linalg.GenericOp(
             [e.type for e in empties],
-            [sums.results[0], sums.results[1], xb],
+            sums_results,
             empties,
-            ir.indexing_maps(row, row, first, *[identity] * len(empties)),
+            ir.indexing_maps(row, row, row, *[identity] * len(empties)),
             ir.iterator_types(*["parallel"] * rank),
         )
         block = fin.regions[0].blocks.append(f, f, f, *elems)
         with ir.InsertionPoint(block):
-            a1, a2, kv = block.arguments[:3]
+            a0, a1, a2 = block.arguments[:3]
             inv_n = ir.arith.ConstantOp(f, 1.0 / n).result
-            ms = ir.arith.MulFOp(a1, inv_n).result
-            var = ir.arith.SubFOp(ir.arith.MulFOp(a2, inv_n).result, ir.arith.MulFOp(ms, ms).result).result
-            var = ir.arith.MaximumFOp(var, ir.arith.ConstantOp(f, 0.0).result).result
+            correction = ir.arith.MulFOp(a1, inv_n).result
+            var = ir.arith.SubFOp(ir.arith.MulFOp(a2, inv_n).result, ir.arith.MulFOp(correction, correction).result)
+            var = ir.arith.MaximumFOp(var.result, ir.arith.ConstantOp(f, 0.0).result).result
             inv = ir.math.RsqrtOp(ir.arith.AddFOp(var, ir.arith.ConstantOp(f, eps).result).result).result
-            results = [ir.arith.AddFOp(kv, ms).result, inv]
+            results = [ir.arith.AddFOp(ir.arith.MulFOp(a0, inv_n).result, correction).result, inv]
             for v, t, e in zip(list(results), out_types[2:], elems[2:]):
                 results.append(_round(v, compute, t, e))
             ir.linalg.YieldOp(results)
@@ -264,9 +282,8 @@ def _emit_layernorm_one_pass(node: LayerNormNode, ctx: EmitContext, x: ir.Value,
             stat_out = [_from_builtin(b, r, stat_dims, t) for r, t in zip(fin.results[2:], out_types[2:])]
         ctx.define("MEAN", stat_out[0])
         ctx.define("INV_VARIANCE", stat_out[1])
-    y_type = ctx.result_type("Y", element=compute)
-    y = b.op("torch.aten.sub.Tensor", [x, mean, b.const_int(1)], y_type)
-    y = b.op("torch.aten.mul.Tensor", [y, inv_var], y_type)
+        centered_x = b.op("torch.aten.sub.Tensor", [x, mean, b.const_int(1)], ctx.result_type("Y", element=compute))
+    y = b.op("torch.aten.mul.Tensor", [centered_x, inv_var], ctx.result_type("Y", element=compute))
     ctx.define(
         "Y", emit_affine(ctx, y, _optional_affine(ctx, "SCALE", compute), _optional_affine(ctx, "BIAS", compute))
     )

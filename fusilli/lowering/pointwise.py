@@ -7,6 +7,7 @@ result once to the output's data type.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from fusilli import ir
@@ -114,9 +115,27 @@ def _emit_identity(ctx: EmitContext, node: PointwiseNode, ops: list[ir.Value], c
 
 @mode_emitter(PointwiseMode.ADD_SQUARE)
 def _emit_add_square(ctx: EmitContext, node: PointwiseNode, ops: list[ir.Value], compute: DataType) -> ir.Value:
+    """``a + b*b`` with ``b*b`` rounded before the add, as PyTorch computes it.
+
+    IREE's CPU code contracts a multiply feeding an add into one FMA, whose exact
+    product never overflows: ``-inf + 3e38**2`` came out -inf, not NaN. The square
+    is therefore split by a comparison into its overflowed part (inf or 0) and the
+    rest, added separately: equal to ``a + b*b`` for every input, and the square's
+    other users keep LLVM from forming the FMA.
+    """
     a, b = ops
-    square = ctx.b.op("torch.aten.mul.Tensor", [b, b], _like(b, compute))
-    return ctx.b.op("torch.aten.add.Tensor", [a, square, ctx.b.const_int(1)], _result(ctx, compute))
+    tb = ctx.b
+    square_type = _like(b, compute)
+    square = tb.op("torch.aten.mul.Tensor", [b, b], square_type)
+    flag_type = _like(b, DataType.BOOLEAN)
+    inf = tb.const_float(math.inf)
+    overflowed = tb.op("torch.aten.eq.Scalar", [square, inf], flag_type)
+    in_range = tb.op("torch.aten.ne.Scalar", [square, inf], flag_type)
+    zero = tb.const_float(0.0)
+    finite_part = tb.op("torch.aten.where.ScalarOther", [in_range, square, zero], square_type)
+    infinite_part = tb.op("torch.aten.where.ScalarOther", [overflowed, square, zero], square_type)
+    total = tb.op("torch.aten.add.Tensor", [a, finite_part, tb.const_int(1)], _result(ctx, compute))
+    return tb.op("torch.aten.add.Tensor", [total, infinite_part, tb.const_int(1)], _result(ctx, compute))
 
 
 @mode_emitter(PointwiseMode.ELU_FWD)

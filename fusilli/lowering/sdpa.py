@@ -283,6 +283,28 @@ def _direct_attention(
     return o if len(head_dims) == 1 else _reshape(b, o, [bsz, hq, sq, dv])
 
 
+def _zero_fully_masked_rows(ctx: EmitContext, mask_t: TensorAttr | None, o: ir.Value) -> ir.Value:
+    """``o`` with 0 in every query row whose keys the mask removes entirely (all False, or all
+    -inf), as PyTorch (2.5+, its "safe softmax") returns; softmax over no keys is 0/0 = NaN.
+
+    The rows are found from the mask alone (a reduction over its key dim, at the mask's own,
+    usually broadcast, shape) and applied as an elementwise select that fuses with o's consumer.
+    """
+    if mask_t is None:
+        return o
+    b = ctx.b
+    mask = ctx.logical(mask_t)
+    row_dims = mask_t.dim[:-1] + [1]
+    keep_dim = [b.int_list([-1]), b.const_bool(True)]
+    flag_type = ir.vtensor_type(row_dims, "i1")
+    if mask_t.data_type == DataType.BOOLEAN:
+        attends = b.op("torch.aten.any.dim", [mask, b.const_int(-1), b.const_bool(True)], flag_type)
+    else:
+        row_max = b.op("torch.aten.amax", [mask, *keep_dim], ir.vtensor_type(row_dims, data_type_of(mask_t).mlir_name))
+        attends = b.op("torch.aten.ne.Scalar", [row_max, b.const_float(-math.inf)], flag_type)
+    return b.op("torch.aten.where.ScalarOther", [attends, o, b.const_float(0.0)], o.type)
+
+
 @register_lowering(SdpaNode)
 def emit_sdpa(node: SdpaNode, ctx: EmitContext) -> None:
     b = ctx.b
@@ -322,7 +344,7 @@ def emit_sdpa(node: SdpaNode, ctx: EmitContext) -> None:
         elif node.attrs.is_causal:
             m = _reshape(b, _causal_keep(b, sq, sq, skv), [1, 1, sq, skv])
         direct_scale = node.attrs.scale if node.attrs.scale is not None else 1.0 / math.sqrt(q_t.dim[3])
-        ctx.define("O", _direct_attention(b, q, k, v, m, direct_scale))
+        ctx.define("O", _zero_fully_masked_rows(ctx, mask_t, _direct_attention(b, q, k, v, m, direct_scale)))
         return
     # GQA: bring K and V to one head count L (repeating the one with fewer heads,
     # or both to Hq), then fold each group of Hq/L query heads into the sequence
@@ -357,7 +379,7 @@ def emit_sdpa(node: SdpaNode, ctx: EmitContext) -> None:
         )
         if rep > 1:
             o = _reshape(b, o, [bsz, hq, sq, dv])
-        ctx.define("O", o)  # casts back to O's data type
+        ctx.define("O", _zero_fully_masked_rows(ctx, mask_t, o))  # casts back to O's data type
         return
     if node.attrs.is_causal:
         mask = _causal_mask(b, [bsz, groups, rep * sq, skv], sq, skv, dt)
@@ -380,4 +402,4 @@ def emit_sdpa(node: SdpaNode, ctx: EmitContext) -> None:
     )
     if rep > 1:
         o = _reshape(b, o, [bsz, hq, sq, dv])
-    ctx.define("O", o)
+    ctx.define("O", _zero_fully_masked_rows(ctx, mask_t, o))

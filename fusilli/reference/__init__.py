@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from fusilli.errors import ErrorCode, fail
@@ -44,11 +45,24 @@ def cast_to(t: TensorAttr, a: np.ndarray) -> np.ndarray:
     return a.astype(dt.numpy_dtype)
 
 
-def run(graph: Any, inputs: Mapping[Any, Any]) -> dict[str, np.ndarray]:
+def flush_denormals(a: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """``a`` with the values that are denormal in ``dtype`` replaced by zeros of their sign."""
+    try:
+        tiny = float(ml_dtypes.finfo(dtype).smallest_normal)  # ml_dtypes' types (bf16, fp8) included
+    except ValueError:
+        return a  # integers and booleans have no denormals
+    return np.where(np.abs(a) < tiny, np.copysign(0.0, a), a)
+
+
+def run(graph: Any, inputs: Mapping[Any, Any], *, denormals_are_zero: bool = False) -> dict[str, np.ndarray]:
     """Evaluates ``graph`` on ``inputs`` (keyed by TensorAttr or name); returns outputs by name.
 
     Intermediate tensors are rounded to their data types, as the compiled
     graph stores them; arithmetic inside an op is float64.
+    ``denormals_are_zero`` models fusilli's CPU backend, whose runtime computes
+    with denormals flushed to zero (README, "Numerics"): each op then reads
+    denormal inputs as zero and writes denormal results as zero, at the data
+    types of its tensors.
     """
     if not graph._validated:
         graph.validate()
@@ -70,10 +84,13 @@ def run(graph: Any, inputs: Mapping[Any, Any]) -> dict[str, np.ndarray]:
         if kernel is None:
             raise fail(ErrorCode.NOT_IMPLEMENTED, f"reference: no kernel for op kind {node.kind!r}")
         args = {slot: env[id(t)] for slot, t in node.inputs.items() if t is not None}
+        if denormals_are_zero:
+            args = {slot: flush_denormals(a, data_type_of(node.inputs[slot]).numpy_dtype) for slot, a in args.items()}
         results = kernel(node, args)
         for slot, t in node.outputs.items():
             if t is not None:
-                env[id(t)] = compute_array(cast_to(t, results[slot]))
+                out = cast_to(t, results[slot])
+                env[id(t)] = compute_array(flush_denormals(out, out.dtype) if denormals_are_zero else out)
     return {t.name: cast_to(t, env[id(t)]) for t in graph.output_tensors()}
 
 
@@ -87,4 +104,4 @@ from fusilli.reference import (  # noqa: E402,F401  (registration)  # noqa: E402
     sdpa,
 )
 
-__all__ = ["KERNELS", "compute_array", "register_kernel", "run"]
+__all__ = ["KERNELS", "compute_array", "flush_denormals", "register_kernel", "run"]

@@ -91,7 +91,6 @@ def _select(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 MODE_KERNELS: dict[PointwiseMode, Callable[..., np.ndarray]] = {
     PointwiseMode.ABS: lambda attrs, x: np.abs(x),
     PointwiseMode.ADD: lambda attrs, a, b: a + b,
-    PointwiseMode.ADD_SQUARE: lambda attrs, a, b: a + b * b,
     PointwiseMode.BINARY_SELECT: lambda attrs, c, a, b: _select(c, a, b),
     PointwiseMode.CEIL: _ceil_floor(np.ceil),
     PointwiseMode.CMP_EQ: lambda attrs, a, b: np.equal(*_common(a, b)),
@@ -108,7 +107,6 @@ MODE_KERNELS: dict[PointwiseMode, Callable[..., np.ndarray]] = {
     PointwiseMode.GELU_FWD: lambda attrs, x: _gelu(_f(x)),
     PointwiseMode.GELU_APPROX_TANH_FWD: lambda attrs, x: _gelu_tanh(_f(x)),
     PointwiseMode.GELU_BWD: lambda attrs, dy, x: _gelu_bwd(_f(dy), _f(x)),
-    PointwiseMode.GELU_APPROX_TANH_BWD: lambda attrs, dy, x: _gelu_tanh_bwd(_f(dy), _f(x)),
     PointwiseMode.IDENTITY: lambda attrs, x: x,
     PointwiseMode.LOG: lambda attrs, x: np.log(_f(x)),
     PointwiseMode.LOGICAL_AND: lambda attrs, a, b: np.logical_and(a, b),
@@ -128,11 +126,60 @@ MODE_KERNELS: dict[PointwiseMode, Callable[..., np.ndarray]] = {
     PointwiseMode.SQRT: lambda attrs, x: np.sqrt(_f(x)),
     PointwiseMode.SUB: lambda attrs, a, b: a - b,
     PointwiseMode.SWISH_FWD: lambda attrs, x: _swish(attrs, _f(x)),
-    PointwiseMode.SWISH_BWD: lambda attrs, dy, x: _swish_bwd(attrs, _f(dy), _f(x)),
     PointwiseMode.TAN: lambda attrs, x: np.tan(_f(x)),
     PointwiseMode.TANH_FWD: lambda attrs, x: np.tanh(_f(x)),
-    PointwiseMode.TANH_BWD: lambda attrs, dy, x: _f(dy) * (1.0 - np.tanh(_f(x)) ** 2),
 }
+
+
+def _rounded_to(values: np.ndarray, compute: np.dtype) -> np.ndarray:
+    """float64 ``values`` rounded to the float type ``compute`` (as a stored intermediate is)."""
+    with np.errstate(over="ignore"):
+        return values.astype(compute).astype(np.float64)
+
+
+def _add_square(attrs, compute: np.dtype, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a + b*b`` with the square rounded to the compute type first, as PyTorch stores it:
+    an f32 square of 3e38 is inf, so ``-inf + 3e38**2`` is NaN (f64 would give -inf)."""
+    square = b * b
+    return a + (_rounded_to(square, compute) if square.dtype.kind == "f" else square)
+
+
+def _in_compute_type(formula: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    """``formula(attrs, *operands)`` evaluated in the compute type (f32 unless it is f64), for
+    backward formulas whose f32 intermediates overflow in PyTorch: gelu-tanh's x**3 is inf
+    for |x| > 7e12 and makes the result NaN, sigmoid(-104) is 0 and makes inf * 0 NaN."""
+
+    def kernel(attrs, compute: np.dtype, *operands: np.ndarray) -> np.ndarray:
+        dtype = np.float64 if compute.itemsize >= 8 else np.float32
+        with np.errstate(over="ignore", invalid="ignore"):
+            return formula(attrs, *[np.asarray(o, dtype) for o in operands]).astype(np.float64)
+
+    return kernel
+
+
+def _tanh_bwd(attrs, compute: np.dtype, dy: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``dy * (1 - y*y)`` with ``y = tanh(x)`` rounded to the compute type, as the forward
+    result PyTorch's tanh_backward receives (near |y| = 1 that rounding dominates the error)."""
+    y = _rounded_to(np.tanh(_f(x)), compute)
+    return _f(dy) * (1.0 - y * y)
+
+
+# Modes whose result depends on how an intermediate is rounded: their kernels also take
+# the node's compute type, (attrs, compute numpy dtype, *operands) -> array.
+COMPUTE_TYPE_KERNELS: dict[PointwiseMode, Callable[..., np.ndarray]] = {
+    PointwiseMode.ADD_SQUARE: _add_square,
+    PointwiseMode.GELU_APPROX_TANH_BWD: _in_compute_type(lambda attrs, dy, x: _gelu_tanh_bwd(dy, x)),
+    PointwiseMode.SWISH_BWD: _in_compute_type(_swish_bwd),
+    PointwiseMode.TANH_BWD: _tanh_bwd,
+}
+
+
+def mode_kernel(mode: PointwiseMode, compute: np.dtype) -> Callable[..., np.ndarray]:
+    """The reference of ``mode`` as ``(attrs, *operands) -> array`` for a node computing in ``compute``."""
+    with_compute = COMPUTE_TYPE_KERNELS.get(mode)
+    if with_compute is None:
+        return MODE_KERNELS[mode]
+    return lambda attrs, *operands: with_compute(attrs, compute, *operands)
 
 
 def _promote_ints(operands: list[np.ndarray]) -> list[np.ndarray]:
@@ -152,7 +199,7 @@ def pointwise(node, args):
     else:
         operands = _promote_ints(operands)
     with np.errstate(divide="ignore", invalid="ignore"):
-        out = MODE_KERNELS[mode](node.attrs, *operands)
+        out = mode_kernel(mode, node.compute_element().numpy_dtype)(node.attrs, *operands)
     # The broadcast of the actual operands (dynamic dims may differ from dim), widened
     # to a user-set OUT_0 larger than that broadcast.
     out_t = node.tensor("OUT_0")

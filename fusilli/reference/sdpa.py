@@ -24,7 +24,11 @@ def sdpa(node, args):
     mask = args.get("MASK")
     if mask is not None:
         scores = np.where(mask, scores, -np.inf) if mask.dtype == np.bool_ else scores + mask.astype(np.float64)
-    scores = scores - scores.max(axis=-1, keepdims=True)
-    p = np.exp(scores)
-    p /= p.sum(axis=-1, keepdims=True)
+    # A row whose every score is -inf (all keys masked) attends to nothing: its
+    # output is 0, as torch 2.5+ computes it (its "safe softmax"), not NaN.
+    row_max = scores.max(axis=-1, keepdims=True)
+    fully_masked = row_max == -np.inf
+    p = np.exp(scores - np.where(fully_masked, 0.0, row_max))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = np.where(fully_masked, 0.0, p / p.sum(axis=-1, keepdims=True))
     return {"O": np.matmul(p, v)}

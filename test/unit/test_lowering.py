@@ -36,6 +36,7 @@ NOT_ELEMENTWISE = {
     "torch.aten._softmax",
     "torch.aten.amax",
     "torch.aten.amin",
+    "torch.aten.any.dim",
     "torch.aten.arange",
     "torch.aten.cat",
     "torch.aten.convolution",

@@ -58,17 +58,11 @@ def test_sdpa_numerics(variant, cpu, rng):
     g = build(variant)
     assert not decomposes(g.nodes[0])
     inputs = {t: random_array(t, rng, -2, 2) for t in g.input_tensors()}
-    for t, a in inputs.items():
-        if t.data_type == fs.DataType.BOOLEAN:
-            a[..., 0] = True  # no fully masked row (torch gives NaN there)
-    run_and_check(g, cpu, inputs, rtol=1e-4, atol=1e-4)
+    run_and_check(g, cpu, inputs, rtol=1e-4, atol=1e-4)  # random bool masks: some rows fully masked (0)
 
 
 def _check(g, cpu, rng, tol):
     inputs = {t: random_array(t, rng, -2, 2) for t in g.input_tensors()}
-    for t, a in inputs.items():
-        if t.data_type == fs.DataType.BOOLEAN:
-            a[..., 0] = True
     run_and_check(g, cpu, inputs, rtol=tol, atol=tol)
 
 
@@ -208,9 +202,7 @@ MASK_DIMS = [(2, 4, 8, 6), (1, 1, 8, 6), (2, 1, 8, 6), (1, 4, 8, 6), (1, 1, 1, 6
 def test_sdpa_mask_broadcast_numerics(mask_dim, mask_dt, heads, cpu, rng):
     """Fused SDPA with a mask passes the mask at its own shape to iree_linalg_ext.attention (size-1
     dims dropped, broadcast by the indexing map), with and without GQA heads (Hk != Hv: K and V read
-    at their own head counts): 1 dispatch."""
-    if mask_dt == fs.DataType.BOOLEAN and mask_dim[3] == 1:
-        pytest.skip("a [.., Skv=1] boolean mask masks whole rows (NaN)")
+    at their own head counts)."""
     hq, hk, hv = heads
     g = fs.Graph(name="sdpa_mask_bcast")
     q = g.tensor(name="q", dim=[2, hq, 8, 4])
@@ -221,10 +213,13 @@ def test_sdpa_mask_broadcast_numerics(mask_dim, mask_dt, heads, cpu, rng):
     g.validate()
     assert not decomposes(g.nodes[0])
     inputs = {t: random_array(t, rng, -2, 2) for t in g.input_tensors()}
-    if mask_dt == fs.DataType.BOOLEAN:
-        inputs[m][..., 0] = True
     run_and_check(g, cpu, inputs, rtol=1e-4, atol=1e-4)
-    assert g.compile_stats.dispatch_count == 1
+    # The attention, plus the mask's row reduction that zeroes fully masked rows (none when
+    # the mask has one key column); IREE splits one more dispatch off for some GQA mask shapes.
+    if mask_dim[3] == 1:
+        assert g.compile_stats.dispatch_count == 1
+    else:
+        assert g.compile_stats.dispatch_count in (2, 3)
 
 
 @pytest.mark.parametrize("dt", [fs.DataType.HALF, fs.DataType.BFLOAT16])

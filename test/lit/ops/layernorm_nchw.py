@@ -38,20 +38,26 @@ if len(sys.argv) > 1 and sys.argv[1] == "stats":
         print_stats(build(fs.NormPhase.TRAINING))
 
     # STATS-LABEL: TEST: stats_training
-    # STATS: dispatch-count: 2
+    # STATS: dispatch-count: 1
 else:
 
     @run
     def layernorm_nchw_inference():
         print(emitted(build(fs.NormPhase.INFERENCE)))
 
-    # One pass over each row: shifted sums (k = the row's first element) in one
-    # multi-result linalg.generic reduction, then the normalization in torch ops.
+    # Two passes over each row (corrected two-pass): the sum, then the sums of x - m0 and
+    # (x - m0)^2 about its mean m0; the normalization in torch ops.
     # CHECK-LABEL: TEST: layernorm_nchw_inference
     # CHECK: %[[X:arg[0-9]+]]: !torch.vtensor<[2,4,3,3],f32>)
     # CHECK: %[[XB:.*]] = torch_c.to_builtin_tensor %[[X]]
-    # CHECK: %[[S:.*]]:2 = linalg.generic {{.*}}iterator_types = ["parallel", "reduction", "reduction", "reduction"]} ins(%[[XB]], %[[XB]] :{{.*}}) outs({{.*}} : tensor<2xf32>, tensor<2xf32>)
-    # CHECK: torch.aten.slice.Tensor %[[X]]
+    # CHECK: %[[SUM:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction", "reduction", "reduction"]} ins(%[[XB]] : tensor<2x4x3x3xf32>) outs({{.*}} : tensor<2xf32>)
+    # CHECK: arith.addf
+    # CHECK: %[[SQ:.*]]:2 = linalg.generic {{.*}}iterator_types = ["parallel", "reduction", "reduction", "reduction"]} ins(%[[XB]], %[[SUM]] : tensor<2x4x3x3xf32>, tensor<2xf32>) outs({{.*}} : tensor<2xf32>, tensor<2xf32>)
+    # CHECK: %[[MEAN:.*]] = arith.mulf %{{.*}}, %{{.*}} : f32
+    # CHECK: %[[D:.*]] = arith.subf %{{.*}}, %[[MEAN]] : f32
+    # CHECK: arith.addf %{{.*}}, %[[D]] : f32
+    # CHECK: arith.mulf %[[D]], %[[D]] : f32
+    # CHECK-NOT: torch.aten.slice.Tensor
     # CHECK: torch.aten.rsqrt
     # CHECK: torch.aten.sub.Tensor %[[X]]
     # CHECK-NOT: torch.aten.layer_norm
@@ -60,11 +66,12 @@ else:
     def layernorm_nchw_training():
         print(emitted(build(fs.NormPhase.TRAINING)))
 
-    # Training: the same sums, then a second generic over [B, 1, 1, 1] makes the stats.
+    # Training: the same two reductions, then a generic over [B, 1, 1, 1] makes the stats.
     # CHECK-LABEL: TEST: layernorm_nchw_training
     # CHECK: %[[X:arg[0-9]+]]: !torch.vtensor<[2,4,3,3],f32>)
-    # CHECK: %[[S:.*]]:2 = linalg.generic {{.*}}iterator_types = ["parallel", "reduction", "reduction", "reduction"]}
-    # CHECK: %[[F:.*]]:2 = linalg.generic {{.*}} ins(%[[S]]#0, %[[S]]#1, {{.*}}) outs({{.*}})
+    # CHECK: %[[SUM:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction", "reduction", "reduction"]}
+    # CHECK: %[[SQ:.*]]:2 = linalg.generic {{.*}}iterator_types = ["parallel", "reduction", "reduction", "reduction"]} ins({{.*}}, %[[SUM]] :
+    # CHECK: %[[F:.*]]:2 = linalg.generic {{.*}} ins(%[[SUM]], %[[SQ]]#0, %[[SQ]]#1 : {{.*}}) outs({{.*}})
     # CHECK: math.rsqrt
     # CHECK: %[[MEAN:.*]] = torch_c.from_builtin_tensor %[[F]]#0 {{.*}} -> !torch.vtensor<[2,1,1,1],f32>
     # CHECK: %[[INV:.*]] = torch_c.from_builtin_tensor %[[F]]#1 {{.*}} -> !torch.vtensor<[2,1,1,1],f32>

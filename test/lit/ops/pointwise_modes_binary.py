@@ -51,12 +51,19 @@ binary(M.MIN_OP)
 # CHECK-LABEL: TEST: min
 # CHECK: torch.aten.minimum %{{.*}}, %{{.*}} : !torch.vtensor<[2,3],f32>, !torch.vtensor<[1,3],f32> -> !torch.vtensor<[2,3],f32>
 
-# ADD_SQUARE: in0 + in1 * in1; the square keeps in1's shape.
+# ADD_SQUARE: in0 + in1 * in1; the square keeps in1's shape and is added as its finite
+# part, then its overflowed (inf) part, so no FMA hides an overflowing square.
 binary(M.ADD_SQUARE)
 # CHECK-LABEL: TEST: add_square
 # CHECK: func.func @main(%[[OUT:[a-z0-9_]+]]: !torch.tensor<[2,3],f32>, %[[X:[a-z0-9_]+]]: !torch.vtensor<[2,3],f32>, %[[Y:[a-z0-9_]+]]: !torch.vtensor<[1,3],f32>)
 # CHECK: %[[SQ:.*]] = torch.aten.mul.Tensor %[[Y]], %[[Y]] : !torch.vtensor<[1,3],f32>, !torch.vtensor<[1,3],f32> -> !torch.vtensor<[1,3],f32>
-# CHECK: %[[R:.*]] = torch.aten.add.Tensor %[[X]], %[[SQ]], %{{.*}} -> !torch.vtensor<[2,3],f32>
+# CHECK: %[[INF:.*]] = torch.constant.float 0x7FF0000000000000
+# CHECK: %[[OVER:.*]] = torch.aten.eq.Scalar %[[SQ]], %[[INF]] : {{.*}} -> !torch.vtensor<[1,3],i1>
+# CHECK: %[[FINITE:.*]] = torch.aten.ne.Scalar %[[SQ]], %[[INF]]
+# CHECK: %[[FPART:.*]] = torch.aten.where.ScalarOther %[[FINITE]], %[[SQ]]
+# CHECK: %[[IPART:.*]] = torch.aten.where.ScalarOther %[[OVER]], %[[SQ]]
+# CHECK: %[[SUM:.*]] = torch.aten.add.Tensor %[[X]], %[[FPART]], %{{.*}} -> !torch.vtensor<[2,3],f32>
+# CHECK: %[[R:.*]] = torch.aten.add.Tensor %[[SUM]], %[[IPART]], %{{.*}} -> !torch.vtensor<[2,3],f32>
 # CHECK: torch.overwrite.tensor.contents %[[R]] overwrites %[[OUT]]
 
 # Backward modes take (grad, forward input).

@@ -40,7 +40,8 @@ if len(sys.argv) > 1 and sys.argv[1] == "stats":
     # STATS-LABEL: TEST: stats_causal
     # STATS: dispatch-count: 3
     # STATS-LABEL: TEST: stats_mask
-    # STATS: dispatch-count: 3
+    # (+1: the mask's row reduction that zeroes fully masked rows)
+    # STATS: dispatch-count: 4
     # STATS-LABEL: TEST: stats_gqa_hk_ne_hv
     # STATS: dispatch-count: 3
 else:

@@ -25,15 +25,17 @@ if len(sys.argv) > 1 and sys.argv[1] == "stats":
     def stats_sdpa_bool_mask():
         print_stats(build())
 
+    # The attention, and the mask's row reduction that finds fully masked rows (their
+    # output is 0, as in PyTorch): 2 dispatches.
     # STATS-LABEL: TEST: stats_sdpa_bool_mask
-    # STATS: dispatch-count: 1
+    # STATS: dispatch-count: 2
 
     @run
     def stats_sdpa_float_mask():
         print_stats(build(fs.DataType.FLOAT))
 
     # STATS-LABEL: TEST: stats_sdpa_float_mask
-    # STATS: dispatch-count: 1
+    # STATS: dispatch-count: 2
 else:
 
     @run
@@ -50,4 +52,7 @@ else:
     # CHECK: %[[MB:.*]] = torch_c.to_builtin_tensor %[[M]] : !torch.vtensor<[8,6],i1> -> tensor<8x6xi1>
     # CHECK: %[[O:.*]] = iree_linalg_ext.attention <indexing_maps = [#[[QMAP]], {{.*}}, #[[MMAP]], {{.*}}]> ins({{.*}}, %[[MB]] : tensor<1x2x8x4xf32>, tensor<1x2x6x4xf32>, tensor<1x2x6x4xf32>, f32, tensor<8x6xi1>) outs({{.*}} : tensor<1x2x8x4xf32>)
     # CHECK: iree_linalg_ext.yield
-    # CHECK: torch_c.from_builtin_tensor %[[O]] : tensor<1x2x8x4xf32> -> !torch.vtensor<[1,2,8,4],f32>
+    # CHECK: %[[OT:.*]] = torch_c.from_builtin_tensor %[[O]] : tensor<1x2x8x4xf32> -> !torch.vtensor<[1,2,8,4],f32>
+    # A query row with no key left attends to nothing: 0, not 0/0.
+    # CHECK: %[[ANY:.*]] = torch.aten.any.dim %arg{{.*}}, %{{.*}}, %{{.*}} : !torch.vtensor<[1,1,8,6],i1>, !torch.int, !torch.bool -> !torch.vtensor<[1,1,8,1],i1>
+    # CHECK: torch.aten.where.ScalarOther %[[ANY]], %{{.*}}, %{{.*}} : !torch.vtensor<[1,1,8,1],i1>, !torch.vtensor<[1,2,8,4],f32>

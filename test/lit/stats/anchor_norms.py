@@ -1,7 +1,7 @@
 # RUN: %python %s | filecheck %s --check-prefix=STATS
 
 # Norm anchors + bias/scale/relu epilogue on CPU: the epilogue joins the norm's
-# dispatch. LayerNorm is one pass over each row (upstream: inference 2,
+# dispatch. LayerNorm's two row reductions fuse with Y (upstream: inference 2,
 # training 4 dispatches); rmsnorm inference 1 (upstream 1); batchnorm training 3
 # (upstream 4).
 
@@ -45,7 +45,7 @@ def layernorm_training_epilogue():
 
 
 # STATS-LABEL: TEST: layernorm_training_epilogue
-# STATS: dispatch-count: 2
+# STATS: dispatch-count: 1
 
 
 @run
