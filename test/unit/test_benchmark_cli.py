@@ -8,11 +8,11 @@ import json
 import time
 
 import pytest
-from fusilli.tools import benchmark as bm
 
 import fusilli as fs
 from fusilli.backend import rules
 from fusilli.backend.targets import CPU_FLAGS, Target
+from fusilli.tools import benchmark as bm
 
 CONV = "conv -F 1 -n 1 -c 4 -H 6 -W 6 -k 4 -y 3 -x 3 -p 1 -q 1 --in_layout NHWC --out_layout NHWC --fil_layout NHWC".split()
 MATMUL = "matmul -M 8 -N 8 -K 8".split()
