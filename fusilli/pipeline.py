@@ -19,7 +19,7 @@ DEFAULT_PASSES = (
 
 # How fusilli-conv-layout computes the convs it rewrites: "auto" (what the target's
 # lowering rules choose, fusilli/backend/rules.py) or, for measuring, "linalg",
-# "im2col" or "winograd[2|4|6]" forced on every conv it applies to. Read once from
+# "im2col", "gemm" or "winograd[2|4|6]" forced on every conv it applies to. Read once from
 # FUSILLI_CONV_LOWERING; it changes the IR, so it is part of every cache key.
 CONV_LOWERING = os.environ.get("FUSILLI_CONV_LOWERING", "auto")
 

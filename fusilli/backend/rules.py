@@ -81,12 +81,18 @@ def _conv_facts_of_node(node: Any) -> dict[str, Any]:
     channels_last = x.stride[1] == 1 and x.rank > 3
     # dgrad runs as a forward conv producing DX (stride 1; fusilli/lowering/conv.py).
     out = x if node.kind == "conv_dgrad" else y
-    return conv_facts(w.dim[2:], node.stride, node.dilation, node.groups, channels_last, out.dim[0], out.dim[2:])
+    return conv_facts(
+        w.dim[2:], node.stride, node.dilation, node.groups, channels_last, out.dim[0], out.dim[2:], w.dim[1]
+    )
 
 
-def conv_facts(kernel, stride, dilation, groups: int, channels_last: bool, batch: int, out_spatial) -> dict[str, Any]:
-    """The shape facts of a forward conv that algorithm rules look at (from a node or from IR)."""
+def conv_facts(
+    kernel, stride, dilation, groups: int, channels_last: bool, batch: int, out_spatial, channels: int = 0
+) -> dict[str, Any]:
+    """The shape facts of a forward conv that algorithm rules look at (from a node or from IR);
+    ``channels``: input channels per group (0: not known)."""
     return {
+        "channels": channels,
         "kernel": tuple(kernel),
         "stride": tuple(stride),
         "dilation": tuple(dilation),
@@ -413,6 +419,62 @@ def CPU_CONV_WINOGRAD(p: Problem, t: Target) -> str | None:
     )
 
 
+# Convs (not Winograd's) as an im2col GEMM with an explicit lowering config
+# (fusilli/passes/gemm_config.py) instead of IREE's im2col + data tiling, where
+# measured faster: 1x1 convs with at least this many GEMM rows (N*Ho*Wo) and at
+# most this many input channels (the GEMM's depth; an unpacked B panel of 1024
+# rows loses to data tiling), stride 2 only on AVX-512 ...
+CPU_CONV_GEMM_MIN_ROWS_1X1 = 512
+CPU_CONV_GEMM_MAX_CHANNELS_1X1 = 512
+# ... and stride-2 convs with larger kernels from this many rows.
+CPU_CONV_GEMM_MIN_ROWS_STRIDED = 4096
+
+
+def conv_gemm_rows(p: Problem) -> int:
+    """The GEMM rows of a conv problem as im2col: batch times output positions."""
+    return int(p.fact("batch", 0)) * math.prod(int(d) for d in p.fact("out_spatial", ()))
+
+
+@rule(
+    "cpu-conv-im2col-gemm",
+    Backend.CPU,
+    ("conv_fprop",),
+    "algorithm",
+    evidence=(
+        "fusilli-benchmark --compare torch --iter 30, min ms, IREE im2col + data tiling -> explicit-config "
+        "GEMM, AVX-512 host / x86-64-v3, two rounds at load ~1.5 (BENCHMARKS.md): 1x1 4x256x28x28->128 "
+        "0.58-0.59 -> 0.42-0.47 (PyTorch 0.42-0.44) / 1.14 -> 0.96; 1x1 8x64x56x56->64 0.83 -> 0.42-0.43 / "
+        "1.36-1.39 -> 0.93-0.96; 7x7 s2 stem 1x3x224x224 0.99-1.03 -> 0.81 / 1.78-1.79 -> 1.38-1.44; 3x3 s2 "
+        "8x128x56x56->128 10.8-11.4 -> 5.1 / 16.5-16.9 -> 10.3-10.6; 2-3 dispatches instead of 3-4 (4-5 with "
+        "bias + relu). Losses, hence the limits: 1x1 8x1024x14x14->256 2.0 -> 1.8-2.3 / 4.0 -> 4.5-4.6; "
+        "1x1 s2 1x256x56x56->512 on AVX2 1.16-1.18 -> 1.22-1.26 (AVX-512 0.61-0.63 -> 0.50-0.55); 3x3 s2 "
+        "4x128x28x28->256 (784 rows) 1.23 -> 1.57 / 2.96 -> 3.29; 3x3 stride 1 with C >= 256 (1x512x7x7 "
+        "0.95 -> 1.48)"
+    ),
+)
+def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
+    if not p.fact("channels_last") or p.fact("groups") != 1 or p.element not in (DataType.FLOAT, *_LOW_PRECISION):
+        return None
+    isa = vector_isa(t)
+    if isa == "generic" or p.flops < CPU_CONV_IM2COL_MIN_FLOPS or p.fact("dilation") != (1, 1):
+        return None
+    if CPU_CONV_BF16_IM2COL_MATMUL.applies(p, t) is not None:
+        return None  # the bf16-operand im2col matmul keeps bf16 for the native dot product
+    rows, kernel, channels = conv_gemm_rows(p), p.fact("kernel"), int(p.fact("channels", 0))
+    if kernel == (1, 1):
+        if rows < CPU_CONV_GEMM_MIN_ROWS_1X1 or not 0 < channels <= CPU_CONV_GEMM_MAX_CHANNELS_1X1:
+            return None
+        if p.fact("stride") != (1, 1) and isa != "avx512":
+            return None
+        return (
+            f"1x1, {rows} GEMM rows >= {CPU_CONV_GEMM_MIN_ROWS_1X1}, {channels} channels <= "
+            f"{CPU_CONV_GEMM_MAX_CHANNELS_1X1}, GEMM tuned for {isa}"
+        )
+    if kernel != (1, 1) and p.fact("stride") == (2, 2) and rows >= CPU_CONV_GEMM_MIN_ROWS_STRIDED:
+        return f"{kernel[0]}x{kernel[1]} stride 2, {rows} GEMM rows >= {CPU_CONV_GEMM_MIN_ROWS_STRIDED}, GEMM tuned for {isa}"
+    return None
+
+
 @rule(
     "cpu-conv-channels-last-linalg",
     Backend.CPU,
@@ -563,6 +625,8 @@ def CPU_LAYERNORM_FUSED_TWO_PASS(p: Problem, t: Target) -> str | None:
     ),
 )
 def CPU_CONV_IM2COL_DATA_TILING(p: Problem, t: Target) -> str | None:
+    if CPU_CONV_IM2COL_GEMM.applies(p, t) is not None:
+        return None  # its GEMM carries its own lowering config: data tiling would add dispatches
     if p.element not in (DataType.FLOAT, *_LOW_PRECISION) or p.flops < CPU_CONV_IM2COL_MIN_FLOPS:
         return None
     return f"{_mflop(p.flops)} >= {_mflop(CPU_CONV_IM2COL_MIN_FLOPS)}"

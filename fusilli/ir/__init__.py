@@ -41,7 +41,7 @@ from fusilli.ir.bindings import (
     tensor,
 )
 from fusilli.ir.context import fusilli_context, ops_named, parse_module, parse_named_source
-from fusilli.ir.structured import indexing_maps, iterator_types
+from fusilli.ir.structured import indexing_maps, iterator_types, optimization_barrier
 from fusilli.ir.torch import (
     TensorType,
     TorchBuilder,
@@ -51,6 +51,7 @@ from fusilli.ir.torch import (
 )
 
 __all__ = [
+    "optimization_barrier",
     "AffineMap",
     "AffineMapAttr",
     "ArrayAttr",

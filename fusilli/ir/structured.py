@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fusilli.ir.bindings import AffineMap, AffineMapAttr, ArrayAttr, Attribute
+from fusilli.ir.bindings import AffineMap, AffineMapAttr, ArrayAttr, Attribute, Operation, Value
 
 
 def indexing_maps(*maps: AffineMap) -> ArrayAttr:
@@ -17,3 +17,8 @@ def iterator_types(*kinds: str) -> ArrayAttr:
         if kind not in ("parallel", "reduction"):
             raise ValueError(f"unknown iterator type {kind!r}")
     return ArrayAttr.get([Attribute.parse(f"#linalg.iterator_type<{kind}>") for kind in kinds])
+
+
+def optimization_barrier(value: Value) -> Value:
+    """``util.optimization_barrier``: IREE keeps ``value`` materialized (no folding or fusion across it)."""
+    return Operation.create("util.optimization_barrier", results=[value.type], operands=[value]).result

@@ -55,3 +55,27 @@ def padded_direct_conv(x_nhwc: ir.Value, w_hwcf: ir.Value, out_dims, stride, pad
         v = ir.arith.SelectOp(ir.arith.AndIOp(row_ok, col_ok).result, v, zero).result
         ir.linalg.YieldOp([ir.math.FmaOp(v, block.arguments[0], block.arguments[1]).result])
     return conv.result
+
+
+def padded_patches(x_nhwc: ir.Value, out_hw, kernel, stride, padding, dilation) -> ir.Value:
+    """The im2col patches ``p[n, oh, ow, r, s, c] = x_padded[n, oh*st + r*dil, ow*st + s*dil, c]``.
+
+    One all-parallel generic reading the unpadded input like ``padded_direct_conv``:
+    no padded copy of the input is made.
+    """
+    xt = ir.RankedTensorType(x_nhwc.type)
+    elem = xt.element_type
+    n, h, w, c = (xt.get_dim_size(i) for i in range(4))
+    zero = ir.arith.ConstantOp(elem, 0.0).result
+    empty = ir.tensor.EmptyOp([n, *out_hw, *kernel, c], elem).result
+    gather = ir.linalg.GenericOp(
+        [empty.type], [], [empty], ir.indexing_maps(ir.AffineMap.get_identity(6)), ir.iterator_types(*["parallel"] * 6)
+    )
+    block = gather.regions[0].blocks.append(elem)
+    with ir.InsertionPoint(block):
+        b, oh, ow, r, s, ch = (ir.linalg.IndexOp(i).result for i in range(6))
+        row, row_ok = _tap(oh, r, stride[0], dilation[0], padding[0], h)
+        col, col_ok = _tap(ow, s, stride[1], dilation[1], padding[1], w)
+        v = ir.tensor.ExtractOp(x_nhwc, [b, row, col, ch]).result
+        ir.linalg.YieldOp([ir.arith.SelectOp(ir.arith.AndIOp(row_ok, col_ok).result, v, zero).result])
+    return gather.result

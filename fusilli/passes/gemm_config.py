@@ -36,19 +36,37 @@ WINOGRAD_GEMM_TILES = {
     "avx512": GemmTile((112, 64), (8, 32), 8),
 }
 
+# The GEMM of a conv lowered as im2col patches x HWCF filter ([N*Ho*Wo, R*S*C] x
+# [R*S*C, K]) without data tiling, per ISA (rules.CPU_CONV_IM2COL_GEMM has the measurements).
+CONV_GEMM_TILES = {
+    "avx2": GemmTile((64, 64), (4, 16), 8),
+    "avx512": GemmTile((64, 64), (8, 32), 8),
+}
 
-def batch_matmul_compilation_info(isa: str, batch: int, m: int, n: int, k: int) -> ir.Attribute | None:
-    """The ``compilation_info`` for an f32 ``linalg.batch_matmul`` on ``isa``, or None for IREE's default."""
-    tile = WINOGRAD_GEMM_TILES.get(isa)
-    if tile is None:
-        return None
+
+def _compilation_info(tile: GemmTile, batch: int | None, m: int, n: int, k: int) -> ir.Attribute:
+    """``[B,] M, N, K`` tile sizes (B tiled by 1) clamped to the problem, as IREE's ``compilation_info``."""
     dm, dn = min(tile.distribution[0], m), min(tile.distribution[1], n)
     vm, vn = min(tile.vector[0], dm), min(tile.vector[1], dn)
+    lead = "1, " if batch is not None else ""
+    zero = "0, " if batch is not None else ""
     text = (
         "#iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<"
-        f"distribution = [1, {dm}, {dn}, 0], cache_parallel = [1, {dm}, {dn}, 0], "
-        f"vector_common_parallel = [1, {vm}, {vn}, 0], vector_reduction = [0, 0, 0, {min(tile.reduction, k)}]>, "
+        f"distribution = [{lead}{dm}, {dn}, 0], cache_parallel = [{lead}{dm}, {dn}, 0], "
+        f"vector_common_parallel = [{lead}{vm}, {vn}, 0], vector_reduction = [{zero}0, 0, {min(tile.reduction, k)}]>, "
         "translation_info = #iree_codegen.translation_info<pipeline = #iree_cpu.pipeline<DoubleTilingExpert>, "
         "{enable_loop_peeling}>>"
     )
     return ir.Attribute.parse(text)
+
+
+def batch_matmul_compilation_info(isa: str, batch: int, m: int, n: int, k: int) -> ir.Attribute | None:
+    """The ``compilation_info`` for an f32 ``linalg.batch_matmul`` on ``isa``, or None for IREE's default."""
+    tile = WINOGRAD_GEMM_TILES.get(isa)
+    return None if tile is None else _compilation_info(tile, batch, m, n, k)
+
+
+def matmul_compilation_info(isa: str, m: int, n: int, k: int) -> ir.Attribute | None:
+    """The ``compilation_info`` for an f32 conv-as-GEMM ``linalg.matmul`` on ``isa``, or None."""
+    tile = CONV_GEMM_TILES.get(isa)
+    return None if tile is None else _compilation_info(tile, None, m, n, k)

@@ -6,10 +6,10 @@ import io
 from pathlib import Path
 
 import pytest
-from fusilli.tools.opt import DUMP_AFTER, DUMP_BEFORE, main
 
 import fusilli as fs
 from fusilli.passes import PASSES
+from fusilli.tools.opt import DUMP_AFTER, DUMP_BEFORE, main
 
 NHWC_RELU_MLIR = """
 func.func @nhwc_relu(%x: !torch.vtensor<[1,2,2,3],f32>) -> !torch.vtensor<[1,2,2,3],f32> {

@@ -18,13 +18,14 @@
 // CHECK-DAG: #[[GATHER_S2:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1 * 2 + d3, d2 * 2 + d4, d5)>
 // By default (on an x86 host with AVX2 or AVX-512) the heavy 3x3 stride-1 conv is a
 // Winograd conv computed in f32 (cpu-conv-winograd), the strided f32 conv keeps the
-// linalg path, the 1x1 one is a matmul.
+// linalg path (784 GEMM rows, below cpu-conv-im2col-gemm's strided threshold), the
+// 1x1 one (3136 rows) an explicit-config GEMM (cpu-conv-im2col-gemm).
 // AUTO-LABEL: func.func @im2col_3x3_bf16(
 // AUTO: linalg.batch_matmul {{.*}} ins(%{{.*}}, %{{.*}} : tensor<36x256x64xf32>, tensor<36x64x64xf32>)
 // AUTO-LABEL: func.func @im2col_strided_f32(
 // AUTO: linalg.conv_2d_nhwc_hwcf
 // AUTO-LABEL: func.func @im2col_1x1_f16(
-// AUTO: torch.aten.mm
+// AUTO: linalg.matmul {compilation_info
 // CHECK-LABEL: func.func @im2col_3x3_bf16(
 // CHECK-SAME: %[[X:[a-z0-9_]+]]: !torch.vtensor<[4,32,32,64],bf16>, %[[W:[a-z0-9_]+]]: !torch.vtensor<[64,3,3,64],bf16>
 // CHECK-NOT: torch.aten.permute

@@ -1,0 +1,62 @@
+# RUN: %python %s > %t.json
+# RUN: %fusilli-opt %t.json --backend cpu --arch znver4 --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,AVX512
+# RUN: %fusilli-opt %t.json --backend cpu --arch x86-64-v3 --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,AVX2
+# RUN: %fusilli-opt %t.json --backend cpu --arch x86-64 --pass-pipeline=default | filecheck %s --check-prefix=GENERIC
+
+# cpu-conv-im2col-gemm (fusilli/passes/conv_layout.py): on AVX2 and AVX-512 a
+# 1x1 conv with >= 512 GEMM rows and a 3x3 stride-2 conv with >= 4096 rows become
+# an f32 linalg.matmul of the im2col patches (a reshape for the 1x1; for the
+# strided conv one all-parallel generic reading the unpadded input through
+# clamped tensor.extract, taps in the padding zeroed) and the HWCF filter,
+# materialized behind util.optimization_barrier, carrying the ISA's
+# compilation_info (fusilli/passes/gemm_config.py). The bias + relu epilogue
+# follows as an elementwise consumer (fusilli-epilogue-fusion's
+# generic). Without a tuned ISA (x86-64) they keep
+# IREE's path: a matmul and a linalg conv, no compilation_info.
+
+import fusilli as fs
+
+g = fs.Graph(name="conv_gemm")
+n, c, h, w, k = 16, 64, 32, 32, 32
+x = g.tensor(name="x", dim=[n, c, h, w], stride=fs.strides([n, c, h, w], "NHWC"))
+w1 = g.tensor(name="w1", dim=[k, c, 1, 1], stride=fs.strides([k, c, 1, 1], "NHWC"))
+w3 = g.tensor(name="w3", dim=[k, c, 3, 3], stride=fs.strides([k, c, 3, 3], "NHWC"))
+b = g.tensor(name="b", dim=[1, k, 1, 1], stride=fs.strides([1, k, 1, 1], "NHWC"))
+y1 = g.conv_fprop(x, w1, padding=[0, 0], stride=[1, 1], dilation=[1, 1], name="conv1x1")
+y1 = g.relu(g.add(y1, b, name="bias1"), name="relu1")
+y1.set_output(True).set_name("y1")
+y3 = g.conv_fprop(x, w3, padding=[1, 1], stride=[2, 2], dilation=[1, 1], name="conv3x3s2")
+y3.set_output(True).set_name("y3")
+print(g.to_json())
+
+# AVX512-DAG: #[[CFG:.*]] = #iree_cpu.lowering_config<cache_parallel = [64, 32, 0], distribution = [64, 32, 0], vector_common_parallel = [8, 32, 0], vector_reduction = [0, 0, 8]>
+# AVX2-DAG: #[[CFG:.*]] = #iree_cpu.lowering_config<cache_parallel = [64, 32, 0], distribution = [64, 32, 0], vector_common_parallel = [4, 16, 0], vector_reduction = [0, 0, 8]>
+# CHECK-DAG: #[[TRANSLATION:.*]] = #iree_codegen.translation_info<pipeline = #iree_cpu.pipeline<DoubleTilingExpert>, {enable_loop_peeling}>
+# CHECK-DAG: #[[INFO:.*]] = #iree_codegen.compilation_info<lowering_config = #[[CFG]], translation_info = #[[TRANSLATION]]>
+# CHECK-LABEL: func.func @main(
+# The 1x1 conv: the input reshaped, the filter's HWCF copy kept, the GEMM, the epilogue.
+# CHECK: %[[X1:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0, 1, 2], [3]] : tensor<16x32x32x64xf32> into tensor<16384x64xf32>
+# CHECK: %[[W1:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0, 1, 2], [3]] : tensor<1x1x64x32xf32> into tensor<64x32xf32>
+# CHECK: %[[W1B:.*]] = util.optimization_barrier %[[W1]] : tensor<64x32xf32>
+# CHECK: linalg.matmul {compilation_info = #[[INFO]]} ins(%[[X1]], %[[W1B]] : tensor<16384x64xf32>, tensor<64x32xf32>) outs(%{{.*}} : tensor<16384x32xf32>)
+# CHECK: linalg.generic
+# CHECK: arith.addf
+# CHECK: arith.maximumf
+# The strided conv: patches gathered through the padding, no tensor.pad.
+# CHECK-NOT: tensor.pad
+# CHECK: %[[P:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<16x16x16x3x3x64xf32>)
+# CHECK: arith.cmpi ult
+# CHECK: tensor.extract
+# CHECK: arith.select
+# CHECK: %[[P2:.*]] = tensor.collapse_shape %[[P]] {{\[}}[0, 1, 2], [3, 4, 5]] : tensor<16x16x16x3x3x64xf32> into tensor<4096x576xf32>
+# CHECK: %[[W3:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0, 1, 2], [3]] : tensor<3x3x64x32xf32> into tensor<576x32xf32>
+# CHECK: %[[W3B:.*]] = util.optimization_barrier %[[W3]] : tensor<576x32xf32>
+# CHECK: linalg.matmul {compilation_info = #[[INFO]]} ins(%[[P2]], %[[W3B]] : tensor<4096x576xf32>, tensor<576x32xf32>)
+# CHECK-NOT: torch.aten.convolution
+# CHECK-NOT: linalg.conv_2d
+
+# GENERIC-NOT: compilation_info
+# GENERIC-LABEL: func.func @main(
+# GENERIC: torch.aten.mm
+# GENERIC: linalg.conv_2d_nhwc_hwcf
+# GENERIC-NOT: compilation_info

@@ -1,0 +1,145 @@
+"""Convs as an im2col GEMM with an explicit lowering config (cpu-conv-im2col-gemm,
+fusilli/passes/conv_layout.py): numerics against the NumPy reference for 1x1,
+strided, 7x7, padded and dilated convs, f16/bf16 through f32; the GEMM's config
+per ISA; the lowering choice; and that bias + relu add no dispatch."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import random_array, run_and_check
+
+import fusilli as fs
+from fusilli import pipeline
+from fusilli.backend import rules
+from fusilli.backend.targets import Target
+from fusilli.ir import fusilli_context
+from fusilli.passes import conv_layout, gemm_config
+
+F32, F16, BF16 = fs.DataType.FLOAT, fs.DataType.HALF, fs.DataType.BFLOAT16
+
+
+def build(x_dim, k, kernel, stride, padding, dilation=(1, 1), dtype=F32, epilogue=False, name="gemm"):
+    n, c, h, w = x_dim
+    g = fs.Graph(name=f"{name}_{dtype.short_name}_{int(epilogue)}", io_data_type=dtype, compute_data_type=F32)
+    x = g.tensor(name="x", dim=x_dim, stride=fs.strides(x_dim, "NHWC"))
+    wdim = [k, c, *kernel]
+    wt = g.tensor(name="w", dim=wdim, stride=fs.strides(wdim, "NHWC"))
+    y = g.conv_fprop(x, wt, padding=list(padding), stride=list(stride), dilation=list(dilation), name="conv")
+    if epilogue:
+        b = g.tensor(name="b", dim=[1, k, 1, 1], stride=fs.strides([1, k, 1, 1], "NHWC"))
+        y = g.relu(g.add(y, b, name="bias"), name="relu")
+    y.set_output(True).set_name("y")
+    g.validate()
+    return g
+
+
+@pytest.fixture
+def gemm_lowering(monkeypatch):
+    monkeypatch.setattr(pipeline, "CONV_LOWERING", "gemm")
+
+
+# name: x dims (NCHW), K, kernel, stride, padding, dilation.
+CASES = {
+    "1x1": ([2, 32, 7, 9], 24, (1, 1), (1, 1), (0, 0), (1, 1)),
+    "1x1_s2": ([1, 64, 9, 9], 40, (1, 1), (2, 2), (0, 0), (1, 1)),
+    "3x3_s2_pad1": ([2, 16, 11, 10], 32, (3, 3), (2, 2), (1, 1), (1, 1)),
+    "7x7_s2_pad3": ([1, 3, 23, 19], 16, (7, 7), (2, 2), (3, 3), (1, 1)),
+    "3x3_dil2_pad2": ([1, 8, 12, 12], 8, (3, 3), (1, 1), (2, 2), (2, 2)),
+    "3x3_pad_rect": ([1, 5, 8, 13], 6, (3, 3), (1, 2), (2, 0), (1, 1)),
+    "3x3_c256": ([1, 256, 10, 10], 32, (3, 3), (2, 2), (1, 1), (1, 1)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_numerics_f32(cpu, rng, gemm_lowering, case):
+    x_dim, k, kernel, stride, padding, dilation = CASES[case]
+    g = build(x_dim, k, kernel, stride, padding, dilation, epilogue=case == "3x3_s2_pad1", name=f"gemm_{case}")
+    assert "compilation_info" in g.mlir("optimized")
+    run_and_check(g, cpu, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [F16, BF16])
+def test_numerics_low_precision_through_f32(cpu, rng, gemm_lowering, dtype):
+    g = build([1, 16, 9, 9], 8, (3, 3), (2, 2), (1, 1), dtype=dtype, epilogue=True, name="gemm_lp")
+    assert "compilation_info" in g.mlir("optimized")
+    tol = dict(rtol=2e-2, atol=2e-2) if dtype == F16 else dict(rtol=5e-2, atol=5e-2)
+    run_and_check(g, cpu, {t: random_array(t, rng) for t in g.input_tensors()}, **tol)
+
+
+@pytest.mark.parametrize(
+    "kernel, stride, padding", [((1, 1), (1, 1), (0, 0)), ((3, 3), (2, 2), (1, 1)), ((7, 7), (2, 2), (3, 3))]
+)
+def test_epilogue_adds_no_dispatch(cpu, gemm_lowering, kernel, stride, padding):
+    args = ([1, 16, 16, 16], 16, kernel, stride, padding)
+    plain = build(*args, name=f"gemm_plain{kernel[0]}").compile(cpu)
+    fused = build(*args, epilogue=True, name=f"gemm_epi{kernel[0]}").compile(cpu)
+    assert fused.compile_stats.dispatch_count == plain.compile_stats.dispatch_count
+
+
+def test_gemm_config_per_isa():
+    with fusilli_context():
+        avx2 = str(gemm_config.matmul_compilation_info("avx2", 3136, 128, 256))
+        avx512 = str(gemm_config.matmul_compilation_info("avx512", 3136, 128, 256))
+        small = str(gemm_config.matmul_compilation_info("avx512", 6, 5, 3))
+        assert "vector_common_parallel = [4, 16, 0]" in avx2
+        assert "vector_common_parallel = [8, 32, 0]" in avx512
+        assert "distribution = [6, 5, 0]" in small and "vector_reduction = [0, 0, 3]" in small
+        assert gemm_config.matmul_compilation_info("generic", 3136, 128, 256) is None
+
+
+def _problem(shape, kernel, stride, padding, channels_last=True, element=F32):
+    n, c, h, w, k = shape
+    out = [(d + 2 * p - r) // s + 1 for d, p, r, s in zip((h, w), padding, kernel, stride)]
+    facts = rules.conv_facts(kernel, stride, (1, 1), 1, channels_last, n, out, c)
+    return rules.Problem("conv_fprop", element, 2 * n * out[0] * out[1] * k * c * kernel[0] * kernel[1], facts)
+
+
+@pytest.mark.parametrize(
+    "shape, kernel, stride, padding, expected",
+    [
+        ((4, 256, 28, 28, 128), (1, 1), (1, 1), (0, 0), True),  # cpu.txt's 1x1 row
+        ((8, 64, 56, 56, 64), (1, 1), (1, 1), (0, 0), True),
+        ((8, 1024, 14, 14, 256), (1, 1), (1, 1), (0, 0), False),  # 1024 channels: data tiling wins
+        ((1, 256, 14, 14, 256), (1, 1), (1, 1), (0, 0), False),  # 196 rows
+        ((8, 128, 56, 56, 128), (3, 3), (2, 2), (1, 1), True),
+        ((4, 128, 28, 28, 256), (3, 3), (2, 2), (1, 1), False),  # 784 rows
+        ((1, 512, 7, 7, 512), (3, 3), (1, 1), (1, 1), False),  # stride 1, not Winograd: IREE's im2col
+        ((1, 8, 8, 8, 16), (1, 1), (1, 1), (0, 0), False),  # below the im2col size
+    ],
+)
+@pytest.mark.parametrize("arch", ["x86-64-v3", "znver4"])
+def test_auto_choice(shape, kernel, stride, padding, expected, arch):
+    target = Target.resolve("cpu", arch)
+    problem = _problem(shape, kernel, stride, padding)
+    assert conv_layout.im2col_gemm("auto", problem, target) is expected
+    # Data tiling's flags leave a conv the GEMM takes alone (its config is explicit).
+    flags = rules.choose(problem, target, "flags")
+    data_tiled = flags is not None and flags.rule is rules.CPU_CONV_IM2COL_DATA_TILING
+    assert data_tiled is (not expected and problem.flops >= rules.CPU_CONV_IM2COL_MIN_FLOPS)
+
+
+@pytest.mark.parametrize("arch, expected", [("x86-64-v3", False), ("znver4", True)])
+def test_strided_1x1_only_on_avx512(arch, expected):
+    problem = _problem((1, 256, 56, 56, 512), (1, 1), (2, 2), (0, 0))  # 784 rows
+    assert conv_layout.im2col_gemm("auto", problem, Target.resolve("cpu", arch)) is expected
+
+
+def test_no_gemm_config_without_a_tuned_isa_or_channels_last():
+    heavy = ((4, 256, 28, 28, 128), (1, 1), (1, 1), (0, 0))
+    assert not conv_layout.im2col_gemm("auto", _problem(*heavy), Target.resolve("cpu", "x86-64"))
+    nchw = _problem(*heavy, channels_last=False)
+    assert not conv_layout.im2col_gemm("auto", nchw, Target.resolve("cpu", "znver4"))
+
+
+def test_explain_names_the_gemm_rule():
+    g = build([4, 256, 28, 28], 128, (1, 1), (1, 1), (0, 0), name="gemm_explain")
+    assert "cpu-conv-im2col-gemm (1x1, 3136 GEMM rows >= 512, 256 channels" in g.explain(fs.Backend.CPU, arch="znver4")
+    assert "cpu-conv-im2col-gemm" not in g.explain(fs.Backend.CPU, arch="x86-64")
+
+
+def test_auto_lowering_is_the_gemm_with_its_epilogue_in_one_dispatch(cpu, rng):
+    # 1x1 1x64x32x32->32 (1024 rows): the filter's HWCF copy and the GEMM + bias + relu.
+    g = build([1, 64, 32, 32], 32, (1, 1), (1, 1), (0, 0), epilogue=True, name="gemm_auto")
+    assert "compilation_info" in g.mlir("optimized")
+    run_and_check(g, cpu, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
+    assert g.compile_stats.dispatch_count == 2
