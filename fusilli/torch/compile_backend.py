@@ -9,6 +9,12 @@ it and rewrites each supported pattern into one ``torch.ops.fusilli.*`` call
 * ``layer_norm`` -> fusilli.layer_norm
 * ``scaled_dot_product_attention`` without dropout -> fusilli.scaled_dot_product_attention
   (kept eager for grouped-query attention that needs gradients: no backward for it yet)
+* a connected group of two or more elementwise ops (add/sub/mul/div with tensors or
+  Python numbers, maximum/minimum, relu, gelu, silu, sigmoid, tanh, exp, log, sqrt,
+  rsqrt, neg, abs) whose intermediates are used only inside it -> fusilli.pointwise,
+  one graph with one output (its backward replays the chain with PyTorch's ops).
+  A lone elementwise op stays eager: one fused op gains nothing over PyTorch's kernel
+  and would cost a compile. Any other op between two elementwise ops splits the chain.
 
 Everything else stays as it was and runs eagerly. A pattern whose arguments
 fusilli cannot take (non-constant attributes, other devices or dtypes, string
@@ -20,6 +26,8 @@ the fusilli ops carry their own backward.
 
 from __future__ import annotations
 
+import json
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +35,7 @@ import torch
 import torch.nn.functional as F
 from torch import fx
 
+import fusilli as fs
 from fusilli.log import logger
 from fusilli.torch.ops import int_pair
 
@@ -171,6 +180,137 @@ def _fusilli_call(kind: str, args: dict[str, Any], activation: str | None) -> tu
     return ops.scaled_dot_product_attention.default, sdpa_call
 
 
+P = fs.PointwiseMode
+# torch-level elementwise callables (functions and Tensor methods) -> (fusilli mode, arity)
+_POINTWISE_FUNCTIONS: dict[Any, tuple[fs.PointwiseMode, int]] = {
+    **dict.fromkeys((operator.add, torch.add), (P.ADD, 2)),
+    **dict.fromkeys((operator.sub, torch.sub), (P.SUB, 2)),
+    **dict.fromkeys((operator.mul, torch.mul), (P.MUL, 2)),
+    **dict.fromkeys((operator.truediv, torch.div, torch.true_divide), (P.DIV, 2)),
+    torch.maximum: (P.MAX_OP, 2),
+    torch.minimum: (P.MIN_OP, 2),
+    **dict.fromkeys((torch.relu, F.relu), (P.RELU_FWD, 1)),
+    **dict.fromkeys((F.gelu, torch._C._nn.gelu), (P.GELU_FWD, 1)),
+    F.silu: (P.SWISH_FWD, 1),
+    **dict.fromkeys((torch.sigmoid, F.sigmoid), (P.SIGMOID_FWD, 1)),
+    **dict.fromkeys((torch.tanh, F.tanh), (P.TANH_FWD, 1)),
+    torch.exp: (P.EXP, 1),
+    torch.log: (P.LOG, 1),
+    torch.sqrt: (P.SQRT, 1),
+    torch.rsqrt: (P.RSQRT, 1),
+    **dict.fromkeys((operator.neg, torch.neg), (P.NEG, 1)),
+    **dict.fromkeys((torch.abs, operator.abs), (P.ABS, 1)),
+}
+_POINTWISE_METHODS = {
+    name: _POINTWISE_FUNCTIONS[getattr(torch, name)]
+    for name in "add sub mul div maximum minimum relu sigmoid tanh exp log sqrt rsqrt neg abs".split()
+}
+_SCALAR_OPERAND_MODES = (P.ADD, P.SUB, P.MUL, P.DIV)
+# Keyword arguments that leave an elementwise op as its mode computes it.
+_HARMLESS_KWARGS = {"inplace": False, "approximate": "none"}
+
+
+def _pointwise_step(node: fx.Node) -> tuple[fs.PointwiseMode, list[Any]] | str | None:
+    """(mode, operands) for an elementwise node fusilli can take, why not (str), or None
+    when the node is no elementwise op at all."""
+    if node.op == "call_function" and node.target in _POINTWISE_FUNCTIONS:
+        mode, arity = _POINTWISE_FUNCTIONS[node.target]
+    elif node.op == "call_method" and node.target in _POINTWISE_METHODS:
+        mode, arity = _POINTWISE_METHODS[str(node.target)]
+    else:
+        return None
+    operands = list(node.args)
+    kwargs = dict(node.kwargs)
+    if mode == P.GELU_FWD and kwargs.get("approximate") == "tanh":
+        mode = P.GELU_APPROX_TANH_FWD
+        del kwargs["approximate"]
+    if any(_HARMLESS_KWARGS.get(k, object()) != v for k, v in kwargs.items()) or len(operands) != arity:
+        return "unexpected arguments"
+    result = _meta(node)
+    if not isinstance(result, torch.Tensor) or result.dim() == 0:
+        return "its result is not a tensor of rank 1 or more"
+    for i, operand in enumerate(operands):
+        if isinstance(operand, (int, float)) and not isinstance(operand, bool) and mode in _SCALAR_OPERAND_MODES:
+            continue
+        problem = _tensor_problem(operand, f"operand {i}")
+        if problem is not None:
+            return problem
+        if _meta(operand).dtype != result.dtype:
+            return f"operand {i} has dtype {_meta(operand).dtype}, the result {result.dtype}"
+    if result.dtype not in _SUPPORTED_DTYPES:
+        return f"its result has dtype {result.dtype}"
+    return mode, operands
+
+
+def _pointwise_groups(graph: fx.Graph, report: list[str]) -> list[list[fx.Node]]:
+    """Maximal connected groups of fusible elementwise nodes with one output, each in
+    graph order: grown from a sink back through operands whose every user is in the group."""
+    fusible: dict[fx.Node, tuple[fs.PointwiseMode, list[Any]]] = {}
+    for node in graph.nodes:
+        step = _pointwise_step(node)
+        if isinstance(step, str):
+            report.append(f"left pointwise '{node.name}' to eager: {step}")
+        elif step is not None:
+            fusible[node] = step
+    grouped: set[fx.Node] = set()
+    groups = []
+    for sink in reversed(list(graph.nodes)):
+        if sink not in fusible or sink in grouped:
+            continue
+        group = {sink}
+        grown = True
+        while grown:
+            grown = False
+            for member in list(group):
+                for operand in member.all_input_nodes:
+                    if operand in fusible and operand not in grouped | group and set(operand.users) <= group:
+                        group.add(operand)
+                        grown = True
+        grouped |= group
+        groups.append([n for n in graph.nodes if n in group])
+    return groups[::-1]
+
+
+def _pointwise_program(group: list[fx.Node]) -> tuple[list[fx.Node], str]:
+    """The group's input nodes and its ``fusilli.pointwise`` program."""
+    inputs: list[fx.Node] = []
+    index = {node: i for i, node in enumerate(group)}
+    program = []
+    for node in group:
+        step = _pointwise_step(node)
+        assert not isinstance(step, str) and step is not None
+        mode, operands = step
+        encoded: list[tuple[str, float | int]] = []
+        for operand in operands:
+            if not isinstance(operand, fx.Node):
+                encoded.append(("scalar", float(operand)))
+            elif operand in index:
+                encoded.append(("step", index[operand]))
+            else:
+                if operand not in inputs:
+                    inputs.append(operand)
+                encoded.append(("in", inputs.index(operand)))
+        program.append((mode.value, encoded))
+    return inputs, json.dumps(program)
+
+
+def _rewrite_pointwise(graph: fx.Graph, report: list[str]) -> None:
+    for group in _pointwise_groups(graph, report):
+        names = " -> ".join(f"{n.name}" for n in group)
+        if len(group) == 1:
+            report.append(f"left pointwise '{names}' to eager: a lone elementwise op")
+            continue
+        inputs, program = _pointwise_program(group)
+        sink = group[-1]
+        with graph.inserting_after(sink):
+            fused = graph.call_function(torch.ops.fusilli.pointwise.default, (inputs, program))
+        fused.meta = dict(sink.meta)
+        sink.replace_all_uses_with(fused)
+        for node in reversed(group):
+            graph.erase_node(node)
+        report.append(f"took pointwise '{names}' ({len(group)} ops) -> {fused.target}")
+
+
 def rewrite(gm: fx.GraphModule) -> list[str]:
     """Rewrites ``gm`` in place; returns one line per subgraph taken or left."""
     report: list[str] = []
@@ -203,6 +343,7 @@ def rewrite(gm: fx.GraphModule) -> list[str]:
         graph.erase_node(node)
         taken = f"{kind} '{node.name}'" + (f" + {activation} '{activation_node.name}'" if activation_node else "")
         report.append(f"took {taken} -> {target}")
+    _rewrite_pointwise(graph, report)  # after the anchors, which take their activations first
     graph.lint()
     gm.recompile()
     return report

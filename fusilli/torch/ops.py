@@ -1,4 +1,4 @@
-"""``torch.ops.fusilli.*``: conv2d, linear, layer_norm and scaled_dot_product_attention.
+"""``torch.ops.fusilli.*``: conv2d, linear, layer_norm, scaled_dot_product_attention, pointwise.
 
 Each op is a ``torch.library.custom_op`` whose real implementation runs one
 fusilli graph (``runner.run``: memoized per op, shapes, strides, dtypes and
@@ -11,7 +11,9 @@ is one fusilli graph too:
 * layer_norm: the norm's training phase (mean and inverse deviation) and its
   backward arithmetic (pointwise ops and reductions);
 * scaled_dot_product_attention: scores, softmax and four matmuls in the transposed
-  frame (``sdpa_backward_op``); not for grouped-query attention.
+  frame (``sdpa_backward_op``); not for grouped-query attention;
+* pointwise (a chain of elementwise ops, one graph forward): PyTorch's own ops,
+  replaying the chain under autograd (correct first; a fused backward is future work).
 
 Activations whose backward PyTorch computes from the result (relu, sigmoid,
 tanh) use the saved result; gelu and silu, whose backward needs the activation's
@@ -21,13 +23,17 @@ Results keep the input's memory format (channels-last in, channels-last out).
 
 from __future__ import annotations
 
+import functools
+import json
 import math
+import operator
 from collections.abc import Callable, Sequence
 
 import torch
 from torch import Tensor
 
 import fusilli as fs
+from fusilli.tensor import contiguous_strides
 from fusilli.torch.runner import run
 
 # ---------------------------------------------------------------- activations
@@ -652,3 +658,117 @@ def scaled_dot_product_attention(
 ) -> Tensor:
     """``torch.nn.functional.scaled_dot_product_attention`` (no dropout) as one fusilli graph."""
     return torch.ops.fusilli.scaled_dot_product_attention(q, k, v, attn_mask, bool(is_causal), scale)
+
+
+# ---------------------------------------------------------------- pointwise chains
+# A chain is a program: steps in order, each a PointwiseMode value and its operands,
+# an operand being ["in", i] (the i-th input tensor), ["step", j] (an earlier step's
+# result) or ["scalar", v]. The last step is the result. JSON, so the op's schema
+# (and the memo key) carries it as one string.
+#
+# How PyTorch computes each mode: the backward replays the chain with these and lets
+# autograd differentiate it (the fused forward is one graph; the backward is PyTorch's).
+POINTWISE_TORCH: dict[fs.PointwiseMode, Callable[..., Tensor]] = {
+    fs.PointwiseMode.ADD: operator.add,
+    fs.PointwiseMode.SUB: operator.sub,
+    fs.PointwiseMode.MUL: operator.mul,
+    fs.PointwiseMode.DIV: operator.truediv,
+    fs.PointwiseMode.MAX_OP: torch.maximum,
+    fs.PointwiseMode.MIN_OP: torch.minimum,
+    fs.PointwiseMode.RELU_FWD: torch.relu,
+    fs.PointwiseMode.GELU_FWD: torch.nn.functional.gelu,
+    fs.PointwiseMode.GELU_APPROX_TANH_FWD: lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
+    fs.PointwiseMode.SWISH_FWD: torch.nn.functional.silu,
+    fs.PointwiseMode.SIGMOID_FWD: torch.sigmoid,
+    fs.PointwiseMode.TANH_FWD: torch.tanh,
+    fs.PointwiseMode.EXP: torch.exp,
+    fs.PointwiseMode.LOG: torch.log,
+    fs.PointwiseMode.SQRT: torch.sqrt,
+    fs.PointwiseMode.RSQRT: torch.rsqrt,
+    fs.PointwiseMode.NEG: torch.neg,
+    fs.PointwiseMode.ABS: torch.abs,
+}
+
+
+@functools.lru_cache(maxsize=256)
+def _chain_steps(program: str) -> list[tuple[fs.PointwiseMode, list[tuple[str, float]]]]:
+    steps = []
+    for index, (mode, operands) in enumerate(json.loads(program)):
+        mode = fs.PointwiseMode(mode)
+        if mode not in POINTWISE_TORCH:
+            raise fs.FusilliError(fs.ErrorCode.INVALID_ARGUMENT, f"fusilli.pointwise: step {index} mode {mode.name}")
+        steps.append((mode, [(kind, value) for kind, value in operands]))
+    if not steps:
+        raise fs.FusilliError(fs.ErrorCode.INVALID_ARGUMENT, "fusilli.pointwise: empty program")
+    return steps
+
+
+def _check_chain(inputs: Sequence[Tensor], program: str) -> tuple[list, list[int], torch.dtype]:
+    steps = _chain_steps(program)
+    if not inputs:
+        raise fs.FusilliError(fs.ErrorCode.INVALID_ARGUMENT, "fusilli.pointwise: no input tensors")
+    for index, (_, operands) in enumerate(steps):
+        for kind, value in operands:
+            bound = {"in": len(inputs), "step": index}.get(kind)
+            if bound is not None and not 0 <= int(value) < bound:
+                raise fs.FusilliError(
+                    fs.ErrorCode.INVALID_ARGUMENT, f"fusilli.pointwise: step {index} reads {kind} {value}"
+                )
+    dtype = _same_dtype("pointwise", *inputs)
+    shape = list(torch.broadcast_shapes(*(x.shape for x in inputs)))
+    if not shape:
+        raise fs.FusilliError(fs.ErrorCode.INVALID_ARGUMENT, "fusilli.pointwise: a 0-d result")
+    return steps, shape, dtype
+    return steps, shape, dtype, list(torch.broadcast_shapes(*(x.shape for x in inputs))), dtype
+
+
+def replay_chain(steps: list, inputs: Sequence[Tensor]) -> Tensor:
+    """The chain computed by PyTorch's own ops."""
+    values: list[Tensor] = []
+    for mode, operands in steps:
+        args = [inputs[int(v)] if k == "in" else values[int(v)] if k == "step" else v for k, v in operands]
+        values.append(POINTWISE_TORCH[mode](*args))
+    return values[-1]
+
+
+@torch.library.custom_op("fusilli::pointwise", mutates_args=())
+def pointwise_op(inputs: list[Tensor], program: str) -> Tensor:
+    """One fusilli graph for a chain of elementwise ops (broadcasting as PyTorch does)."""
+    steps, shape, dtype = _check_chain(inputs, program)
+
+    def build(g: fs.Graph, ins: list[fs.TensorAttr | None]) -> list[fs.TensorAttr]:
+        values: list[fs.TensorAttr] = []
+        for index, (mode, operands) in enumerate(steps):
+            args = [
+                ins[int(v)] if k == "in" else values[int(v)] if k == "step" else g.scalar(float(v)) for k, v in operands
+            ]
+            values.append(g.pointwise(*args, mode=mode, name=f"step{index}_{mode.value}"))
+        out = values[-1]
+        out.set_dim(shape).set_stride(contiguous_strides(shape))
+        return [out]
+
+    return run("pointwise", (program,), [x.contiguous() for x in inputs], build, dtype=dtype)[0]
+
+
+@pointwise_op.register_fake
+def _(inputs, program):
+    _, shape, dtype = _check_chain(inputs, program)
+    return inputs[0].new_empty(shape, dtype=dtype)
+
+
+def _pointwise_setup_context(ctx, inputs, output):
+    tensors, program = inputs
+    ctx.program = program
+    ctx.save_for_backward(*tensors)
+
+
+def _pointwise_backward(ctx, grad):
+    inputs = ctx.saved_tensors
+    with torch.enable_grad():
+        leaves = [x.detach().requires_grad_(True) for x in inputs]
+        result = replay_chain(_chain_steps(ctx.program), leaves)
+        grads = torch.autograd.grad(result, leaves, grad, allow_unused=True)
+    return [g if g is not None else torch.zeros_like(x) for g, x in zip(grads, inputs)], None
+
+
+pointwise_op.register_autograd(_pointwise_backward, setup_context=_pointwise_setup_context)
