@@ -737,10 +737,12 @@ def pointwise_op(inputs: list[Tensor], program: str) -> Tensor:
     steps, shape, dtype = _check_chain(inputs, program)
 
     def build(g: fs.Graph, ins: list[fs.TensorAttr | None]) -> list[fs.TensorAttr]:
+        tensors = [t for t in ins if t is not None]  # every input is a tensor here
         values: list[fs.TensorAttr] = []
         for index, (mode, operands) in enumerate(steps):
             args = [
-                ins[int(v)] if k == "in" else values[int(v)] if k == "step" else g.scalar(float(v)) for k, v in operands
+                tensors[int(v)] if k == "in" else values[int(v)] if k == "step" else g.scalar(float(v))
+                for k, v in operands
             ]
             values.append(g.pointwise(*args, mode=mode, name=f"step{index}_{mode.value}"))
         out = values[-1]

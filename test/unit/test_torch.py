@@ -150,6 +150,8 @@ def _opcheck_cases():
                     torch.ops.fusilli.scaled_dot_product_attention,
                     (q, rand(1, 2, 8, 16), rand(1, 2, 8, 16), None, True, None),
                 )
+                chain = '[["mul", [["in", 0], ["in", 1]]], ["gelu", [["step", 0]]], ["sub", [["scalar", 1.0], ["step", 1]]]]'
+                yield f"pointwise-{tag}", torch.ops.fusilli.pointwise, ([rand(3, 4), rand(4)], chain)
                 if not rg:  # the backward ops (what autograd calls)
                     y = torch.ops.fusilli.conv2d(x, w, b, [1, 1], [1, 1], [1, 1], 1, "gelu")
                     yield (
@@ -363,3 +365,63 @@ def test_torch_compile_backend_leaves_what_it_cannot_take_to_eager(caplog):
         got = torch.compile(model, backend="fusilli")(x)
     torch.testing.assert_close(got, model(x))
     assert any("left conv2d" in line and "padding='same'" in line for line in compile_backend.last_report)
+
+
+class _PointwiseChains(nn.Module):
+    """x*a+b -> relu -> *0.5 + x (a, b broadcast), a cumsum (no elementwise op), then
+    1 - sigmoid -> exp, gelu(tanh) and maximum with the first chain's result."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Parameter(torch.randn(8))
+        self.b = nn.Parameter(torch.randn(4, 1))
+
+    def forward(self, x):
+        y = torch.relu(x * self.a + self.b) * 0.5 + x
+        z = torch.cumsum(y, -1)
+        return torch.maximum((1.0 - torch.sigmoid(z)).exp(), F.gelu(z, approximate="tanh")) / y.abs().add(1)
+
+
+def test_torch_compile_backend_fuses_pointwise_chains_split_by_other_ops(caplog):
+    torch.manual_seed(5)
+    model, x = _PointwiseChains(), torch.randn(3, 4, 8, requires_grad=True)
+    want_out = model(x)
+    want = torch.autograd.grad(want_out.square().sum(), [x, *model.parameters()])
+    torch._dynamo.reset()
+    before = runner.memo_size()
+    compiled = torch.compile(model, backend="fusilli", fullgraph=False)
+    with caplog.at_level(logging.INFO, logger="fusilli"):
+        out = compiled(x)
+    got = torch.autograd.grad(out.square().sum(), [x, *model.parameters()])
+    torch.testing.assert_close(out, want_out, rtol=1e-4, atol=1e-5)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
+    taken = [line for line in compile_backend.last_report if line.startswith("took pointwise")]
+    # The cumsum splits the graph's elementwise ops in two chains; y feeds both the cumsum
+    # and the tail, so the first chain ends at y and the tail reads it as an input.
+    assert len(taken) == 2, compile_backend.last_report
+    assert "(5 ops)" in taken[0] and "relu" in taken[0] and "cumsum" not in taken[0]
+    assert "sigmoid" in taken[1] and "gelu" in taken[1] and "maximum" in taken[1]
+    assert any("took pointwise" in r.getMessage() for r in caplog.records)
+    assert runner.memo_size() == before + 2
+    compiled(x)  # memoized: no new graph
+    assert runner.memo_size() == before + 2
+
+
+def test_torch_compile_backend_leaves_unfusible_pointwise_ops_to_eager():
+    def f(x, n):
+        return (x.to(torch.float64) * 2.0 + 1.0).relu() + n.float().relu()  # a lone op stays eager too
+
+    x, n = torch.randn(5, 6), torch.arange(6)
+    torch._dynamo.reset()
+    got = torch.compile(f, backend="fusilli", fullgraph=False)(x, n)
+    torch.testing.assert_close(got, f(x, n))
+    report = compile_backend.last_report
+    assert any(line.startswith("took pointwise") and "(3 ops)" in line for line in report), report
+    assert any("a lone elementwise op" in line for line in report), report
+    assert any(line.startswith("left pointwise") and "dtype" in line for line in report), report
+
+
+def test_pointwise_op_rejects_a_bad_program():
+    with pytest.raises(fs.FusilliError, match="step 0 reads in 3"):
+        torch.ops.fusilli.pointwise([torch.ones(2)], '[["add", [["in", 0], ["in", 3]]]]')
