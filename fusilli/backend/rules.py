@@ -605,7 +605,8 @@ def CPU_LAYERNORM_O3(p: Problem, t: Target) -> str | None:
     "flags",
     flags=("--iree-dispatch-creation-enable-aggressive-fusion",),
     evidence=(
-        "the statistics are two row reductions (corrected two-pass, fusilli/lowering/norm.py): with "
+        "the statistics are two row reductions (the leading quarter's sum, then sums about its mean, "
+        "fusilli/lowering/norm.py): with "
         "aggressive fusion both and Y are one dispatch at every size (2 without, 3 in training)"
     ),
 )

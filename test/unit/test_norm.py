@@ -55,12 +55,15 @@ def test_batchnorm_train_f16_no_affine(cpu, rng):
     _check(g, cpu, rng, [x], tol=1e-2)
 
 
+# DIMS shifts by the whole row (a quarter of C or H would be 1 long); [2, 8, 5, 7] by its
+# leading quarter, cut along C (NCHW) or H (NHWC): both stay one dispatch.
+@pytest.mark.parametrize("dims", [DIMS, [2, 8, 5, 7]], ids=["whole_row_shift", "quarter_row_shift"])
 @pytest.mark.parametrize("phase", [P.INFERENCE, P.TRAINING], ids=["infer", "train"])
 @pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "nhwc"])
-def test_layernorm(cpu, rng, phase, channels_last):
-    g = fs.Graph(name=f"ln_{phase.name}_{channels_last}")
-    x = _x(g, DIMS, channels_last)
-    scale, bias = _x(g, [1, *DIMS[1:]], channels_last, "scale"), _x(g, [1, *DIMS[1:]], channels_last, "bias")
+def test_layernorm(cpu, rng, phase, channels_last, dims):
+    g = fs.Graph(name=f"ln_{phase.name}_{channels_last}_{len(dims)}")
+    x = _x(g, dims, channels_last)
+    scale, bias = _x(g, [1, *dims[1:]], channels_last, "scale"), _x(g, [1, *dims[1:]], channels_last, "bias")
     eps = g.scalar(1e-5) if channels_last else 1e-5  # a scalar tensor works as well as a float
     y, mean, inv_var = g.layernorm(x, scale, bias, epsilon=eps, phase=phase, name="ln")
     y.set_output(True)
@@ -70,6 +73,7 @@ def test_layernorm(cpu, rng, phase, channels_last):
     else:
         assert mean is None and inv_var is None
     _check(g, cpu, rng, [x, scale, bias])
+    assert g.compile_stats.dispatch_count == 1
     if phase is P.TRAINING:
         assert mean.dim == [2, 1, 1, 1] and inv_var.stride == [1, 1, 1, 1]
 
