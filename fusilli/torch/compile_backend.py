@@ -219,6 +219,9 @@ def _pointwise_step(node: fx.Node) -> tuple[fs.PointwiseMode, list[Any]] | str |
         mode, arity = _POINTWISE_METHODS[str(node.target)]
     else:
         return None
+    result = _meta(node)
+    if not isinstance(result, torch.Tensor):
+        return None  # arithmetic on sizes (SymInts) or Python numbers, no tensor op
     operands = list(node.args)
     kwargs = dict(node.kwargs)
     if mode == P.GELU_FWD and kwargs.get("approximate") == "tanh":
@@ -226,9 +229,8 @@ def _pointwise_step(node: fx.Node) -> tuple[fs.PointwiseMode, list[Any]] | str |
         del kwargs["approximate"]
     if any(_HARMLESS_KWARGS.get(k, object()) != v for k, v in kwargs.items()) or len(operands) != arity:
         return "unexpected arguments"
-    result = _meta(node)
-    if not isinstance(result, torch.Tensor) or result.dim() == 0:
-        return "its result is not a tensor of rank 1 or more"
+    if result.dim() == 0:
+        return "a 0-d result"
     for i, operand in enumerate(operands):
         if isinstance(operand, (int, float)) and not isinstance(operand, bool) and mode in _SCALAR_OPERAND_MODES:
             continue
