@@ -404,6 +404,9 @@ def test_torch_compile_backend_fuses_pointwise_chains_split_by_other_ops(caplog)
     assert "sigmoid" in taken[1] and "gelu" in taken[1] and "maximum" in taken[1]
     assert any("took pointwise" in r.getMessage() for r in caplog.records)
     assert runner.memo_size() == before + 2
+    chains = [c.graph for key, c in runner._memo.items() if key[0] == "pointwise"]
+    assert chains and all(g.compile_stats.dispatch_count == 1 for g in chains)  # one fused kernel each
+    assert all(g.compile_stats.transient_memory_bytes == 0 for g in chains)
     compiled(x)  # memoized: no new graph
     assert runner.memo_size() == before + 2
 
