@@ -61,6 +61,21 @@ def run_and_check(g: fs.Graph, handle: fs.Handle, inputs: dict, *, rtol: float =
     return {t.name: a for t, a in outputs.items()}
 
 
+def run_checked(g: fs.Graph, handle: fs.Handle, rng: np.random.Generator) -> fs.Graph:
+    """``run_and_check`` on random inputs laid out like the graph's input tensors; returns ``g``."""
+    run_and_check(g, handle, {t: random_array(t, rng) for t in g.input_tensors()})
+    return g
+
+
+def matmul_relu_graph(name: str, k: int = 8) -> fs.Graph:
+    """y = relu(a[3x5] @ b[5xk]): a small graph whose compiled artifact tests can poke at."""
+    g = fs.Graph(name=name)
+    a = g.tensor(name="a", dim=[3, 5])
+    b = g.tensor(name="b", dim=[5, k])
+    g.relu(g.matmul(a, b, name="mm"), name="relu").set_output(True).set_name("y")
+    return g
+
+
 def run_python(code: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """Runs ``code`` in a fresh ``sys.executable`` with os.environ updated by ``env``
     (a value of None removes the variable); fails the test on a non-zero exit."""

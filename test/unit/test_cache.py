@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import glob
 import logging
 import os
 
-import numpy as np
 import pytest
-from conftest import random_array, run_python
+from conftest import matmul_relu_graph, run_checked, run_python
 
-import fusilli as fs
-from fusilli import reference
 from fusilli.backend import Artifact
 
 CHILD = """
@@ -58,21 +56,7 @@ def test_new_process_reuses_disk_cache(tmp_path):
     assert key and key == [line for line in second.stdout.splitlines() if line.startswith("KEY")]
 
 
-def graph(name="cache_graph", k=8):
-    g = fs.Graph(name=name)
-    a = g.tensor(name="a", dim=[3, 5])
-    b = g.tensor(name="b", dim=[5, k])
-    g.relu(g.matmul(a, b, name="mm"), name="relu").set_output(True).set_name("y")
-    return g
-
-
-def run_checked(g, cpu, rng):
-    g.compile(cpu)
-    inputs = {t: random_array(t, rng) for t in g.input_tensors()}
-    (y,) = g.output_tensors()
-    out = fs.empty(y)
-    g.execute({**inputs, y: out})
-    np.testing.assert_allclose(out, reference.run(g, inputs)["y"], rtol=1e-5, atol=1e-5)
+graph = functools.partial(matmul_relu_graph, name="cache_graph")
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ per entry makes concurrent processes compile once."""
 from __future__ import annotations
 
 import errno
+import functools
 import logging
 import os
 import subprocess
@@ -13,31 +14,12 @@ import sys
 import threading
 import time
 
-import numpy as np
 import pytest
-from conftest import random_array
+from conftest import matmul_relu_graph, run_checked
 
-import fusilli as fs
-from fusilli import reference
 from fusilli.backend import cache
 
-
-def graph(name="heal", k=8):
-    g = fs.Graph(name=name)
-    a = g.tensor(name="a", dim=[3, 5])
-    b = g.tensor(name="b", dim=[5, k])
-    g.relu(g.matmul(a, b, name="mm"), name="relu").set_output(True).set_name("y")
-    return g
-
-
-def run_checked(g, cpu, rng):
-    g.compile(cpu)
-    inputs = {t: random_array(t, rng) for t in g.input_tensors()}
-    (y,) = g.output_tensors()
-    out = fs.empty(y)
-    g.execute({**inputs, y: out})
-    np.testing.assert_allclose(out, reference.run(g, inputs)["y"], rtol=1e-5, atol=1e-5)
-    return g
+graph = functools.partial(matmul_relu_graph, name="heal")
 
 
 @pytest.fixture
