@@ -76,6 +76,26 @@ def matmul_relu_graph(name: str, k: int = 8) -> fs.Graph:
     return g
 
 
+def channels_last_conv_graph(
+    x_dim, k, kernel, stride, padding, dilation=(1, 1), dtype=fs.DataType.FLOAT, epilogue=False, name="conv"
+) -> fs.Graph:
+    """A validated NHWC conv_fprop (KRSC filter, f32 compute), with a bias + relu epilogue if asked."""
+    c = x_dim[1]
+    g = fs.Graph(
+        name=f"{name}_{dtype.short_name}_{int(epilogue)}", io_data_type=dtype, compute_data_type=fs.DataType.FLOAT
+    )
+    x = g.tensor(name="x", dim=x_dim, stride=fs.strides(x_dim, "NHWC"))
+    wdim = [k, c, *kernel]
+    wt = g.tensor(name="w", dim=wdim, stride=fs.strides(wdim, "NHWC"))
+    y = g.conv_fprop(x, wt, padding=list(padding), stride=list(stride), dilation=list(dilation), name="conv")
+    if epilogue:
+        b = g.tensor(name="b", dim=[1, k, 1, 1], stride=fs.strides([1, k, 1, 1], "NHWC"))
+        y = g.relu(g.add(y, b, name="bias"), name="relu")
+    y.set_output(True).set_name("y")
+    g.validate()
+    return g
+
+
 def run_python(code: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """Runs ``code`` in a fresh ``sys.executable`` with os.environ updated by ``env``
     (a value of None removes the variable); fails the test on a non-zero exit."""

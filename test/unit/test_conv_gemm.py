@@ -5,8 +5,10 @@ per ISA; the lowering choice; and that bias + relu add no dispatch."""
 
 from __future__ import annotations
 
+import functools
+
 import pytest
-from conftest import random_array, run_and_check
+from conftest import channels_last_conv_graph, random_array, run_and_check
 
 import fusilli as fs
 from fusilli import pipeline
@@ -18,19 +20,7 @@ from fusilli.passes import conv_layout, gemm_config
 F32, F16, BF16 = fs.DataType.FLOAT, fs.DataType.HALF, fs.DataType.BFLOAT16
 
 
-def build(x_dim, k, kernel, stride, padding, dilation=(1, 1), dtype=F32, epilogue=False, name="gemm"):
-    n, c, h, w = x_dim
-    g = fs.Graph(name=f"{name}_{dtype.short_name}_{int(epilogue)}", io_data_type=dtype, compute_data_type=F32)
-    x = g.tensor(name="x", dim=x_dim, stride=fs.strides(x_dim, "NHWC"))
-    wdim = [k, c, *kernel]
-    wt = g.tensor(name="w", dim=wdim, stride=fs.strides(wdim, "NHWC"))
-    y = g.conv_fprop(x, wt, padding=list(padding), stride=list(stride), dilation=list(dilation), name="conv")
-    if epilogue:
-        b = g.tensor(name="b", dim=[1, k, 1, 1], stride=fs.strides([1, k, 1, 1], "NHWC"))
-        y = g.relu(g.add(y, b, name="bias"), name="relu")
-    y.set_output(True).set_name("y")
-    g.validate()
-    return g
+build = functools.partial(channels_last_conv_graph, name="gemm")
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import random_array, run_and_check
+from conftest import channels_last_conv_graph, random_array, run_and_check
 
 import fusilli as fs
 from fusilli import pipeline, reference
@@ -31,17 +31,8 @@ def test_transform_matrices_compute_a_2d_correlation(m):
 
 
 def build(x_dim, k, padding, dtype=F32, epilogue=False, name="wino"):
-    n, c, h, w = x_dim
-    g = fs.Graph(name=f"{name}_{dtype.short_name}_{int(epilogue)}", io_data_type=dtype, compute_data_type=F32)
-    x = g.tensor(name="x", dim=x_dim, stride=fs.strides(x_dim, "NHWC"))
-    wt = g.tensor(name="w", dim=[k, c, 3, 3], stride=fs.strides([k, c, 3, 3], "NHWC"))
-    y = g.conv_fprop(x, wt, padding=padding, stride=[1, 1], dilation=[1, 1], name="conv")
-    if epilogue:
-        b = g.tensor(name="b", dim=[1, k, 1, 1], stride=fs.strides([1, k, 1, 1], "NHWC"))
-        y = g.relu(g.add(y, b, name="bias"), name="relu")
-    y.set_output(True).set_name("y")
-    g.validate()
-    return g
+    """A 3x3 stride-1 NHWC conv (+ bias + relu): the shape class Winograd takes."""
+    return channels_last_conv_graph(x_dim, k, (3, 3), (1, 1), padding, dtype=dtype, epilogue=epilogue, name=name)
 
 
 @pytest.fixture
