@@ -116,13 +116,10 @@ def _conv_params(op: ir.Operation):
     # The input must come from a channels-last tensor, else the rewrite adds transposes.
     if permutation_of(defining_op(x)) != TO_NCHW:
         return None
-    stride, padding, dilation = (int_list_value(op.operands[i]) for i in (3, 4, 5))
-    try:
-        transposed, groups = constant_value(op.operands[6]), constant_value(op.operands[8])
-    except (ValueError, KeyError):
+    params = _static_conv_params(op, 3)
+    if params is None:
         return None
-    if stride is None or padding is None or dilation is None or transposed or groups != 1:
-        return None
+    stride, padding, dilation = params
     if len(stride) != 2 or len(padding) != 2 or len(dilation) != 2:
         return None
     return stride, padding, dilation
@@ -185,6 +182,21 @@ def _rewrite(op: ir.Operation, target: Target) -> bool:
     op.results[0].replace_all_uses_with(y)
     op.erase()
     return True
+
+
+def _static_conv_params(op: ir.Operation, first: int) -> tuple[list[int], list[int], list[int]] | None:
+    """Stride, padding and dilation of a ``torch.aten.convolution`` (``first`` = 3) or
+    ``convolution_backward`` (``first`` = 4), whose operands from ``first`` on are stride,
+    padding, dilation, transposed, output_padding, groups; None unless they are constants
+    of a forward (not transposed), ungrouped conv."""
+    stride, padding, dilation = (int_list_value(op.operands[first + i]) for i in range(3))
+    try:
+        transposed, groups = constant_value(op.operands[first + 3]), constant_value(op.operands[first + 5])
+    except (ValueError, KeyError):
+        return None
+    if stride is None or padding is None or dilation is None or transposed or groups != 1:
+        return None
+    return stride, padding, dilation
 
 
 def winograd_tile(lowering: str, problem: rules.Problem, target: Target) -> int | None:
@@ -407,13 +419,10 @@ def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
         return False
     if permutation_of(defining_op(x)) != TO_NCHW or permutation_of(defining_op(dy)) != TO_NCHW:
         return False
-    stride, padding, dilation = (int_list_value(op.operands[i]) for i in (4, 5, 6))
-    try:
-        transposed, groups = constant_value(op.operands[7]), constant_value(op.operands[9])
-    except (ValueError, KeyError):
+    params = _static_conv_params(op, 4)
+    if params is None or len(params[0]) != 2:
         return False
-    if stride is None or padding is None or dilation is None or transposed or groups != 1 or len(stride) != 2:
-        return False
+    stride, padding, dilation = params
     n, k, oh, ow = dyt.dims
     _, c, fy, fx = dwt.dims
     element = dwt.element
