@@ -21,19 +21,11 @@ _ISA_PREFIXES = ("sse", "ssse", "avx", "fma", "f16c", "amx", "bmi", "vnni", "asi
 @functools.lru_cache(maxsize=1)
 def host_cpu() -> tuple[str, list[str]]:
     """The host CPU's model name and its vector ISA features (from /proc/cpuinfo)."""
-    model = platform.processor() or platform.machine()
-    flags: list[str] = []
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                key = key.strip()
-                if key in ("model name", "Model") and model in (platform.processor(), platform.machine()):
-                    model = value.strip()
-                elif key in ("flags", "Features") and not flags:
-                    flags = value.split()
-    except OSError:
-        pass
+    from fusilli.backend.targets import read_cpuinfo
+
+    fields = read_cpuinfo()
+    model = fields.get("model name") or fields.get("Model") or platform.processor() or platform.machine()
+    flags = (fields.get("flags") or fields.get("Features") or "").split()
     return model, sorted(f for f in flags if f.startswith(_ISA_PREFIXES))
 
 

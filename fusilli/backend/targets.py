@@ -338,7 +338,7 @@ def host_machine() -> str:
     return {"amd64": "x86_64", "arm64": "aarch64"}.get(m, m)
 
 
-def _read_cpuinfo() -> dict[str, str]:
+def read_cpuinfo() -> dict[str, str]:
     """The first processor's /proc/cpuinfo fields (empty where there is none)."""
     fields: dict[str, str] = {}
     try:
@@ -381,7 +381,7 @@ def _best_named_cpu(machine: str, features: frozenset[str]) -> str:
 def host_cpu() -> Cpu:
     """This machine's CPU: its LLVM name and its ISA features (from /proc/cpuinfo)."""
     machine = host_machine()
-    info = _read_cpuinfo()
+    info = read_cpuinfo()
     linux_flags = (info.get("flags") or info.get("Features") or "").split()
     mapping = _LINUX_CPU_FLAGS.get(machine, {})
     features = frozenset(mapping[f] for f in linux_flags if f in mapping)
