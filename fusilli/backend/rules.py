@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from fusilli.backend.targets import Backend, Target
+from fusilli.backend.targets import Backend, Target, cpu_vendor
 from fusilli.types import DataType
 
 # ---------------------------------------------------------------- problems
@@ -423,11 +423,16 @@ def CPU_CONV_WINOGRAD(p: Problem, t: Target) -> str | None:
 # (fusilli/passes/gemm_config.py) instead of IREE's im2col + data tiling, where
 # measured faster: 1x1 convs with at least this many GEMM rows (N*Ho*Wo) and at
 # most this many input channels (the GEMM's depth; an unpacked B panel of 1024
-# rows loses to data tiling), stride 2 only on AVX-512 ...
+# rows loses to data tiling on AMD Zen 4/5), stride 2 only on AVX-512 ...
 CPU_CONV_GEMM_MIN_ROWS_1X1 = 512
 CPU_CONV_GEMM_MAX_CHANNELS_1X1 = 512
 # ... and stride-2 convs with larger kernels from this many rows.
 CPU_CONV_GEMM_MIN_ROWS_STRIDED = 4096
+# On Intel cores IREE's data-tiled GEMM is the slower one at these shapes too: the
+# explicit GEMM takes 1x1 convs up to this many channels (any stride, either ISA) and
+# stride-2 convs from this many rows (cpu-conv-im2col-gemm's evidence).
+CPU_CONV_GEMM_MAX_CHANNELS_1X1_INTEL = 1024
+CPU_CONV_GEMM_MIN_ROWS_STRIDED_INTEL = 512
 
 
 def conv_gemm_rows(p: Problem) -> int:
@@ -449,7 +454,13 @@ def conv_gemm_rows(p: Problem) -> int:
         "bias + relu). Losses, hence the limits: 1x1 8x1024x14x14->256 2.0 -> 1.8-2.3 / 4.0 -> 4.5-4.6; "
         "1x1 s2 1x256x56x56->512 on AVX2 1.16-1.18 -> 1.22-1.26 (AVX-512 0.61-0.63 -> 0.50-0.55); 3x3 s2 "
         "4x128x28x28->256 (784 rows) 1.23 -> 1.57 / 2.96 -> 3.29; 3x3 stride 1 with C >= 256 (1x512x7x7 "
-        "0.95 -> 1.48)"
+        "0.95 -> 1.48). Those were AMD Zen 4/5 hosts. On an Intel Xeon (AVX-512, icelake-client as named) the "
+        "losses are wins, hence the Intel limits: ratio to PyTorch, data tiling -> explicit GEMM, AVX-512 / "
+        "x86-64-v3, medians of fusilli-benchmark --compare torch: 3x3 s2 4x128x28x28->256 0.55 -> 0.68 / "
+        "0.58 -> 0.73, 3x3 s2 1x128x56x56->128 (784 rows) 0.44 -> 0.62 / 0.60 -> 0.67, 1x1 s2 "
+        "1x256x56x56->512 0.69 -> 0.79 / 0.68 -> 0.87, 1x1 8x1024x14x14->256 0.64 -> 0.79 / 0.80 -> 0.91; "
+        "one thread each (FUSILLI_CPU_EXECUTOR=local-sync, torch.set_num_threads(1)): 3x3 s2 1x128x56x56 "
+        "4.56 -> 2.43 ms, 1x1 1x1024x14x14 1.61 -> 0.88 ms"
     ),
 )
 def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
@@ -461,17 +472,21 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
     if CPU_CONV_BF16_IM2COL_MATMUL.applies(p, t) is not None:
         return None  # the bf16-operand im2col matmul keeps bf16 for the native dot product
     rows, kernel, channels = conv_gemm_rows(p), p.fact("kernel"), int(p.fact("channels", 0))
+    intel = cpu_vendor(t.cpu) == "intel"
+    on = f"{isa}, Intel" if intel else isa
     if kernel == (1, 1):
-        if rows < CPU_CONV_GEMM_MIN_ROWS_1X1 or not 0 < channels <= CPU_CONV_GEMM_MAX_CHANNELS_1X1:
+        max_channels = CPU_CONV_GEMM_MAX_CHANNELS_1X1_INTEL if intel else CPU_CONV_GEMM_MAX_CHANNELS_1X1
+        if rows < CPU_CONV_GEMM_MIN_ROWS_1X1 or not 0 < channels <= max_channels:
             return None
-        if p.fact("stride") != (1, 1) and isa != "avx512":
+        if p.fact("stride") != (1, 1) and isa != "avx512" and not intel:
             return None
         return (
-            f"1x1, {rows} GEMM rows >= {CPU_CONV_GEMM_MIN_ROWS_1X1}, {channels} channels <= "
-            f"{CPU_CONV_GEMM_MAX_CHANNELS_1X1}, GEMM tuned for {isa}"
+            f"1x1, {rows} GEMM rows >= {CPU_CONV_GEMM_MIN_ROWS_1X1}, {channels} channels <= {max_channels}, "
+            f"GEMM tuned for {on}"
         )
-    if kernel != (1, 1) and p.fact("stride") == (2, 2) and rows >= CPU_CONV_GEMM_MIN_ROWS_STRIDED:
-        return f"{kernel[0]}x{kernel[1]} stride 2, {rows} GEMM rows >= {CPU_CONV_GEMM_MIN_ROWS_STRIDED}, GEMM tuned for {isa}"
+    min_rows = CPU_CONV_GEMM_MIN_ROWS_STRIDED_INTEL if intel else CPU_CONV_GEMM_MIN_ROWS_STRIDED
+    if p.fact("stride") == (2, 2) and rows >= min_rows:
+        return f"{kernel[0]}x{kernel[1]} stride 2, {rows} GEMM rows >= {min_rows}, GEMM tuned for {on}"
     return None
 
 

@@ -333,6 +333,20 @@ class Cpu:
     llvm_cpu: str
 
 
+# LLVM's names of AMD x86 CPUs begin with these; every other named x86 CPU is Intel's
+# (the generic x86-64 levels have no vendor).
+_AMD_X86_NAME_PREFIXES = ("znver", "bdver", "btver", "amdfam", "athlon", "opteron", "barcelona", "k8", "k6", "geode")
+
+
+def cpu_vendor(cpu: Cpu | None) -> str | None:
+    """``"amd"`` or ``"intel"`` for a named x86 CPU; None for a generic level (``x86-64-v3``)
+    or another architecture. Lowering rules that differ by vendor (measured: the same
+    ISA, different cores) key on it; it follows from the CPU name, which is in the cache key."""
+    if cpu is None or cpu.machine != "x86_64" or cpu.name in ("generic", "x86-64") or cpu.name.startswith("x86-64-"):
+        return None
+    return "amd" if cpu.name.startswith(_AMD_X86_NAME_PREFIXES) else "intel"
+
+
 def host_machine() -> str:
     m = platform.machine().lower()
     return {"amd64": "x86_64", "arm64": "aarch64"}.get(m, m)

@@ -320,3 +320,25 @@ def test_explain_names_every_nodes_rule_per_target():
     if "avx512bf16" in host_cpu().features:
         assert "cpu-conv-bf16-im2col-matmul (bf16, 37.7 MFLOP >= 1.05 MFLOP, avx512bf16)" in host
     assert "avx512bf16" in g.explain(arch="x86-64-v3")  # the fact: which feature it lacks
+
+
+def test_cpu_vendor_follows_the_named_cpu():
+    assert targets.cpu_vendor(named_cpu("znver4")) == "amd"
+    assert targets.cpu_vendor(named_cpu("sapphirerapids")) == "intel"
+    assert targets.cpu_vendor(named_cpu("icelake-client")) == "intel"
+    assert targets.cpu_vendor(named_cpu("x86-64-v3")) is None
+    assert targets.cpu_vendor(None) is None
+
+
+def test_strided_conv_gemm_threshold_is_per_vendor():
+    """cpu-conv-im2col-gemm: 784 GEMM rows of a 3x3 stride-2 conv are below the AMD and
+    generic threshold (data tiling) and above the Intel one (explicit GEMM)."""
+    g = fs.Graph("strided_vendor", io_data_type=fs.DataType.FLOAT)
+    x = g.tensor("x", [4, 128, 28, 28], stride=fs.strides([4, 128, 28, 28], "NHWC"))
+    w = g.tensor("w", [256, 128, 3, 3], stride=fs.strides([256, 128, 3, 3], "NHWC"))
+    g.conv_fprop(x, w, padding=[1, 1], stride=[2, 2], dilation=[1, 1], name="conv").set_output(True)
+    g.validate()
+    intel = g.explain("cpu", "sapphirerapids")
+    assert "cpu-conv-im2col-gemm (3x3 stride 2, 784 GEMM rows >= 512" in intel and "Intel" in intel
+    for arch in ("znver4", "x86-64-v3"):
+        assert "cpu-conv-im2col-data-tiling" in g.explain("cpu", arch), arch

@@ -1,5 +1,6 @@
 // RUN: env FUSILLI_CONV_LOWERING=im2col %fusilli-opt %s --pass-pipeline=fusilli-conv-layout | filecheck %s
-// RUN: env FUSILLI_CONV_LOWERING=auto %fusilli-opt %s --pass-pipeline=fusilli-conv-layout | filecheck %s --check-prefix=AUTO
+// RUN: env FUSILLI_CONV_LOWERING=auto %fusilli-opt %s --backend cpu --arch znver4 --pass-pipeline=fusilli-conv-layout | filecheck %s --check-prefix=AUTO
+// RUN: env FUSILLI_CONV_LOWERING=auto %fusilli-opt %s --backend cpu --arch sapphirerapids --pass-pipeline=fusilli-conv-layout | filecheck %s --check-prefix=INTEL
 
 // With FUSILLI_CONV_LOWERING=im2col (by default: bf16 convs of at least
 // conv_layout.IM2COL_MIN_FLOPS, 2**20) channels-last convs become an
@@ -16,10 +17,16 @@
 // CHECK-DAG: #[[BT:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
 // CHECK-DAG: #[[C:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
 // CHECK-DAG: #[[GATHER_S2:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1 * 2 + d3, d2 * 2 + d4, d5)>
-// By default (on an x86 host with AVX2 or AVX-512) the heavy 3x3 stride-1 conv is a
-// Winograd conv computed in f32 (cpu-conv-winograd), the strided f32 conv keeps the
-// linalg path (784 GEMM rows, below cpu-conv-im2col-gemm's strided threshold), the
-// 1x1 one (3136 rows) an explicit-config GEMM (cpu-conv-im2col-gemm).
+// By default (on AMD Zen 4, AVX-512) the heavy 3x3 stride-1 conv is a Winograd conv
+// computed in f32 (cpu-conv-winograd), the strided f32 conv keeps the linalg path (784
+// GEMM rows, below cpu-conv-im2col-gemm's strided threshold), the 1x1 one (3136 rows)
+// an explicit-config GEMM (cpu-conv-im2col-gemm). On an Intel core the strided conv's
+// threshold is 512 rows: it is an explicit-config GEMM too.
+// INTEL-LABEL: func.func @im2col_strided_f32(
+// INTEL: linalg.matmul {compilation_info
+// INTEL-SAME: tensor<784x1152xf32>, tensor<1152x256xf32>
+// INTEL-LABEL: func.func @im2col_1x1_f16(
+// INTEL: linalg.matmul {compilation_info
 // AUTO-LABEL: func.func @im2col_3x3_bf16(
 // AUTO: linalg.batch_matmul {{.*}} ins(%{{.*}}, %{{.*}} : tensor<36x256x64xf32>, tensor<36x64x64xf32>)
 // AUTO-LABEL: func.func @im2col_strided_f32(

@@ -1,6 +1,7 @@
-# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,GEMM
-# RUN: env FUSILLI_LIT_TARGET=cpu:x86-64-v3 %python %s | filecheck %s --check-prefixes=CHECK,GEMM
-# RUN: env FUSILLI_LIT_TARGET=cpu:x86-64 %python %s | filecheck %s --check-prefixes=CHECK,TILED
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,GEMM,SMALLTILED
+# RUN: env FUSILLI_LIT_TARGET=cpu:x86-64-v3 %python %s | filecheck %s --check-prefixes=CHECK,GEMM,SMALLTILED
+# RUN: env FUSILLI_LIT_TARGET=cpu:x86-64 %python %s | filecheck %s --check-prefixes=CHECK,TILED,SMALLTILED
+# RUN: env FUSILLI_LIT_TARGET=cpu:sapphirerapids %python %s | filecheck %s --check-prefixes=CHECK,GEMM,INTEL
 
 # Convs lowered by cpu-conv-im2col-gemm (AVX2, AVX-512): bias + relu add no
 # dispatch. The 1x1 conv is the filter's HWCF copy + the GEMM with its epilogue
@@ -12,6 +13,7 @@
 from lit_helpers import TARGET_ARCH, run
 
 import fusilli as fs
+from fusilli.backend.cache import Artifact
 
 
 def build(name, kernel, stride, padding, epilogue, n=4):
@@ -28,8 +30,9 @@ def build(name, kernel, stride, padding, epilogue, n=4):
 
 
 def print_dispatches(g):
-    g.compile(fs.Handle(fs.Backend.CPU, arch=TARGET_ARCH))
-    print(f"dispatch-count: {g.compile_stats.dispatch_count}")
+    # Compiled ahead of time, not loaded: a znver4 artifact cannot run on an Intel host.
+    artifact = Artifact.from_bytes(g.compile_to_artifact(fs.Backend.CPU, arch=TARGET_ARCH))
+    print(f"dispatch-count: {artifact.stats.dispatch_count}")
 
 
 @run
@@ -57,3 +60,18 @@ def conv3x3_s2():
 # GEMM-NEXT: dispatch-count: 3
 # TILED: dispatch-count: 4
 # TILED-NEXT: dispatch-count: 5
+
+
+# 4 images: 1024 GEMM rows, below the strided threshold on AMD and generic targets
+# (data tiling: the bias costs a dispatch), above the Intel one (512 rows).
+@run
+def conv3x3_s2_1024_rows():
+    print_dispatches(build("gemm_3x3s2_small", 3, 2, 1, False))
+    print_dispatches(build("gemm_3x3s2_small_bias_relu", 3, 2, 1, True))
+
+
+# CHECK-LABEL: TEST: conv3x3_s2_1024_rows
+# INTEL: dispatch-count: 3
+# INTEL-NEXT: dispatch-count: 3
+# SMALLTILED: dispatch-count: 4
+# SMALLTILED-NEXT: dispatch-count: 5
