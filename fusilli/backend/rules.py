@@ -388,9 +388,38 @@ CPU_CONV_WINOGRAD_MIN_FLOPS = 1 << 24
 CPU_CONV_WINOGRAD_MIN_TILES = 48
 
 
-def winograd_tiles(p: Problem) -> int:
-    """4x4 output tiles of a conv problem (its batch times the tiles per image)."""
-    return int(p.fact("batch", 0)) * math.prod(-(-int(d) // 4) for d in p.fact("out_spatial", ()))
+def winograd_tiles(p: Problem, m: int = 4) -> int:
+    """m x m output tiles of a conv problem (its batch times the tiles per image)."""
+    return int(p.fact("batch", 0)) * math.prod(-(-int(d) // m) for d in p.fact("out_spatial", ()))
+
+
+def winograd_output_tile(p: Problem, t: Target) -> int | None:
+    """m of the Winograd F(m x m, 3x3) cpu-conv-winograd computes this conv with, or None.
+
+    F(4x4) from CPU_CONV_WINOGRAD_MIN_TILES 4x4 tiles. On Intel AVX-512 cores a forward
+    conv with fewer 4x4 tiles but that many 2x2 ones takes F(2x2, 3x3): its filter
+    transform is 16*C*K per call (F(4x4): 36*C*K), which the smaller images repay (f32
+    convs: low-precision ones keep their native-dot-product rules).
+    ResNet-50 3x3 1x256x14x14->256 (16 4x4 tiles, 49 2x2), Intel Xeon, median ms, data
+    tiling -> F(2x2): 3.0-4.2 -> 2.1-2.2 (PyTorch 1.3-1.6), one thread 4.17 -> 2.09 (PyTorch
+    2.1-2.2); 8x512x7x7 (32 / 128 tiles) 16.4-17.3 -> 15.4-18.2, even; 1x512x7x7 (16 2x2
+    tiles, below the limit) 4.1 -> 7.4 single-threaded. On x86-64-v3 it was even
+    (1x256x14x14 3.6-3.9 -> 3.0-3.6), so AVX2 keeps data tiling.
+    """
+    if p.fact("kernel") != (3, 3) or p.fact("stride") != (1, 1) or p.fact("dilation") != (1, 1):
+        return None
+    if p.fact("groups") != 1 or not p.fact("channels_last") or p.element not in (DataType.FLOAT, *_LOW_PRECISION):
+        return None
+    isa = vector_isa(t)
+    if isa == "generic" or p.flops < CPU_CONV_WINOGRAD_MIN_FLOPS:
+        return None
+    if winograd_tiles(p) >= CPU_CONV_WINOGRAD_MIN_TILES:
+        return 4
+    intel_avx512 = isa == "avx512" and cpu_vendor(t.cpu) == "intel"
+    f32_fprop = p.kind == "conv_fprop" and p.element == DataType.FLOAT  # as measured
+    if f32_fprop and intel_avx512 and winograd_tiles(p, 2) >= CPU_CONV_WINOGRAD_MIN_TILES:
+        return 2
+    return None
 
 
 @rule(
@@ -405,17 +434,14 @@ def winograd_tiles(p: Problem) -> int:
     ),
 )
 def CPU_CONV_WINOGRAD(p: Problem, t: Target) -> str | None:
-    if p.fact("kernel") != (3, 3) or p.fact("stride") != (1, 1) or p.fact("dilation") != (1, 1):
+    m = winograd_output_tile(p, t)
+    if m is None:
         return None
-    if p.fact("groups") != 1 or not p.fact("channels_last") or p.element not in (DataType.FLOAT, *_LOW_PRECISION):
-        return None
-    isa = vector_isa(t)
-    tiles = winograd_tiles(p)
-    if isa == "generic" or p.flops < CPU_CONV_WINOGRAD_MIN_FLOPS or tiles < CPU_CONV_WINOGRAD_MIN_TILES:
-        return None
+    tiles, isa = winograd_tiles(p, m), vector_isa(t)
+    on = f"{isa}, Intel" if m == 2 else isa
     return (
-        f"3x3 stride 1, {_mflop(p.flops)} >= {_mflop(CPU_CONV_WINOGRAD_MIN_FLOPS)}, {tiles} tiles >= "
-        f"{CPU_CONV_WINOGRAD_MIN_TILES}, GEMM tuned for {isa}"
+        f"F({m}x{m}, 3x3), 3x3 stride 1, {_mflop(p.flops)} >= {_mflop(CPU_CONV_WINOGRAD_MIN_FLOPS)}, {tiles} "
+        f"{m}x{m} tiles >= {CPU_CONV_WINOGRAD_MIN_TILES}, GEMM tuned for {on}"
     )
 
 

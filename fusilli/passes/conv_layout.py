@@ -215,7 +215,11 @@ def winograd_tile(lowering: str, problem: rules.Problem, target: Target) -> int 
     if lowering != "auto":
         return None
     choice = rules.choose(problem, target, "algorithm")
-    return 4 if choice is not None and choice.rule is rules.CPU_CONV_WINOGRAD else None
+    return (
+        rules.winograd_output_tile(problem, target)
+        if choice is not None and choice.rule is rules.CPU_CONV_WINOGRAD
+        else None
+    )
 
 
 def im2col_gemm(lowering: str, problem: rules.Problem, target: Target) -> bool:

@@ -126,7 +126,7 @@ def test_no_winograd_without_a_tuned_isa_or_channels_last():
 
 def test_explain_names_the_winograd_rule():
     g = build([4, 64, 56, 56], 64, [1, 1], name="wino_explain")
-    assert "cpu-conv-winograd (3x3 stride 1" in g.explain(fs.Backend.CPU, arch="x86-64-v3")
+    assert "cpu-conv-winograd (F(4x4, 3x3), 3x3 stride 1" in g.explain(fs.Backend.CPU, arch="x86-64-v3")
     assert "cpu-conv-winograd" not in g.explain(fs.Backend.CPU, arch="x86-64")
 
 

@@ -1,0 +1,51 @@
+# RUN: env FUSILLI_LIT_TARGET=cpu:sapphirerapids %python %s | filecheck %s --check-prefixes=CHECK,INTEL
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,TILED
+# RUN: env FUSILLI_LIT_TARGET=cpu:x86-64-v3 %python %s | filecheck %s --check-prefixes=CHECK,TILED
+
+# cpu-conv-winograd's output tile (rules.winograd_output_tile): a 3x3 conv over
+# 1x256x14x14 has 16 4x4 output tiles, below the F(4x4, 3x3) limit (48), and 49 2x2
+# ones. On an Intel AVX-512 core it is Winograd F(2x2, 3x3): 4x4 = 16 transform
+# points, a [16, 49, 256] x [16, 256, 256] batched GEMM. AMD Zen 4 and AVX2 keep the
+# linalg conv (IREE's im2col + data tiling). A 28x28 image (49 4x4 tiles) is F(4x4)
+# everywhere: 36 points.
+
+from lit_helpers import TARGET_ARCH, TARGET_BACKEND, optimized, run
+
+import fusilli as fs
+
+
+def build(name, hw, c):
+    g = fs.Graph(name=name)
+    x = g.tensor(name="x", dim=[1, c, hw, hw], stride=fs.strides([1, c, hw, hw], "NHWC"))
+    w = g.tensor(name="w", dim=[c, c, 3, 3], stride=fs.strides([c, c, 3, 3], "NHWC"))
+    g.conv_fprop(x, w, padding=[1, 1], stride=[1, 1], dilation=[1, 1], name="conv").set_output(True)
+    return g.validate()
+
+
+@run
+def small_image_many_channels():
+    g = build("winograd_f2_choice", 14, 256)
+    print(g.explain(TARGET_BACKEND, TARGET_ARCH))
+    print(optimized(g))
+
+
+# CHECK-LABEL: TEST: small_image_many_channels
+# INTEL: cpu-conv-winograd (F(2x2, 3x3), 3x3 stride 1, {{.*}} 49 2x2 tiles >= 48, GEMM tuned for avx512, Intel)
+# INTEL: linalg.batch_matmul {{.*}}ins(%{{.*}}, %{{.*}} : tensor<16x49x256xf32>, tensor<16x256x256xf32>)
+# INTEL-NOT: linalg.conv_2d_nhwc_hwcf
+# TILED: cpu-conv-im2col-data-tiling
+# TILED-NOT: cpu-conv-winograd
+# TILED: linalg.conv_2d_nhwc_hwcf
+# TILED-NOT: linalg.batch_matmul
+
+
+@run
+def larger_image():
+    g = build("winograd_f4_choice", 28, 128)
+    print(g.explain(TARGET_BACKEND, TARGET_ARCH))
+    print(optimized(g))
+
+
+# CHECK-LABEL: TEST: larger_image
+# CHECK: cpu-conv-winograd (F(4x4, 3x3), 3x3 stride 1, {{.*}} 49 4x4 tiles >= 48
+# CHECK: linalg.batch_matmul {{.*}}ins(%{{.*}}, %{{.*}} : tensor<36x49x128xf32>, tensor<36x128x128xf32>)
