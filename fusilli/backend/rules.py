@@ -418,8 +418,22 @@ def winograd_output_tile(p: Problem, t: Target) -> int | None:
     intel_avx512 = isa == "avx512" and cpu_vendor(t.cpu) == "intel"
     f32_fprop = p.kind == "conv_fprop" and p.element == DataType.FLOAT  # as measured
     if f32_fprop and intel_avx512 and winograd_tiles(p, 2) >= CPU_CONV_WINOGRAD_MIN_TILES:
-        return 2
+        if 16 * conv_filter_elements(p) * 4 <= CPU_CONV_WINOGRAD_F2_MAX_FILTER_BYTES:
+            return 2
     return None
+
+
+# F(2x2, 3x3) only while its transformed filter (16*C*K f32) fits in the 2 cores' L2 (2 x 2 MiB):
+# 8x512x7x7->512 (16 MiB of it) ran at 0.61-0.65 of PyTorch against the K-blocked GEMM's
+# 0.72-0.73 (cpu-conv-im2col-gemm); 1x256x14x14->256 (4 MiB) 0.71-0.78 against 0.48-0.49.
+CPU_CONV_WINOGRAD_F2_MAX_FILTER_BYTES = 4 << 20
+
+
+def conv_filter_elements(p: Problem) -> int:
+    """C*K of a conv problem (its FLOPs over 2 * batch * output positions * R*S)."""
+    positions = int(p.fact("batch", 0)) * math.prod(int(d) for d in p.fact("out_spatial", ()))
+    taps = math.prod(int(d) for d in p.fact("kernel", ()))
+    return p.flops // max(2 * positions * taps, 1)
 
 
 @rule(
@@ -459,6 +473,10 @@ CPU_CONV_GEMM_MIN_ROWS_STRIDED = 4096
 # stride-2 convs from this many rows (cpu-conv-im2col-gemm's evidence).
 CPU_CONV_GEMM_MAX_CHANNELS_1X1_INTEL = 1024
 CPU_CONV_GEMM_MIN_ROWS_STRIDED_INTEL = 512
+# ... and on Intel AVX-512 (K-blocked GEMM, gemm_config.CONV_GEMM_TILES) stride-1 convs Winograd
+# leaves with a GEMM this deep (R*S*C): 3x3 1x512x7x7->512 data tiling 0.56-0.59 of PyTorch ->
+# 0.65-0.66, 8x512x7x7 0.51-0.64 -> 0.72-0.73.
+CPU_CONV_GEMM_MIN_DEPTH_INTEL_AVX512 = 2304
 
 
 def conv_gemm_rows(p: Problem) -> int:
@@ -513,6 +531,9 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
     min_rows = CPU_CONV_GEMM_MIN_ROWS_STRIDED_INTEL if intel else CPU_CONV_GEMM_MIN_ROWS_STRIDED
     if p.fact("stride") == (2, 2) and rows >= min_rows:
         return f"{kernel[0]}x{kernel[1]} stride 2, {rows} GEMM rows >= {min_rows}, GEMM tuned for {on}"
+    depth = math.prod(int(d) for d in kernel) * channels
+    if intel and isa == "avx512" and p.fact("stride") == (1, 1) and depth >= CPU_CONV_GEMM_MIN_DEPTH_INTEL_AVX512:
+        return f"{kernel[0]}x{kernel[1]}, GEMM depth {depth} >= {CPU_CONV_GEMM_MIN_DEPTH_INTEL_AVX512}, K-blocked GEMM for {on}"
     return None
 
 

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 from fusilli import ir, pipeline
 from fusilli.backend import rules
-from fusilli.backend.targets import Target
+from fusilli.backend.targets import Target, cpu_vendor
 from fusilli.ir.rewrite import block_ops, constant_value, defining_op, func_blocks, int_list_value, permutation_of
 from fusilli.ir.torch import DYNAMIC, builtin_element_type
 from fusilli.passes import Pass, conv_direct, gemm_config, register_pass, winograd
@@ -395,7 +395,7 @@ def _im2col_gemm(x_nhwc: ir.Value, w_hwcf: ir.Value, out_dims, stride, padding, 
     # with the HWCF filter materialized (its own small dispatch) 0.43-0.48 ms.
     filt = ir.optimization_barrier(filt)
     mm = _matmul(patches, filt, rows, k, _mnk_map(M, K), _mnk_map(K, N))
-    info = gemm_config.matmul_compilation_info(rules.vector_isa(target), rows, k, depth)
+    info = gemm_config.matmul_compilation_info(rules.vector_isa(target), rows, k, depth, cpu_vendor(target.cpu))
     if info is not None:
         mm.owner.attributes["compilation_info"] = info
     f32 = builtin_element_type("f32")

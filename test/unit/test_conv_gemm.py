@@ -12,7 +12,7 @@ from conftest import channels_last_conv_graph, random_array, run_and_check
 
 import fusilli as fs
 from fusilli import pipeline
-from fusilli.backend import rules
+from fusilli.backend import rules, targets
 from fusilli.backend.targets import Target
 from fusilli.ir import fusilli_context
 from fusilli.passes import conv_layout, gemm_config
@@ -133,3 +133,20 @@ def test_auto_lowering_is_the_gemm_with_its_epilogue_in_one_dispatch(cpu, rng):
     assert "compilation_info" in g.mlir("optimized")
     run_and_check(g, cpu, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
     assert g.compile_stats.dispatch_count == 2
+
+
+def test_numerics_k_blocked_deep_gemm(cpu, rng, gemm_lowering, monkeypatch):
+    """The K-blocked GEMM (cache_reduction, gemm_config.CONV_GEMM_TILES_BY_VENDOR) of a conv
+    2304 deep, with bias + relu, on this host's ISA whatever its vendor (K 32 keeps the
+    accumulator's fill small enough for AVX2 codegen too)."""
+    target = Target.resolve("cpu", None)
+    isa, vendor = rules.vector_isa(target), targets.cpu_vendor(target.cpu)
+    if isa == "generic":
+        pytest.skip("no tuned GEMM for a CPU without AVX2")
+    base = gemm_config.CONV_GEMM_TILES[isa]
+    blocked = gemm_config.GemmTile(base.distribution, base.vector, base.reduction, 256, 2048)
+    monkeypatch.setitem(gemm_config.CONV_GEMM_TILES_BY_VENDOR, (isa, vendor or ""), blocked)
+    monkeypatch.setenv("FUSILLI_DISABLE_CACHE", "1")  # the tile tables are not in the cache key
+    g = build([1, 256, 8, 8], 32, (3, 3), (1, 1), (1, 1), (1, 1), epilogue=True, name="gemm_k_blocked")
+    assert "cache_reduction = [0, 0, 256]" in g.mlir("optimized")
+    run_and_check(g, cpu, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)

@@ -342,3 +342,23 @@ def test_strided_conv_gemm_threshold_is_per_vendor():
     assert "cpu-conv-im2col-gemm (3x3 stride 2, 784 GEMM rows >= 512" in intel and "Intel" in intel
     for arch in ("znver4", "x86-64-v3"):
         assert "cpu-conv-im2col-data-tiling" in g.explain("cpu", arch), arch
+
+
+@pytest.mark.parametrize(
+    "n, c, hw, want",
+    [
+        (1, 256, 14, "cpu-conv-winograd (F(2x2, 3x3)"),  # 4 MiB transformed filter: F(2x2)
+        (8, 512, 7, "cpu-conv-im2col-gemm (3x3, GEMM depth 4608 >= 2304"),  # 16 MiB: the K-blocked GEMM
+        (1, 512, 7, "cpu-conv-im2col-gemm (3x3, GEMM depth 4608 >= 2304"),  # 16 2x2 tiles: the GEMM
+        (8, 256, 14, "cpu-conv-winograd (F(4x4, 3x3)"),  # 128 4x4 tiles
+    ],
+)
+def test_intel_avx512_small_image_3x3_choices(n, c, hw, want):
+    g = fs.Graph(f"intel_3x3_{n}_{c}_{hw}", io_data_type=fs.DataType.FLOAT)
+    x = g.tensor("x", [n, c, hw, hw], stride=fs.strides([n, c, hw, hw], "NHWC"))
+    w = g.tensor("w", [c, c, 3, 3], stride=fs.strides([c, c, 3, 3], "NHWC"))
+    g.conv_fprop(x, w, padding=[1, 1], stride=[1, 1], dilation=[1, 1], name="conv").set_output(True)
+    g.validate()
+    assert want in g.explain("cpu", "sapphirerapids")
+    amd = g.explain("cpu", "znver4")
+    assert "F(2x2" not in amd and "GEMM depth" not in amd
