@@ -40,23 +40,26 @@ WINOGRAD_GEMM_TILES = {
 
 # The GEMM of a conv lowered as im2col patches x HWCF filter ([N*Ho*Wo, R*S*C] x
 # [R*S*C, K]) without data tiling, per ISA (rules.CPU_CONV_IM2COL_GEMM has the measurements).
-# avx512 on Intel: K in cache blocks of 256, so a deep GEMM (R*S*C in the thousands) keeps its 64-row
-#   A block and 64-column B block in L2 instead of streaming both whole; one thread, Intel
-#   Xeon, ms (PyTorch one thread beside): 3x3 1x256x14x14->256 (K 2304) 4.41 -> 2.52 (1.80-2.08),
-#   3x3 1x512x7x7->512 (K 4608) 4.89 -> 3.50 (2.59-2.66), 8x512x7x7 29.8 -> 20.0 (14.8-15.5),
-#   1x1 8x1024x14x14->256 7.87 -> 5.93 (6.07-7.41); blocks of 128 and 512 measured the same;
-#   2 threads, interleaved A/B (whole K -> blocks, ratio to PyTorch): 3x3 1x512x7x7 0.46 -> 0.65,
-#   8x512x7x7 0.37 -> 0.69; shallower GEMMs gained nothing (1x1 1024 channels 0.55-0.77 -> 0.58-0.78)
-#   or lost a little (3x3 s2 128 channels, K 1152: 0.59-0.71 -> 0.51-0.67), hence blocks only
-#   from K 2048. avx2 keeps whole-K: with K blocks IREE leaves the
-#   accumulator's 64x64 zero fill as one 16 KB vector, which its AVX2 codegen refuses.
+# avx512 on Intel: K in cache blocks of 256, so a deep GEMM keeps its 64-row A block and
+#   64-column B block in L2 (and an 8x32 register tile's B strip in L1) instead of streaming
+#   both whole. One thread, Intel Xeon, ms (PyTorch one thread beside): 3x3 1x256x14x14->256
+#   (K 2304) 4.41 -> 2.52 (1.80-2.08), 3x3 1x512x7x7->512 (K 4608) 4.89 -> 3.50 (2.59-2.66),
+#   8x512x7x7 29.8 -> 20.0 (14.8-15.5), 1x1 8x1024x14x14->256 7.87 -> 5.93 (6.07-7.41), 1x1 as a
+#   1024^3 GEMM 53 -> 31 (16.2); blocks of 128 and 512 measured the same. 2 threads, the same
+#   graph compiled both ways and run interleaved (benchmarks/conv_gemm_k_blocks.py),
+#   ratio to PyTorch, whole K -> blocks: 3x3 1x512x7x7 0.46 -> 0.65, 8x512x7x7 0.37 -> 0.69, 1x1
+#   1024^3 0.46 -> 0.66, 1x1 8x1024x14x14->512 0.50 -> 0.76, 1x1 + bias + relu 512x512->2048 (K 512)
+#   0.57 -> 0.88; other rows moved within the A/B's noise (+-10%, seen on a K 256 row that both
+#   variants compile alike), hence blocks from K 512. avx2 keeps whole-K: with K blocks IREE
+#   leaves the accumulator's 64x64 zero fill as one 16 KB vector, which its AVX2 codegen
+#   refuses (AVX-512 refuses 32 KB: the 64x64 distribution tile is the largest that compiles).
 CONV_GEMM_TILES = {
     "avx2": GemmTile((64, 64), (4, 16), 8),
     "avx512": GemmTile((64, 64), (8, 32), 8),
 }
 # Per (ISA, CPU vendor) where measured different: the K blocks above were measured on Intel only.
 CONV_GEMM_TILES_BY_VENDOR = {
-    ("avx512", "intel"): GemmTile((64, 64), (8, 32), 8, cache_reduction=256, cache_reduction_min_depth=2048),
+    ("avx512", "intel"): GemmTile((64, 64), (8, 32), 8, cache_reduction=256, cache_reduction_min_depth=512),
 }
 
 
