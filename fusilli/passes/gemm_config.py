@@ -46,7 +46,7 @@ WINOGRAD_GEMM_TILES = {
 #   (K 2304) 4.41 -> 2.52 (1.80-2.08), 3x3 1x512x7x7->512 (K 4608) 4.89 -> 3.50 (2.59-2.66),
 #   8x512x7x7 29.8 -> 20.0 (14.8-15.5), 1x1 8x1024x14x14->256 7.87 -> 5.93 (6.07-7.41), 1x1 as a
 #   1024^3 GEMM 53 -> 31 (16.2); blocks of 128 and 512 measured the same. 2 threads, the same
-#   graph compiled both ways and run interleaved (benchmarks/conv_gemm_k_blocks.py),
+#   graph compiled both ways and run interleaved (benchmarks/conv_gemm_tiles.py),
 #   ratio to PyTorch, whole K -> blocks: 3x3 1x512x7x7 0.46 -> 0.65, 8x512x7x7 0.37 -> 0.69, 1x1
 #   1024^3 0.46 -> 0.66, 1x1 8x1024x14x14->512 0.50 -> 0.76, 1x1 + bias + relu 512x512->2048 (K 512)
 #   0.57 -> 0.88; other rows moved within the A/B's noise (+-10%, seen on a K 256 row that both
@@ -57,9 +57,15 @@ CONV_GEMM_TILES = {
     "avx2": GemmTile((64, 64), (4, 16), 8),
     "avx512": GemmTile((64, 64), (8, 32), 8),
 }
-# Per (ISA, CPU vendor) where measured different: the K blocks above were measured on Intel only.
+# Per (ISA, CPU vendor) where measured different: the K blocks above were measured on Intel
+# only, and so was the register tile: 6 rows x 64 columns (24 accumulators, four 16-wide B loads
+# and six broadcasts per step; oneDNN's shape) in 60x64 workgroups against 8x32 in 64x64, 2
+# threads, benchmarks/conv_gemm_tiles.py --variant 6x64=60,64,6,64,8,256,512, two runs: better on
+# 12 and 11 of its 15 rows (1x1 as a 1024^3 GEMM 0.59-0.61 -> 0.64-0.78 of PyTorch, 1x1
+# 8x256x14x14->1024 0.59-0.78 -> 0.82-0.93, 1x1 8x1024x14x14->256 0.74-0.79 -> 0.82-0.93, 3x3
+# 8x512x7x7 0.66-0.76 -> 0.73-0.81), worse on the 3x3 stride-2 convs by ~5% (0.76-0.78 -> 0.72-0.73).
 CONV_GEMM_TILES_BY_VENDOR = {
-    ("avx512", "intel"): GemmTile((64, 64), (8, 32), 8, cache_reduction=256, cache_reduction_min_depth=512),
+    ("avx512", "intel"): GemmTile((60, 64), (6, 64), 8, cache_reduction=256, cache_reduction_min_depth=512),
 }
 
 
