@@ -160,7 +160,9 @@ def _rewrite(op: ir.Operation, target: Target) -> bool:
             w_t = b.to_dtype(w_t, "f32", _FLOAT_CODES["f32"])
         if winograd_m is not None:
             wplan = winograd.plan((n, h, wd, c), k, (oh, ow), (padding[0], padding[1]), winograd_m)
-            y = winograd.winograd_conv(wplan, b.to_builtin(x_nhwc), b.to_builtin(w_t), rules.vector_isa(target))
+            y = winograd.winograd_conv(
+                wplan, b.to_builtin(x_nhwc), b.to_builtin(w_t), rules.vector_isa(target), cpu_vendor(target.cpu)
+            )
             y_nhwc = b.op("torch_c.from_builtin_tensor", [y], ir.vtensor_type([n, oh, ow, k], "f32"))
         elif im2col:
             y_nhwc = _im2col_matmul(b, x_nhwc, w_t, (n, oh, ow, k), stride, padding, dilation, (fy, fx))
@@ -440,7 +442,9 @@ def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
         facts = rules.conv_facts((fy, fx), stride, dilation, 1, True, n, (oh, ow), c)
         problem = rules.Problem("conv_wgrad", DataType.from_mlir_name(element), flops, facts)
         if winograd_tile(pipeline.CONV_LOWERING, problem, target) is not None:
-            dw = winograd.winograd_wgrad(b.to_builtin(x_nhwc), b.to_builtin(dy_nhwc), padding)
+            dw = winograd.winograd_wgrad(
+                b.to_builtin(x_nhwc), b.to_builtin(dy_nhwc), padding, rules.vector_isa(target), cpu_vendor(target.cpu)
+            )
             dw_hwcf = b.op("torch_c.from_builtin_tensor", [dw], ir.vtensor_type([fy, fx, c, k], "f32"))
             if element != "f32":
                 dw_hwcf = b.to_dtype(dw_hwcf, element, _FLOAT_CODES[element])

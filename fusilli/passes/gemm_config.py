@@ -37,6 +37,18 @@ WINOGRAD_GEMM_TILES = {
     "avx2": GemmTile((112, 64), (4, 16), 8),
     "avx512": GemmTile((112, 64), (8, 32), 8),
 }
+# On Intel AVX-512 the 6x64 register tile (see CONV_GEMM_TILES_BY_VENDOR) in 60x64 workgroups
+# (more of them for small images): 2 threads, interleaved against 8x32 in 112x64, ratio to
+# PyTorch, two runs: conv 3x3 4x64x56x56->64 1.50 -> 1.57-1.59, dgrad 4x64x28x28 1.05-1.07 ->
+# 1.35-1.37, 3x3 1x64x56x56->64 0.88 -> 1.16-1.23, 3x3 8x128x28x28->128 1.46-1.48 -> 1.56-1.61
+# (4x64 in 64x64 measured the same). Re-measured on a second Intel host (sapphirerapids as
+# named), 6x64 against 8x32: conv 3x3 1.40 -> 1.44, dgrad 0.90 -> 1.14, 3x3 1x64x56x56 0.77 -> 0.99,
+# 8x128x28x28 1.49 -> 1.54. The wgrad GEMM ([36, C, tiles] x [36, tiles, K]) takes the same
+# table: with it against IREE's default, 4x64x28x28 0.86 -> 0.91, 8x256x14x14 0.80 -> 0.89,
+# 1x64x56x56 0.82 -> 0.87, 8x128x28x28 1.25 -> 1.27.
+WINOGRAD_GEMM_TILES_BY_VENDOR = {
+    ("avx512", "intel"): GemmTile((60, 64), (6, 64), 8),
+}
 
 # The GEMM of a conv lowered as im2col patches x HWCF filter ([N*Ho*Wo, R*S*C] x
 # [R*S*C, K]) without data tiling, per ISA (rules.CPU_CONV_IM2COL_GEMM has the measurements).
@@ -87,9 +99,12 @@ def _compilation_info(tile: GemmTile, batch: int | None, m: int, n: int, k: int)
     return ir.Attribute.parse(text)
 
 
-def batch_matmul_compilation_info(isa: str, batch: int, m: int, n: int, k: int) -> ir.Attribute | None:
-    """The ``compilation_info`` for an f32 ``linalg.batch_matmul`` on ``isa``, or None for IREE's default."""
-    tile = WINOGRAD_GEMM_TILES.get(isa)
+def batch_matmul_compilation_info(
+    isa: str, batch: int, m: int, n: int, k: int, vendor: str | None = None
+) -> ir.Attribute | None:
+    """The ``compilation_info`` for an f32 Winograd ``linalg.batch_matmul`` on ``isa`` (and the CPU
+    ``vendor``), or None for IREE's default."""
+    tile = WINOGRAD_GEMM_TILES_BY_VENDOR.get((isa, vendor or "")) or WINOGRAD_GEMM_TILES.get(isa)
     return None if tile is None else _compilation_info(tile, batch, m, n, k)
 
 

@@ -337,12 +337,12 @@ def tile_transform(src: ir.Value, matrix: np.ndarray, step: int, pad, tiles, wid
     return _collapse(v, [[0, 1], [2, 3, 4], [5]], [t * t, n * th * tw, c])
 
 
-def batched_gemm(p: WinogradPlan, v: ir.Value, u: ir.Value, isa: str) -> ir.Value:
+def batched_gemm(p: WinogradPlan, v: ir.Value, u: ir.Value, isa: str, vendor: str | None = None) -> ir.Value:
     """``M[t*t, tiles, K] = V x U`` (one GEMM per transform coefficient), with a lowering config."""
     zero = ir.arith.ConstantOp(_f32(), 0.0).result
     init = ir.linalg.fill(zero, outs=[_empty([p.t * p.t, p.tiles, p.k])])
     result = ir.linalg.batch_matmul(v, u, outs=[init])
-    info = batch_matmul_compilation_info(isa, p.t * p.t, p.tiles, p.k, p.c)
+    info = batch_matmul_compilation_info(isa, p.t * p.t, p.tiles, p.k, p.c, vendor)
     if info is not None:
         result.owner.attributes["compilation_info"] = info
     return result
@@ -378,14 +378,16 @@ def output_transform(p: WinogradPlan, mm: ir.Value) -> ir.Value:
     return y
 
 
-def winograd_conv(p: WinogradPlan, x_nhwc: ir.Value, w_hwcf: ir.Value, isa: str) -> ir.Value:
+def winograd_conv(p: WinogradPlan, x_nhwc: ir.Value, w_hwcf: ir.Value, isa: str, vendor: str | None = None) -> ir.Value:
     """The f32 NHWC result of the 3x3 stride-1 conv of builtin f32 tensors ``x_nhwc`` and ``w_hwcf``."""
     u = filter_transform(p, w_hwcf)
     v = input_transform(p, x_nhwc)
-    return output_transform(p, batched_gemm(p, v, u, isa))
+    return output_transform(p, batched_gemm(p, v, u, isa, vendor))
 
 
-def winograd_wgrad(x_nhwc: ir.Value, dy_nhwc: ir.Value, pad) -> ir.Value:
+def winograd_wgrad(
+    x_nhwc: ir.Value, dy_nhwc: ir.Value, pad, isa: str = "generic", vendor: str | None = None
+) -> ir.Value:
     """The HWCF ``[3, 3, C, K]`` weight gradient of a 3x3 stride-1 conv, by Winograd F(3x3, 4x4).
 
     ``dw[r, s] = sum dy[o] x[o + (r, s) - pad]`` over every output position ``o`` is, per
@@ -406,6 +408,9 @@ def winograd_wgrad(x_nhwc: ir.Value, dy_nhwc: ir.Value, pad) -> ir.Value:
     b_, m_, n_, r_ = _dims(4)
     maps = [_map(4, [b_, r_, m_]), _map(4, [b_, r_, n_]), _map(4, [b_, m_, n_])]
     mm = ir.linalg.batch_matmul(v, d, outs=[init], indexing_maps=maps)
+    info = batch_matmul_compilation_info(isa, 36, c, k, tiles[0] * tiles[1] * xt.get_dim_size(0), vendor)
+    if info is not None:
+        mm.owner.attributes["compilation_info"] = info
     m6 = _expand(mm, [[0, 1], [2], [3]], [6, 6, c, k])
     # Rows: O1[r, b, c, k] = sum_a A^T[r, a] M[a, b, c, k], iterating (b, c, r, k).
     b_, c_, r_, k_ = _dims(4)

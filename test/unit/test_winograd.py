@@ -155,6 +155,11 @@ def _check_gemm_configs():
     assert "vector_common_parallel = [1, 4, 16, 0]" in avx2
     assert "vector_common_parallel = [1, 8, 32, 0]" in avx512
     assert gemm_config.batch_matmul_compilation_info("generic", 36, 784, 64, 64) is None
+    # Intel AVX-512 cores take the 6x64 register tile in 60x64 workgroups; AMD keeps 8x32.
+    intel = str(gemm_config.batch_matmul_compilation_info("avx512", 36, 784, 64, 64, "intel"))
+    amd = str(gemm_config.batch_matmul_compilation_info("avx512", 36, 784, 64, 64, "amd"))
+    assert "distribution = [1, 60, 64, 0]" in intel and "vector_common_parallel = [1, 6, 64, 0]" in intel
+    assert amd == avx512
 
 
 @pytest.mark.parametrize("arch, isa", [("x86-64-v3", "avx2"), ("znver4", "avx512"), ("x86-64", "generic")])

@@ -1,5 +1,6 @@
 # RUN: env FUSILLI_CONV_LOWERING=winograd4 FUSILLI_CPU_ARCH=x86-64-v3 %python %s | filecheck %s --check-prefixes=CHECK,AVX2
 # RUN: env FUSILLI_CONV_LOWERING=winograd4 FUSILLI_CPU_ARCH=znver4 %python %s | filecheck %s --check-prefixes=CHECK,AVX512
+# RUN: env FUSILLI_CONV_LOWERING=winograd4 FUSILLI_CPU_ARCH=sapphirerapids %python %s | filecheck %s --check-prefixes=CHECK,INTEL
 # RUN: env FUSILLI_CONV_LOWERING=winograd4 FUSILLI_CPU_ARCH=generic %python %s | filecheck %s --check-prefixes=CHECK,GENERIC
 # RUN: env FUSILLI_CONV_LOWERING=winograd4 %python %s stats | filecheck %s --check-prefix=STATS
 
@@ -53,9 +54,11 @@ def winograd_conv_bias_relu():
 
 # CHECK-LABEL: TEST: winograd_conv_bias_relu
 # The GEMM's lowering config (printed as an alias first): a 4x16 register tile on AVX2,
-# 8x32 on AVX-512, IREE's own choice elsewhere.
+# 8x32 on AVX-512 (6x64, clamped here to the 32 output channels, on Intel AVX-512 cores),
+# IREE's own choice elsewhere.
 # AVX2: #iree_cpu.lowering_config<cache_parallel = [1, 16, 32, 0], distribution = [1, 16, 32, 0], vector_common_parallel = [1, 4, 16, 0], vector_reduction = [0, 0, 0, 8]>
 # AVX512: #iree_cpu.lowering_config<cache_parallel = [1, 16, 32, 0], distribution = [1, 16, 32, 0], vector_common_parallel = [1, 8, 32, 0], vector_reduction = [0, 0, 0, 8]>
+# INTEL: #iree_cpu.lowering_config<cache_parallel = [1, 16, 32, 0], distribution = [1, 16, 32, 0], vector_common_parallel = [1, 6, 32, 0], vector_reduction = [0, 0, 0, 8]>
 # GENERIC-NOT: lowering_config
 # CHECK-DAG: #[[TAP3:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
 # CHECK-DAG: #[[COEF4:.*]] = affine_map<(d0, d1, d2, d3) -> (d2)>
@@ -103,6 +106,7 @@ def winograd_conv_bias_relu():
 # The batched GEMM (one per transform coefficient), with the target's config:
 # AVX2: %[[M:.*]] = linalg.batch_matmul {compilation_info = #{{.*}}} ins(%[[V]], %[[U]] : tensor<36x16x8xf32>, tensor<36x8x32xf32>)
 # AVX512: %[[M:.*]] = linalg.batch_matmul {compilation_info = #{{.*}}} ins(%[[V]], %[[U]] : tensor<36x16x8xf32>, tensor<36x8x32xf32>)
+# INTEL: %[[M:.*]] = linalg.batch_matmul {compilation_info = #{{.*}}} ins(%[[V]], %[[U]] : tensor<36x16x8xf32>, tensor<36x8x32xf32>)
 # GENERIC: %[[M:.*]] = linalg.batch_matmul ins(%[[V]], %[[U]] : tensor<36x16x8xf32>, tensor<36x8x32xf32>)
 #
 # Output transform rows then columns (A^T M A), straight into NHWC:

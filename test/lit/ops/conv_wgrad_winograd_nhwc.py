@@ -1,4 +1,5 @@
-# RUN: env FUSILLI_CONV_LOWERING=winograd %python %s | filecheck %s
+# RUN: env FUSILLI_CONV_LOWERING=winograd FUSILLI_CPU_ARCH=sapphirerapids %python %s | filecheck %s --check-prefixes=CHECK,INTEL
+# RUN: env FUSILLI_CONV_LOWERING=winograd FUSILLI_CPU_ARCH=generic %python %s | filecheck %s --check-prefixes=CHECK,GENERIC
 # RUN: env FUSILLI_CONV_LOWERING=winograd %python %s stats | filecheck %s --check-prefix=STATS
 
 # Weight gradient of a channels-last 3x3 stride-1 conv by Winograd F(3x3, 4x4)
@@ -41,6 +42,9 @@ def wgrad_winograd():
 
 
 # CHECK-LABEL: TEST: wgrad_winograd
+# The GEMM's lowering config, printed as an alias first (see the GEMM below):
+# INTEL: #iree_cpu.lowering_config<cache_parallel = [1, 8, 16, 0], distribution = [1, 8, 16, 0], vector_common_parallel = [1, 6, 16, 0], vector_reduction = [0, 0, 0, 4]>
+# GENERIC-NOT: lowering_config
 # CHECK-DAG: #[[BMK:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, d1)>
 # CHECK-DAG: #[[BKN:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>
 # CHECK-DAG: #[[BMN:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
@@ -68,8 +72,11 @@ def wgrad_winograd():
 # CHECK-SAME: outs(%{{.*}} : tensor<6x6x1x2x2x16xf32>)
 # CHECK: %[[D:.*]] = tensor.collapse_shape %[[DC]] {{\[}}[0, 1], [2, 3, 4], [5]] : tensor<6x6x1x2x2x16xf32> into tensor<36x4x16xf32>
 #
-# The tiles are summed in the transformed domain: M[36, C, K] = V^T D.
-# CHECK: %[[M:.*]] = linalg.batch_matmul indexing_maps = [#[[BMK]], #[[BKN]], #[[BMN]]] ins(%[[V]], %[[D]] : tensor<36x4x8xf32>, tensor<36x4x16xf32>) outs(%{{.*}} : tensor<36x8x16xf32>)
+# The tiles are summed in the transformed domain: M[36, C, K] = V^T D, a GEMM with the
+# Winograd GEMM's lowering config (above) (6x64 register tile on Intel AVX-512, clamped to C x K
+# = 8 x 16 and 4 tiles deep here; IREE's own choice on a generic CPU).
+# INTEL: %[[M:.*]] = linalg.batch_matmul indexing_maps = [#[[BMK]], #[[BKN]], #[[BMN]]] {compilation_info = #{{.*}}} ins(%[[V]], %[[D]] : tensor<36x4x8xf32>, tensor<36x4x16xf32>) outs(%{{.*}} : tensor<36x8x16xf32>)
+# GENERIC: %[[M:.*]] = linalg.batch_matmul indexing_maps = [#[[BMK]], #[[BKN]], #[[BMN]]] ins(%[[V]], %[[D]] : tensor<36x4x8xf32>, tensor<36x4x16xf32>) outs(%{{.*}} : tensor<36x8x16xf32>)
 #
 # Output transform (A^T of F(3, 4)) to the HWCF gradient, permuted to KRSC at the end:
 # CHECK: %[[M6:.*]] = tensor.expand_shape %[[M]] {{\[}}[0, 1], [2], [3]] output_shape [6, 6, 8, 16]
