@@ -4,8 +4,9 @@ Each row of the suite is compiled once per variant with the compile cache off (t
 tables are not in the cache key); the variants and PyTorch run interleaved in blocks,
 swapping who goes first, and the medians and ratios to PyTorch are printed. A variant
 is ``name=DM,DN,VM,VN,KR[,CR,MIN_DEPTH]`` (distribution tile, register tile, K per vector
-step, K per cache block from a GEMM depth) and replaces the host's entry (its ISA and
-CPU vendor); ``current`` is the table as it stands. Rows a variant compiles alike show
+step, K per cache block from a GEMM depth) and replaces the tile the host's tables would
+give each conv GEMM (``gemm_config.conv_gemm_tile``: per ISA and CPU vendor, strided patch
+gathers apart); ``current`` is the tables as they stand. Rows a variant compiles alike show
 the method's noise.
 
 Usage: python benchmarks/conv_gemm_tiles.py [SUITE] [--variant NAME=...]... [--blocks 6] [--iters 15]
@@ -47,16 +48,16 @@ def main() -> None:
     torch = _import_torch()
     target = Target.resolve("cpu", None)
     key = (rules.vector_isa(target), cpu_vendor(target.cpu) or "")
-    current = gemm_config.CONV_GEMM_TILES_BY_VENDOR.get(key) or gemm_config.CONV_GEMM_TILES.get(key[0])
+    current = gemm_config.conv_gemm_tile(key[0], 256, key[1] or None)
     if current is None:
         raise SystemExit(f"no tuned conv GEMM for this host ({key[0]})")
-    variants = {"current": current}
+    variants: dict[str, gemm_config.GemmTile | None] = {"current": None}  # None: the tables' own choice
     for v in args.variant or [
         f"whole-K={','.join(map(str, (*current.distribution, *current.vector, current.reduction)))}"
     ]:
         name, _, spec = v.partition("=")
         variants[name] = _tile(spec)
-    saved = dict(gemm_config.CONV_GEMM_TILES_BY_VENDOR)
+    tables_tile = gemm_config.conv_gemm_tile
     names = [*variants, "torch"]
     print(f"host {key}; ratio = PyTorch median / variant median")
     print(f"{'row':46} " + " ".join(f"{n[:12]:>12}" for n in names) + "  " + " ".join(f"{n[:8]:>8}" for n in variants))
@@ -66,12 +67,14 @@ def main() -> None:
         ns = parse_command(argv)
         runs = {}
         for name, tile in variants.items():
-            gemm_config.CONV_GEMM_TILES_BY_VENDOR[key] = tile
-            problem = SUBCOMMANDS[ns.subcommand].build(ns)
-            problem.graph.compile(fs.Handle(ns.backend, arch=ns.arch))
+            if tile is not None:
+                gemm_config.conv_gemm_tile = lambda *a, tile=tile, **k: tile
+            try:
+                problem = SUBCOMMANDS[ns.subcommand].build(ns)
+                problem.graph.compile(fs.Handle(ns.backend, arch=ns.arch))
+            finally:
+                gemm_config.conv_gemm_tile = tables_tile
             runs[name] = problem
-        gemm_config.CONV_GEMM_TILES_BY_VENDOR.clear()
-        gemm_config.CONV_GEMM_TILES_BY_VENDOR.update(saved)
         with torch.inference_mode():
             fns = {name: (lambda p=p: p.graph.execute(p.pack)) for name, p in runs.items()}
             fns["torch"] = runs["current"].torch_builder(torch)

@@ -473,6 +473,13 @@ CPU_CONV_GEMM_MIN_ROWS_STRIDED = 4096
 # stride-2 convs from this many rows (cpu-conv-im2col-gemm's evidence).
 CPU_CONV_GEMM_MAX_CHANNELS_1X1_INTEL = 1024
 CPU_CONV_GEMM_MIN_ROWS_STRIDED_INTEL = 512
+# ... and on Intel AVX-512, where stride-2 convs with a spatial filter and at least 128 output
+# channels get wide GEMM workgroups (gemm_config.STRIDED_PATCH_GEMM_TILES_BY_VENDOR), from this
+# many rows: data tiling -> explicit GEMM, ratio to PyTorch, in one process (FUSILLI_CONV_LOWERING
+# auto against gemm, interleaved): 3x3 s2 1x256x28x28->256 (196 rows) 0.44 -> 0.57, 1x64x32x32->128
+# (256 rows) 0.42 -> 0.50; 1x512x14x14->512 (49 rows) 0.54 -> 0.49 stays data-tiled.
+CPU_CONV_GEMM_MIN_ROWS_STRIDED_INTEL_AVX512_WIDE = 192
+CPU_CONV_GEMM_WIDE_MIN_OUT_CHANNELS = 128
 # ... and on Intel AVX-512 (K-blocked GEMM, gemm_config.CONV_GEMM_TILES) stride-1 convs Winograd
 # leaves with a GEMM this deep (R*S*C): 3x3 1x512x7x7->512 data tiling 0.56-0.59 of PyTorch ->
 # 0.65-0.66, 8x512x7x7 0.51-0.64 -> 0.72-0.73.
@@ -528,10 +535,14 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
             f"1x1, {rows} GEMM rows >= {CPU_CONV_GEMM_MIN_ROWS_1X1}, {channels} channels <= {max_channels}, "
             f"GEMM tuned for {on}"
         )
-    min_rows = CPU_CONV_GEMM_MIN_ROWS_STRIDED_INTEL if intel else CPU_CONV_GEMM_MIN_ROWS_STRIDED
+    depth = math.prod(int(d) for d in kernel) * channels
+    out_channels = int(p.flops) // (2 * rows * depth) if rows and depth else 0
+    if intel and isa == "avx512" and out_channels >= CPU_CONV_GEMM_WIDE_MIN_OUT_CHANNELS:
+        min_rows = CPU_CONV_GEMM_MIN_ROWS_STRIDED_INTEL_AVX512_WIDE
+    else:
+        min_rows = CPU_CONV_GEMM_MIN_ROWS_STRIDED_INTEL if intel else CPU_CONV_GEMM_MIN_ROWS_STRIDED
     if p.fact("stride") == (2, 2) and rows >= min_rows:
         return f"{kernel[0]}x{kernel[1]} stride 2, {rows} GEMM rows >= {min_rows}, GEMM tuned for {on}"
-    depth = math.prod(int(d) for d in kernel) * channels
     if intel and isa == "avx512" and p.fact("stride") == (1, 1) and depth >= CPU_CONV_GEMM_MIN_DEPTH_INTEL_AVX512:
         return f"{kernel[0]}x{kernel[1]}, GEMM depth {depth} >= {CPU_CONV_GEMM_MIN_DEPTH_INTEL_AVX512}, K-blocked GEMM for {on}"
     return None

@@ -397,7 +397,10 @@ def _im2col_gemm(x_nhwc: ir.Value, w_hwcf: ir.Value, out_dims, stride, padding, 
     # with the HWCF filter materialized (its own small dispatch) 0.43-0.48 ms.
     filt = ir.optimization_barrier(filt)
     mm = _matmul(patches, filt, rows, k, _mnk_map(M, K), _mnk_map(K, N))
-    info = gemm_config.matmul_compilation_info(rules.vector_isa(target), rows, k, depth, cpu_vendor(target.cpu))
+    strided_patches = (fy, fx) != (1, 1) and list(stride) != [1, 1]
+    info = gemm_config.matmul_compilation_info(
+        rules.vector_isa(target), rows, k, depth, cpu_vendor(target.cpu), strided_patches
+    )
     if info is not None:
         mm.owner.attributes["compilation_info"] = info
     f32 = builtin_element_type("f32")

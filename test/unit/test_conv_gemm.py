@@ -150,3 +150,48 @@ def test_numerics_k_blocked_deep_gemm(cpu, rng, gemm_lowering, monkeypatch):
     g = build([1, 256, 8, 8], 32, (3, 3), (1, 1), (1, 1), (1, 1), epilogue=True, name="gemm_k_blocked")
     assert "cache_reduction = [0, 0, 256]" in g.mlir("optimized")
     run_and_check(g, cpu, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
+
+
+def test_numerics_wide_strided_patch_gemm(cpu, rng, gemm_lowering, monkeypatch):
+    """The wide-workgroup GEMM of a stride-2 3x3 conv (gemm_config.STRIDED_PATCH_GEMM_TILES_BY_VENDOR,
+    Intel AVX-512's 24x256 workgroups with K blocks), with bias + relu, on any AVX-512 host:
+    81 rows and 160 output channels leave partial workgroups and register tiles in both dims."""
+    target = Target.resolve("cpu", None)
+    isa, vendor = rules.vector_isa(target), targets.cpu_vendor(target.cpu)
+    if isa != "avx512":
+        pytest.skip("the wide tile is AVX-512's (24x256 f32 accumulators exceed AVX2 codegen's vector limit)")
+    wide = gemm_config.STRIDED_PATCH_GEMM_TILES_BY_VENDOR[("avx512", "intel")]
+    monkeypatch.setitem(gemm_config.STRIDED_PATCH_GEMM_TILES_BY_VENDOR, (isa, vendor or ""), wide)
+    monkeypatch.setenv("FUSILLI_DISABLE_CACHE", "1")  # the tile tables are not in the cache key
+    g = build([1, 64, 18, 18], 160, (3, 3), (2, 2), (1, 1), (1, 1), epilogue=True, name="gemm_wide_strided")
+    assert "distribution = [24, 160, 0]" in g.mlir("optimized")
+    run_and_check(g, cpu, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
+
+
+def test_strided_patch_gemm_tile_choice():
+    intel = ("avx512", "intel")
+    wide = gemm_config.STRIDED_PATCH_GEMM_TILES_BY_VENDOR[intel]
+    assert gemm_config.conv_gemm_tile("avx512", 256, "intel", strided_patches=True) == wide
+    # Too few output channels, no gather, or another vendor: the plain conv GEMM table.
+    assert gemm_config.conv_gemm_tile("avx512", 64, "intel", strided_patches=True) != wide
+    assert gemm_config.conv_gemm_tile("avx512", 256, "intel") == gemm_config.CONV_GEMM_TILES_BY_VENDOR[intel]
+    assert (
+        gemm_config.conv_gemm_tile("avx512", 256, "amd", strided_patches=True) == gemm_config.CONV_GEMM_TILES["avx512"]
+    )
+
+
+@pytest.mark.parametrize(
+    "shape, kernel, expected",
+    [
+        ((1, 256, 28, 28, 256), (3, 3), True),  # 196 rows, 256 output channels: wide GEMM
+        ((1, 64, 32, 32, 128), (3, 3), True),  # 256 rows
+        ((1, 512, 14, 14, 512), (3, 3), False),  # 49 rows: data tiling
+        ((1, 64, 32, 32, 64), (3, 3), False),  # 64 output channels: the 512-row limit
+        ((1, 256, 28, 28, 512), (1, 1), False),  # 1x1 stride 2, 196 rows: below the 1x1 limit
+    ],
+)
+def test_intel_avx512_strided_rows(shape, kernel, expected):
+    problem = _problem(shape, kernel, (2, 2), (1, 1) if kernel == (3, 3) else (0, 0))
+    assert conv_layout.im2col_gemm("auto", problem, Target.resolve("cpu", "sapphirerapids")) is expected
+    # Generic levels and AMD keep the 4096-row limit.
+    assert conv_layout.im2col_gemm("auto", problem, Target.resolve("cpu", "znver4")) is False

@@ -1,0 +1,38 @@
+# RUN: %python %s > %t.json
+# RUN: %fusilli-opt %t.json --backend cpu --arch sapphirerapids --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,INTEL
+# RUN: %fusilli-opt %t.json --backend cpu --arch znver4 --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,AMD
+
+# Stride-2 3x3 convs gather their patches inside the GEMM's dispatch, once per
+# workgroup. On an Intel AVX-512 core a conv with >= 128 output channels gets wide
+# workgroups (24 rows x 256 channels, gemm_config.STRIDED_PATCH_GEMM_TILES_BY_VENDOR)
+# and cpu-conv-im2col-gemm takes it from 192 GEMM rows: 1x256x28x28->256 (196 rows)
+# is an explicit-config GEMM there, with the padded strided gather as its A operand.
+# A 1x1 stride-2 conv (nothing to gather) keeps the 60x64 workgroups. On AMD Zen 4
+# the 3x3 one stays IREE's linalg conv (data tiling, no lowering config).
+
+import fusilli as fs
+
+
+def conv(g, name, c, h, k, r, pad):
+    x = g.tensor(name=f"{name}_x", dim=[1, c, h, h], stride=fs.strides([1, c, h, h], "NHWC"))
+    wt = g.tensor(name=f"{name}_w", dim=[k, c, r, r], stride=fs.strides([k, c, r, r], "NHWC"))
+    y = g.conv_fprop(x, wt, padding=[pad, pad], stride=[2, 2], dilation=[1, 1], name=name)
+    y.set_output(True).set_name(f"{name}_y")
+
+
+g = fs.Graph(name="conv_gemm_strided")
+conv(g, "conv3x3", 256, 28, 256, 3, 1)
+conv(g, "conv1x1", 256, 56, 512, 1, 0)
+print(g.to_json())
+
+# INTEL-DAG: #[[WIDE:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [24, 256, 0], cache_reduction = [0, 0, 256], distribution = [24, 256, 0], vector_common_parallel = [6, 64, 0], vector_reduction = [0, 0, 8]>
+# INTEL-DAG: #[[NARROW:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [60, 64, 0], distribution = [60, 64, 0], vector_common_parallel = [6, 64, 0], vector_reduction = [0, 0, 8]>
+# INTEL-DAG: #[[WIDE_INFO:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[WIDE]],
+# INTEL-DAG: #[[NARROW_INFO:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[NARROW]],
+# CHECK-LABEL: func.func @main(
+# INTEL: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x14x14x3x3x256xf32>)
+# INTEL: linalg.matmul {compilation_info = #[[WIDE_INFO]]} ins(%{{.*}}, %{{.*}} : tensor<196x2304xf32>, tensor<2304x256xf32>)
+# INTEL: linalg.matmul {compilation_info = #[[NARROW_INFO]]} ins(%{{.*}}, %{{.*}} : tensor<784x256xf32>, tensor<256x512xf32>)
+# INTEL-NOT: linalg.conv_2d_nhwc_hwcf
+# AMD-NOT: tensor<2304x256xf32>
+# AMD: linalg.conv_2d_nhwc_hwcf {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1x30x30x256xf32>
