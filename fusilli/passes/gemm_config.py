@@ -44,11 +44,18 @@ WINOGRAD_GEMM_TILES = {
 # 1.35-1.37, 3x3 1x64x56x56->64 0.88 -> 1.16-1.23, 3x3 8x128x28x28->128 1.46-1.48 -> 1.56-1.61
 # (4x64 in 64x64 measured the same). Re-measured on a second Intel host (sapphirerapids as
 # named), 6x64 against 8x32: conv 3x3 1.40 -> 1.44, dgrad 0.90 -> 1.14, 3x3 1x64x56x56 0.77 -> 0.99,
-# 8x128x28x28 1.49 -> 1.54. The wgrad GEMM ([36, C, tiles] x [36, tiles, K]) takes the same
-# table: with it against IREE's default, 4x64x28x28 0.86 -> 0.91, 8x256x14x14 0.80 -> 0.89,
-# 1x64x56x56 0.82 -> 0.87, 8x128x28x28 1.25 -> 1.27.
+# 8x128x28x28 1.49 -> 1.54.
 WINOGRAD_GEMM_TILES_BY_VENDOR = {
     ("avx512", "intel"): GemmTile((60, 64), (6, 64), 8),
+}
+# The wgrad GEMM ([36, C, tiles] x [36, tiles, K]: C rows, mostly a multiple of 64) takes the
+# table above but for Intel AVX-512, where 60-row workgroups leave a 4-row remainder of every
+# 64 channels: 8x32 in 64x64 there. Intel Xeon (sapphirerapids as named), 2 threads, ratio to
+# PyTorch, interleaved: IREE's default -> 6x64 in 60x64 -> 8x32 in 64x64: 4x64x28x28->64 0.86 ->
+# 0.89-0.91 -> 0.93, 8x128x28x28 1.25 -> 1.19-1.27 -> 1.37, 8x256x14x14 0.80 -> 0.87-0.89 -> 0.88,
+# 1x64x56x56 0.82 -> 0.87-0.88 -> 0.89 (4x64 in 64x64 measured within 0.02 of 8x32).
+WINOGRAD_WGRAD_GEMM_TILES_BY_VENDOR = {
+    ("avx512", "intel"): GemmTile((64, 64), (8, 32), 8),
 }
 
 # The GEMM of a conv lowered as im2col patches x HWCF filter ([N*Ho*Wo, R*S*C] x
@@ -118,11 +125,14 @@ def _compilation_info(tile: GemmTile, batch: int | None, m: int, n: int, k: int)
 
 
 def batch_matmul_compilation_info(
-    isa: str, batch: int, m: int, n: int, k: int, vendor: str | None = None
+    isa: str, batch: int, m: int, n: int, k: int, vendor: str | None = None, wgrad: bool = False
 ) -> ir.Attribute | None:
     """The ``compilation_info`` for an f32 Winograd ``linalg.batch_matmul`` on ``isa`` (and the CPU
-    ``vendor``), or None for IREE's default."""
-    tile = WINOGRAD_GEMM_TILES_BY_VENDOR.get((isa, vendor or "")) or WINOGRAD_GEMM_TILES.get(isa)
+    ``vendor``; ``wgrad``: the weight gradient's GEMM), or None for IREE's default."""
+    key = (isa, vendor or "")
+    tile = (WINOGRAD_WGRAD_GEMM_TILES_BY_VENDOR.get(key) if wgrad else None) or (
+        WINOGRAD_GEMM_TILES_BY_VENDOR.get(key) or WINOGRAD_GEMM_TILES.get(isa)
+    )
     return None if tile is None else _compilation_info(tile, batch, m, n, k)
 
 

@@ -408,7 +408,7 @@ def winograd_wgrad(
     b_, m_, n_, r_ = _dims(4)
     maps = [_map(4, [b_, r_, m_]), _map(4, [b_, r_, n_]), _map(4, [b_, m_, n_])]
     mm = ir.linalg.batch_matmul(v, d, outs=[init], indexing_maps=maps)
-    info = batch_matmul_compilation_info(isa, 36, c, k, tiles[0] * tiles[1] * xt.get_dim_size(0), vendor)
+    info = batch_matmul_compilation_info(isa, 36, c, k, tiles[0] * tiles[1] * xt.get_dim_size(0), vendor, wgrad=True)
     if info is not None:
         mm.owner.attributes["compilation_info"] = info
     m6 = _expand(mm, [[0, 1], [2], [3]], [6, 6, c, k])

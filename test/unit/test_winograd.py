@@ -160,6 +160,9 @@ def _check_gemm_configs():
     amd = str(gemm_config.batch_matmul_compilation_info("avx512", 36, 784, 64, 64, "amd"))
     assert "distribution = [1, 60, 64, 0]" in intel and "vector_common_parallel = [1, 6, 64, 0]" in intel
     assert amd == avx512
+    # Its wgrad GEMM (C rows, mostly multiples of 64) takes 8x32 in 64x64 workgroups.
+    wgrad = str(gemm_config.batch_matmul_compilation_info("avx512", 36, 64, 64, 196, "intel", wgrad=True))
+    assert "distribution = [1, 64, 64, 0]" in wgrad and "vector_common_parallel = [1, 8, 32, 0]" in wgrad
 
 
 @pytest.mark.parametrize("arch, isa", [("x86-64-v3", "avx2"), ("znver4", "avx512"), ("x86-64", "generic")])

@@ -43,7 +43,7 @@ def wgrad_winograd():
 
 # CHECK-LABEL: TEST: wgrad_winograd
 # The GEMM's lowering config, printed as an alias first (see the GEMM below):
-# INTEL: #iree_cpu.lowering_config<cache_parallel = [1, 8, 16, 0], distribution = [1, 8, 16, 0], vector_common_parallel = [1, 6, 16, 0], vector_reduction = [0, 0, 0, 4]>
+# INTEL: #iree_cpu.lowering_config<cache_parallel = [1, 8, 16, 0], distribution = [1, 8, 16, 0], vector_common_parallel = [1, 8, 16, 0], vector_reduction = [0, 0, 0, 4]>
 # GENERIC-NOT: lowering_config
 # CHECK-DAG: #[[BMK:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, d1)>
 # CHECK-DAG: #[[BKN:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>
@@ -73,8 +73,8 @@ def wgrad_winograd():
 # CHECK: %[[D:.*]] = tensor.collapse_shape %[[DC]] {{\[}}[0, 1], [2, 3, 4], [5]] : tensor<6x6x1x2x2x16xf32> into tensor<36x4x16xf32>
 #
 # The tiles are summed in the transformed domain: M[36, C, K] = V^T D, a GEMM with the
-# Winograd GEMM's lowering config (above) (6x64 register tile on Intel AVX-512, clamped to C x K
-# = 8 x 16 and 4 tiles deep here; IREE's own choice on a generic CPU).
+# wgrad GEMM's lowering config (above: an 8x32 register tile in 64x64 workgroups on Intel
+# AVX-512, clamped to C x K = 8 x 16 and 4 tiles deep here; IREE's own choice on a generic CPU).
 # INTEL: %[[M:.*]] = linalg.batch_matmul indexing_maps = [#[[BMK]], #[[BKN]], #[[BMN]]] {compilation_info = #{{.*}}} ins(%[[V]], %[[D]] : tensor<36x4x8xf32>, tensor<36x4x16xf32>) outs(%{{.*}} : tensor<36x8x16xf32>)
 # GENERIC: %[[M:.*]] = linalg.batch_matmul indexing_maps = [#[[BMK]], #[[BKN]], #[[BMN]]] ins(%[[V]], %[[D]] : tensor<36x4x8xf32>, tensor<36x4x16xf32>) outs(%{{.*}} : tensor<36x8x16xf32>)
 #
