@@ -5,8 +5,8 @@ tables are not in the cache key); the variants and PyTorch run interleaved in bl
 swapping who goes first, and the medians and ratios to PyTorch are printed. A variant
 is ``name=DM,DN,VM,VN,KR[,CR,MIN_DEPTH]`` (distribution tile, register tile, K per vector
 step, K per cache block from a GEMM depth) and replaces the tile the host's tables would
-give each conv GEMM (``gemm_config.conv_gemm_tile``: per ISA and CPU vendor, strided patch
-gathers apart); ``current`` is the tables as they stand. Rows a variant compiles alike show
+give each conv GEMM (``gemm_config.conv_gemm_tile``: per ISA and CPU vendor, strided convs'
+patch matrices apart); ``current`` is the tables as they stand. Rows a variant compiles alike show
 the method's noise.
 
 Usage: python benchmarks/conv_gemm_tiles.py [SUITE] [--variant NAME=...]... [--blocks 6] [--iters 15]

@@ -89,18 +89,20 @@ CONV_GEMM_TILES_BY_VENDOR = {
 }
 
 
-# Strided convs with a spatial filter gather their patches (stride-2 reads through the
-# padding) inside the GEMM's dispatch, once per workgroup: a workgroup covering more output
-# channels gathers each patch row fewer times. Intel AVX-512 (sapphirerapids as named),
-# 2 threads, benchmarks/conv_gemm_tiles.py, 60x64 -> 24x256 workgroups (same 6x64 register tile
+# Strided convs with a spatial filter have a patch matrix A of [N*Ho*Wo, R*S*C] (its gather is a
+# dispatch of its own: wrapping it in an optimization barrier changed nothing), which every
+# column of workgroups reads again: a workgroup covering more output channels reads A fewer
+# times (a quarter as often for 256 channels). Intel AVX-512 (sapphirerapids as named), 2
+# threads, benchmarks/conv_gemm_tiles.py, 60x64 -> 24x256 workgroups (same 6x64 register tile
 # and K blocks), ratio to PyTorch, two runs: 3x3 s2 1x128x56x56->128 0.47-0.48 -> 0.60-0.64,
-# 3x3 s2 + bias + relu 4x128x28x28->256 0.62-0.64 -> 0.79-0.80, 3x3 s2 8x128x56x56->128 0.63 ->
-# 0.73; 12x256 and 30x128 measured the same or lower, 48x256 does not compile (a 48 KB
-# accumulator vector). Stride-1 gathered GEMMs lost with wide workgroups (fewer of them for
-# their few rows: 3x3 1x512x7x7 0.61 -> 0.48, 8x512x7x7 0.63 -> 0.61) and 1x1 ones (nothing to
-# gather) moved within noise, so they keep the table above; so do convs with fewer output
-# channels than rules.CPU_CONV_GEMM_WIDE_MIN_OUT_CHANNELS, where the wide workgroup would only
-# be shorter. cpu-conv-im2col-gemm takes such convs from fewer rows on Intel AVX-512.
+# 3x3 s2 + bias + relu 4x128x28x28->256 0.62-0.64 -> 0.76-0.80, 3x3 s2 8x128x56x56->128 0.60-0.63
+# -> 0.71-0.73; 12x256 and 30x128 measured the same or lower, 48x256 does not compile (a 48 KB
+# accumulator vector). Stride-1 GEMMs this deep lost with wide workgroups (fewer of them for
+# their few rows: 3x3 1x512x7x7 0.61 -> 0.48, 8x512x7x7 0.63 -> 0.61), 1x1 ones (A is C deep)
+# moved within noise (1x1 s2 1x256x56x56->512 0.67-0.72 -> 0.69) or lost (1x1 1024^3 0.63 ->
+# 0.53), so they keep the table above; so do convs with fewer output channels than
+# rules.CPU_CONV_GEMM_WIDE_MIN_OUT_CHANNELS, where the wide workgroup would only be shorter.
+# cpu-conv-im2col-gemm takes such convs from fewer rows on Intel AVX-512.
 STRIDED_PATCH_GEMM_TILES_BY_VENDOR = {
     ("avx512", "intel"): GemmTile((24, 256), (6, 64), 8, cache_reduction=256, cache_reduction_min_depth=512),
 }
@@ -138,7 +140,7 @@ def batch_matmul_compilation_info(
 
 def conv_gemm_tile(isa: str, n: int, vendor: str | None = None, strided_patches: bool = False) -> GemmTile | None:
     """The tile of an f32 conv-as-GEMM with ``n`` output channels on ``isa`` (and the CPU
-    ``vendor``); ``strided_patches``: its A operand is a strided patch gather (stride > 1,
+    ``vendor``); ``strided_patches``: its A operand is a strided conv's patch matrix (stride > 1,
     a filter larger than 1x1), see ``STRIDED_PATCH_GEMM_TILES_BY_VENDOR``."""
     key = (isa, vendor or "")
     if strided_patches and n >= rules.CPU_CONV_GEMM_WIDE_MIN_OUT_CHANNELS and key in STRIDED_PATCH_GEMM_TILES_BY_VENDOR:

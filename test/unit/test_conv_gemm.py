@@ -172,7 +172,7 @@ def test_strided_patch_gemm_tile_choice():
     intel = ("avx512", "intel")
     wide = gemm_config.STRIDED_PATCH_GEMM_TILES_BY_VENDOR[intel]
     assert gemm_config.conv_gemm_tile("avx512", 256, "intel", strided_patches=True) == wide
-    # Too few output channels, no gather, or another vendor: the plain conv GEMM table.
+    # Too few output channels, a 1x1 conv's plain A, or another vendor: the plain conv GEMM table.
     assert gemm_config.conv_gemm_tile("avx512", 64, "intel", strided_patches=True) != wide
     assert gemm_config.conv_gemm_tile("avx512", 256, "intel") == gemm_config.CONV_GEMM_TILES_BY_VENDOR[intel]
     assert (

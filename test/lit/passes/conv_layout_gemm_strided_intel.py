@@ -2,12 +2,12 @@
 # RUN: %fusilli-opt %t.json --backend cpu --arch sapphirerapids --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,INTEL
 # RUN: %fusilli-opt %t.json --backend cpu --arch znver4 --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,AMD
 
-# Stride-2 3x3 convs gather their patches inside the GEMM's dispatch, once per
-# workgroup. On an Intel AVX-512 core a conv with >= 128 output channels gets wide
+# A stride-2 3x3 conv's GEMM reads its patch matrix (R*S*C deep) once per column of
+# workgroups. On an Intel AVX-512 core a conv with >= 128 output channels gets wide
 # workgroups (24 rows x 256 channels, gemm_config.STRIDED_PATCH_GEMM_TILES_BY_VENDOR)
 # and cpu-conv-im2col-gemm takes it from 192 GEMM rows: 1x256x28x28->256 (196 rows)
 # is an explicit-config GEMM there, with the padded strided gather as its A operand.
-# A 1x1 stride-2 conv (nothing to gather) keeps the 60x64 workgroups. On AMD Zen 4
+# A 1x1 stride-2 conv (A only C deep) keeps the 60x64 workgroups. On AMD Zen 4
 # the 3x3 one stays IREE's linalg conv (data tiling, no lowering config).
 
 import fusilli as fs
