@@ -217,6 +217,26 @@ def explain(nodes: Iterable[Any], target: Target) -> str:
     return "\n".join(lines)
 
 
+def lowering_summary(nodes: Iterable[Any], target: Target) -> str:
+    """The algorithm and flag rules ``target`` chose for a graph's ``nodes``, deduplicated in
+    node order, as one short line (``cpu-conv-winograd F(4x4)``, ``cpu-conv-im2col-gemm``);
+    the benchmark tables' lowering column. Empty where no such rule applies."""
+    names: list[str] = []
+    for node in nodes or ():
+        problem = problem_of(node)
+        for aspect in ("algorithm", "flags"):
+            c = choose(problem, target, aspect)
+            if c is None:
+                continue
+            name = c.name
+            if c.rule is CPU_CONV_WINOGRAD:
+                m = winograd_output_tile(problem, target)
+                name += f" F({m}x{m})"
+            if name not in names:
+                names.append(name)
+    return " + ".join(names)
+
+
 # The features explain lists (all a rule looks at).
 _FEATURES_OF_INTEREST = (
     "avx2",

@@ -88,6 +88,24 @@ def test_conv_bias_relu_json(capsys):
     assert data["peak_gflops"] == bm.PEAK_GFLOPS_DEFAULT
     assert data["host"]["cpu"] and data["host"]["versions"]["iree-base-compiler"] == "3.13.0"
     assert isinstance(data["host"]["cpu_features"], list)
+    # The lowering the target's rules chose (g.explain's algorithm and flag rules) is in every row:
+    # this small channels-last conv is IREE's linalg conv.
+    assert row["lowering"] == "cpu-conv-channels-last-linalg"
+
+
+def test_lowering_column_names_the_conv_rule(capsys):
+    # 3x3 stride 1, 4x64x56x56: Winograd F(4x4) on an AVX2 target; a generic x86-64 CPU has no
+    # tuned path (IREE's linalg conv) and says so.
+    args = ["--iter", "1", "--warmup", "0", "--compile-only", "--output-format", "json"]
+    winograd = ["conv", "-F", "1", "-n", "4", "-c", "64", "-H", "56", "-W", "56", "-k", "64", "-y", "3", "-x", "3"]
+    winograd += ["-p", "1", "-q", "1", "--in_layout", "NHWC", "--out_layout", "NHWC", "--fil_layout", "NHWC"]
+    rc, out, _ = _run(capsys, ["--arch", "x86-64-v3", *args, *winograd])
+    assert rc == 0
+    (row,) = json.loads(out)["rows"]
+    assert row["lowering"].startswith("cpu-conv-winograd F(4x4)")
+    rc, out, _ = _run(capsys, ["--arch", "x86-64", *args, *winograd])
+    (row,) = json.loads(out)["rows"]
+    assert "winograd" not in row["lowering"] and "cpu-conv-im2col-data-tiling" in row["lowering"]
 
 
 def test_pointwise_text(capsys):

@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from fusilli.backend.rules import lowering_summary
+
 from .ops import SUBCOMMANDS
 from .problem import BenchmarkError, Problem
 
@@ -79,6 +81,7 @@ def compile_row(ns: argparse.Namespace, label: str) -> dict[str, Any]:
         with _RowFlags(ns.xiree):
             problem = SUBCOMMANDS[ns.subcommand].build(ns)
             row["graph"] = problem.name
+            row["lowering"] = lowering_summary(problem.graph.nodes, problem.graph.target(ns.backend, ns.arch))
             t0 = time.perf_counter()
             problem.graph.compile_to_artifact(ns.backend, ns.arch)
             row["compile_ms"] = (time.perf_counter() - t0) * 1e3
@@ -112,6 +115,7 @@ def _measure(ns: argparse.Namespace, row: dict[str, Any]) -> None:
     problem.graph.compile(handle)
     row["compile_ms"] = (time.perf_counter() - t0) * 1e3
     row["dispatch_count"] = problem.graph.compile_stats.dispatch_count
+    row["lowering"] = lowering_summary(problem.graph.nodes, problem.graph.target(handle.backend, handle.arch))
     if ns.dump:
         _dump(problem, ns, handle)
     g, pack = problem.graph, problem.pack
