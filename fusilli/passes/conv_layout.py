@@ -55,7 +55,6 @@ from fusilli.types import DataType
 TO_NHWC = [0, 2, 3, 1]
 TO_NCHW = [0, 3, 1, 2]
 TO_HWCF = [2, 3, 1, 0]  # logical KCYX filter -> YXCK
-HWCF_TO_KCRS = [3, 2, 0, 1]
 # torch dtype codes of the floating element types this pass computes in f32.
 _FLOAT_CODES = {"f32": 6, "f16": 5, "bf16": 15}
 # How a rewritten conv is computed: "winograd<m>" (Winograd F(m, 3) for 3x3
@@ -448,10 +447,10 @@ def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
             dw = winograd.winograd_wgrad(
                 b.to_builtin(x_nhwc), b.to_builtin(dy_nhwc), padding, rules.vector_isa(target), cpu_vendor(target.cpu)
             )
-            dw_hwcf = b.op("torch_c.from_builtin_tensor", [dw], ir.vtensor_type([fy, fx, c, k], "f32"))
+            dw_krsc = b.op("torch_c.from_builtin_tensor", [dw], ir.vtensor_type([k, fy, fx, c], "f32"))
             if element != "f32":
-                dw_hwcf = b.to_dtype(dw_hwcf, element, _FLOAT_CODES[element])
-            result = b.permute(dw_hwcf, HWCF_TO_KCRS)
+                dw_krsc = b.to_dtype(dw_krsc, element, _FLOAT_CODES[element])
+            result = b.permute(dw_krsc, TO_NCHW)
         else:
             patches = _patches(b.to_builtin(x_nhwc), (oh, ow), stride, padding, dilation, (fy, fx))
             dy2 = _collapse(b.to_builtin(dy_nhwc), [[0, 1, 2], [3]])
