@@ -224,9 +224,8 @@ def lowering_summary(nodes: Iterable[Any], target: Target) -> str:
     names: list[str] = []
     for node in nodes or ():
         problem = problem_of(node)
-        for aspect in ("algorithm", "flags"):
-            c = choose(problem, target, aspect)
-            if c is None:
+        for c in choices(problem, target):
+            if c.rule.aspect == "compute":
                 continue
             name = c.name
             if c.rule is CPU_CONV_WINOGRAD:

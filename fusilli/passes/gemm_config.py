@@ -48,10 +48,11 @@ WINOGRAD_GEMM_TILES = {
 WINOGRAD_GEMM_TILES_BY_VENDOR = {
     ("avx512", "intel"): GemmTile((60, 64), (6, 64), 8),
 }
-# The wgrad GEMM ([36, C, tiles] x [36, tiles, K]: C rows, mostly a multiple of 64) takes the
-# table above but for Intel AVX-512, where 60-row workgroups leave a 4-row remainder of every
-# 64 channels: 8x32 in 64x64 there. Intel Xeon (sapphirerapids as named), 2 threads, ratio to
-# PyTorch, interleaved: IREE's default -> 6x64 in 60x64 -> 8x32 in 64x64: 4x64x28x28->64 0.86 ->
+# The wgrad GEMM ([36, K, tiles] x [36, tiles, C]: a row per output channel, mostly a multiple
+# of 64) takes the table above but for Intel AVX-512, where 60-row workgroups leave a 4-row
+# remainder of every 64 channels: 8x32 in 64x64 there. Intel Xeon (sapphirerapids as named), 2
+# threads, ratio to PyTorch, interleaved, measured while the GEMM's rows were the input channels
+# (C = K in every row measured): IREE's default -> 6x64 in 60x64 -> 8x32 in 64x64: 4x64x28x28->64 0.86 ->
 # 0.89-0.91 -> 0.93, 8x128x28x28 1.25 -> 1.19-1.27 -> 1.37, 8x256x14x14 0.80 -> 0.87-0.89 -> 0.88,
 # 1x64x56x56 0.82 -> 0.87-0.88 -> 0.89 (4x64 in 64x64 measured within 0.02 of 8x32).
 WINOGRAD_WGRAD_GEMM_TILES_BY_VENDOR = {
