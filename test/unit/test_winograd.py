@@ -152,8 +152,8 @@ def test_gemm_config_per_isa():
 def _check_gemm_configs():
     avx2 = str(gemm_config.batch_matmul_compilation_info("avx2", 36, 784, 64, 64))
     avx512 = str(gemm_config.batch_matmul_compilation_info("avx512", 36, 784, 64, 64))
-    assert "vector_common_parallel = [1, 4, 16, 0]" in avx2
-    assert "vector_common_parallel = [1, 8, 32, 0]" in avx512
+    assert "vector_common_parallel = [1, 4, 16, 0]" in avx2 and "distribution = [1, 64, 64, 0]" in avx2
+    assert "vector_common_parallel = [1, 8, 32, 0]" in avx512 and "distribution = [1, 64, 64, 0]" in avx512
     assert gemm_config.batch_matmul_compilation_info("generic", 36, 784, 64, 64) is None
     # Intel AVX-512 cores take the 6x64 register tile in 60x64 workgroups; AMD keeps 8x32.
     intel = str(gemm_config.batch_matmul_compilation_info("avx512", 36, 784, 64, 64, "intel"))
