@@ -444,9 +444,7 @@ def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
         facts = rules.conv_facts((fy, fx), stride, dilation, 1, True, n, (oh, ow), c)
         problem = rules.Problem("conv_wgrad", DataType.from_mlir_name(element), flops, facts)
         if winograd_tile(pipeline.CONV_LOWERING, problem, target) is not None:
-            dw = winograd.winograd_wgrad(
-                b.to_builtin(x_nhwc), b.to_builtin(dy_nhwc), padding, rules.vector_isa(target), cpu_vendor(target.cpu)
-            )
+            dw = winograd.winograd_wgrad(b.to_builtin(x_nhwc), b.to_builtin(dy_nhwc), padding, rules.vector_isa(target))
             dw_krsc = b.op("torch_c.from_builtin_tensor", [dw], ir.vtensor_type([k, fy, fx, c], "f32"))
             if element != "f32":
                 dw_krsc = b.to_dtype(dw_krsc, element, _FLOAT_CODES[element])

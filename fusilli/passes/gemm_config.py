@@ -48,28 +48,24 @@ WINOGRAD_GEMM_TILES = {
     "avx2": GemmTile((64, 64), (4, 16), 8),
     "avx512": GemmTile((64, 64), (8, 32), 8),
 }
-# On Intel AVX-512 the 6x64 register tile (see CONV_GEMM_TILES_BY_VENDOR) in 60x64 workgroups
-# (more of them for small images): 2 threads, interleaved against 8x32 in 112x64 (the table's
-# entry then), ratio to
-# PyTorch, two runs: conv 3x3 4x64x56x56->64 1.50 -> 1.57-1.59, dgrad 4x64x28x28 1.05-1.07 ->
-# 1.35-1.37, 3x3 1x64x56x56->64 0.88 -> 1.16-1.23, 3x3 8x128x28x28->128 1.46-1.48 -> 1.56-1.61
-# (4x64 in 64x64 measured the same). Re-measured on a second Intel host (sapphirerapids as
-# named), 6x64 against 8x32: conv 3x3 1.40 -> 1.44, dgrad 0.90 -> 1.14, 3x3 1x64x56x56 0.77 -> 0.99,
-# 8x128x28x28 1.49 -> 1.54; against 8x32 in 64x64 (the table's entry now), mixed, so kept:
-# conv 3x3 1.31 -> 1.35, 8x64x56x56 1.50 -> 1.60, 8x256x14x14 1.31 -> 1.10, 8x128x28x28 1.62 -> 1.53.
+# On Intel AVX-512, Winograd GEMMs of at least WINOGRAD_VENDOR_TILE_MIN_ROWS rows (tiles) take
+# the 6x64 register tile (see CONV_GEMM_TILES_BY_VENDOR) in 60x64 workgroups. First Intel host,
+# 2 threads, interleaved against 8x32 in 112x64 (the table's entry then), ratio to PyTorch, two
+# runs: conv 3x3 4x64x56x56->64 1.50 -> 1.57-1.59, dgrad 4x64x28x28 1.05-1.07 -> 1.35-1.37, 3x3
+# 1x64x56x56->64 0.88 -> 1.16-1.23, 3x3 8x128x28x28->128 1.46-1.48 -> 1.56-1.61 (4x64 in 64x64
+# measured the same). Second Intel host (sapphirerapids as named), 6x64 in 60x64 against 8x32
+# in 64x64 (the table's entry now), two runs: ahead on GEMMs of many rows (784 tiles: conv 3x3
+# 4x64x56x56 1.31-1.34 -> 1.33-1.35; 1568: 8x64x56x56 1.44-1.50 -> 1.56-1.60), behind on fewer,
+# where a 60-row workgroup leaves a large remainder (128 tiles: 8x256x14x14 1.31-1.33 ->
+# 1.05-1.10; 392: 8x128x28x28 1.62-1.63 -> 1.51-1.53; 196: dgrad 4x64x28x28, 3x3 1x64x56x56
+# within 0.05 either way). Hence 6x64 from 512 rows, the ISA's table below. The weight
+# gradient's GEMM (a row per output channel) takes the ISA's table: measured there as the
+# best of IREE's default, 6x64 in 60x64 and 8x32 in 64x64 (4x64x28x28 0.86 -> 0.89-0.91 ->
+# 0.93, 8x128x28x28 1.25 -> 1.19-1.27 -> 1.37, 8x256x14x14 0.80 -> 0.87-0.89 -> 0.88).
 WINOGRAD_GEMM_TILES_BY_VENDOR = {
     ("avx512", "intel"): GemmTile((60, 64), (6, 64), 8),
 }
-# The wgrad GEMM ([36, K, tiles] x [36, tiles, C]: a row per output channel, mostly a multiple
-# of 64) takes the table above but for Intel AVX-512, where 60-row workgroups leave a 4-row
-# remainder of every 64 channels: 8x32 in 64x64 there. Intel Xeon (sapphirerapids as named), 2
-# threads, ratio to PyTorch, interleaved, measured while the GEMM's rows were the input channels
-# (C = K in every row measured): IREE's default -> 6x64 in 60x64 -> 8x32 in 64x64: 4x64x28x28->64 0.86 ->
-# 0.89-0.91 -> 0.93, 8x128x28x28 1.25 -> 1.19-1.27 -> 1.37, 8x256x14x14 0.80 -> 0.87-0.89 -> 0.88,
-# 1x64x56x56 0.82 -> 0.87-0.88 -> 0.89 (4x64 in 64x64 measured within 0.02 of 8x32).
-WINOGRAD_WGRAD_GEMM_TILES_BY_VENDOR = {
-    ("avx512", "intel"): GemmTile((64, 64), (8, 32), 8),
-}
+WINOGRAD_VENDOR_TILE_MIN_ROWS = 512
 
 # The GEMM of a conv lowered as im2col patches x HWCF filter ([N*Ho*Wo, R*S*C] x
 # [R*S*C, K]) without data tiling, per ISA (rules.CPU_CONV_IM2COL_GEMM has the measurements).
@@ -140,14 +136,13 @@ def _compilation_info(tile: GemmTile, batch: int | None, m: int, n: int, k: int)
 
 
 def batch_matmul_compilation_info(
-    isa: str, batch: int, m: int, n: int, k: int, vendor: str | None = None, wgrad: bool = False
+    isa: str, batch: int, m: int, n: int, k: int, vendor: str | None = None
 ) -> ir.Attribute | None:
-    """The ``compilation_info`` for an f32 Winograd ``linalg.batch_matmul`` on ``isa`` (and the CPU
-    ``vendor``; ``wgrad``: the weight gradient's GEMM), or None for IREE's default."""
-    key = (isa, vendor or "")
-    tile = (WINOGRAD_WGRAD_GEMM_TILES_BY_VENDOR.get(key) if wgrad else None) or (
-        WINOGRAD_GEMM_TILES_BY_VENDOR.get(key) or WINOGRAD_GEMM_TILES.get(isa)
-    )
+    """The ``compilation_info`` for an f32 Winograd ``linalg.batch_matmul`` of ``m`` rows on ``isa``
+    (and the CPU ``vendor``: its entry from ``WINOGRAD_VENDOR_TILE_MIN_ROWS`` rows), or None for
+    IREE's default."""
+    tile = WINOGRAD_GEMM_TILES_BY_VENDOR.get((isa, vendor or "")) if m >= WINOGRAD_VENDOR_TILE_MIN_ROWS else None
+    tile = tile or WINOGRAD_GEMM_TILES.get(isa)
     return None if tile is None else _compilation_info(tile, batch, m, n, k)
 
 

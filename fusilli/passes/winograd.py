@@ -385,9 +385,7 @@ def winograd_conv(p: WinogradPlan, x_nhwc: ir.Value, w_hwcf: ir.Value, isa: str,
     return output_transform(p, batched_gemm(p, v, u, isa, vendor))
 
 
-def winograd_wgrad(
-    x_nhwc: ir.Value, dy_nhwc: ir.Value, pad, isa: str = "generic", vendor: str | None = None
-) -> ir.Value:
+def winograd_wgrad(x_nhwc: ir.Value, dy_nhwc: ir.Value, pad, isa: str = "generic") -> ir.Value:
     """The KRSC ``[K, 3, 3, C]`` weight gradient of a 3x3 stride-1 conv, by Winograd F(3x3, 4x4).
 
     ``dw[r, s] = sum dy[o] x[o + (r, s) - pad]`` over every output position ``o`` is, per
@@ -415,7 +413,8 @@ def winograd_wgrad(
     b_, m_, n_, r_ = _dims(4)
     maps = [_map(4, [b_, r_, m_]), _map(4, [b_, r_, n_]), _map(4, [b_, m_, n_])]
     mm = ir.linalg.batch_matmul(d, v, outs=[init], indexing_maps=maps)
-    info = batch_matmul_compilation_info(isa, 36, k, c, tiles[0] * tiles[1] * xt.get_dim_size(0), vendor, wgrad=True)
+    # The ISA's table, whatever the vendor (gemm_config.WINOGRAD_GEMM_TILES_BY_VENDOR says why).
+    info = batch_matmul_compilation_info(isa, 36, k, c, tiles[0] * tiles[1] * xt.get_dim_size(0))
     if info is not None:
         mm.owner.attributes["compilation_info"] = info
     m6 = _expand(mm, [[0, 1], [2], [3]], [6, 6, k, c])

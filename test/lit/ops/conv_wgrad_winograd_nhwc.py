@@ -74,7 +74,7 @@ def wgrad_winograd():
 #
 # The tiles are summed in the transformed domain: M[36, K, C] = D^T V (K rows, C columns, so
 # the output transform writes KRSC with C innermost), a GEMM with the wgrad GEMM's lowering
-# config (above: an 8x32 register tile in 64x64 workgroups on Intel AVX-512, clamped to
+# config (above: the ISA's 8x32 register tile in 64x64 workgroups on AVX-512, Intel's too, clamped to
 # K x C = 16 x 8 and 4 tiles deep here; IREE's own choice on a generic CPU).
 # INTEL: %[[M:.*]] = linalg.batch_matmul indexing_maps = [#[[BMK]], #[[BKN]], #[[BMN]]] {compilation_info = #{{.*}}} ins(%[[D]], %[[V]] : tensor<36x4x16xf32>, tensor<36x4x8xf32>) outs(%{{.*}} : tensor<36x16x8xf32>)
 # GENERIC: %[[M:.*]] = linalg.batch_matmul indexing_maps = [#[[BMK]], #[[BKN]], #[[BMN]]] ins(%[[D]], %[[V]] : tensor<36x4x16xf32>, tensor<36x4x8xf32>) outs(%{{.*}} : tensor<36x16x8xf32>)

@@ -1,0 +1,44 @@
+# RUN: env FUSILLI_LIT_TARGET=cpu:sapphirerapids %python %s | filecheck %s --check-prefixes=CHECK,INTEL
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,AVX512
+# RUN: env FUSILLI_LIT_TARGET=cpu:x86-64-v3 %python %s | filecheck %s --check-prefixes=CHECK,AVX2
+
+# The Winograd GEMM's lowering config by its rows (fusilli/passes/gemm_config.py): 64-row
+# workgroups with the ISA's register tile (AVX2 4x16, AVX-512 8x32), and on Intel AVX-512
+# cores, from 512 rows (4x4 tiles), the 6x64 tile in 60-row workgroups. A 56x56 image at
+# batch 1 has 196 tiles, at batch 4 784.
+
+from lit_helpers import optimized, run
+
+import fusilli as fs
+
+
+def build(name, n):
+    g = fs.Graph(name=name)
+    x = g.tensor(name="x", dim=[n, 64, 56, 56], stride=fs.strides([n, 64, 56, 56], "NHWC"))
+    w = g.tensor(name="w", dim=[64, 64, 3, 3], stride=fs.strides([64, 64, 3, 3], "NHWC"))
+    g.conv_fprop(x, w, padding=[1, 1], stride=[1, 1], dilation=[1, 1], name="conv").set_output(True)
+    return g.validate()
+
+
+@run
+def tiles_196():
+    print(optimized(build("winograd_rows_196", 1)))
+
+
+# CHECK-LABEL: TEST: tiles_196
+# INTEL: lowering_config<cache_parallel = [1, 64, 64, 0], distribution = [1, 64, 64, 0], vector_common_parallel = [1, 8, 32, 0]
+# AVX512: lowering_config<cache_parallel = [1, 64, 64, 0], distribution = [1, 64, 64, 0], vector_common_parallel = [1, 8, 32, 0]
+# AVX2: lowering_config<cache_parallel = [1, 64, 64, 0], distribution = [1, 64, 64, 0], vector_common_parallel = [1, 4, 16, 0]
+# CHECK: linalg.batch_matmul {compilation_info = {{.*}}} ins(%{{.*}}, %{{.*}} : tensor<36x196x64xf32>, tensor<36x64x64xf32>)
+
+
+@run
+def tiles_784():
+    print(optimized(build("winograd_rows_784", 4)))
+
+
+# CHECK-LABEL: TEST: tiles_784
+# INTEL: lowering_config<cache_parallel = [1, 60, 64, 0], distribution = [1, 60, 64, 0], vector_common_parallel = [1, 6, 64, 0]
+# AVX512: lowering_config<cache_parallel = [1, 64, 64, 0], distribution = [1, 64, 64, 0], vector_common_parallel = [1, 8, 32, 0]
+# AVX2: lowering_config<cache_parallel = [1, 64, 64, 0], distribution = [1, 64, 64, 0], vector_common_parallel = [1, 4, 16, 0]
+# CHECK: linalg.batch_matmul {compilation_info = {{.*}}} ins(%{{.*}}, %{{.*}} : tensor<36x784x64xf32>, tensor<36x64x64xf32>)
