@@ -79,11 +79,20 @@ WINOGRAD_VENDOR_TILE_MIN_ROWS = 512
 #   ratio to PyTorch, whole K -> blocks: 3x3 1x512x7x7 0.46 -> 0.65, 8x512x7x7 0.37 -> 0.69, 1x1
 #   1024^3 0.46 -> 0.66, 1x1 8x1024x14x14->512 0.50 -> 0.76, 1x1 + bias + relu 512x512->2048 (K 512)
 #   0.57 -> 0.88; other rows moved within the A/B's noise (+-10%, seen on a K 256 row that both
-#   variants compile alike), hence blocks from K 512. avx2 keeps whole-K: with K blocks IREE
-#   leaves the accumulator's 64x64 zero fill as one 16 KB vector, which its AVX2 codegen
-#   refuses (AVX-512 refuses 32 KB: the 64x64 distribution tile is the largest that compiles).
+#   variants compile alike), hence blocks from K 512. With K blocks IREE leaves the
+#   accumulator's zero fill as one vector of the whole workgroup tile: AVX2 codegen refuses
+#   16 KB (64x64), AVX-512 32 KB (the 64x64 distribution tile is the largest that compiles).
+# avx2: 6 rows x two 8-wide vectors (12 accumulators: two FMA pipes of latency 4 need at least
+#   8 in flight, which 4x16 only just has) in 48x64 workgroups (a 12 KB fill, so K blocks of
+#   256 from depth 512 compile). x86-64-v3 code on the Intel Xeon (sapphirerapids as named),
+#   PyTorch held to AVX2, 2 threads, benchmarks/conv_gemm_tiles.py, two runs, 4x16 in 64x64
+#   whole-K -> this: 1x1 4x256x28x28->128 0.81-0.84 -> 0.87-0.94, 1x1 8x64x56x56->64 0.90-0.94 ->
+#   1.01-1.03, 7x7 s2 stem 0.76-0.77 -> 0.84-0.85, 1x1 + bias + relu 512x512->2048 0.36 ->
+#   0.60-0.66, 1x1 8x256x14x14->1024 0.76-0.79 -> 0.85-0.88; rows on data tiling unchanged.
+#   6x16 in 96x64 and without K blocks measured between the two. AMD AVX2 cores not re-measured
+#   (4x16 was chosen against IREE's 8x8 on Zen 3, winograd-cpu.md).
 CONV_GEMM_TILES = {
-    "avx2": GemmTile((64, 64), (4, 16), 8),
+    "avx2": GemmTile((48, 64), (6, 16), 8, cache_reduction=256, cache_reduction_min_depth=512),
     "avx512": GemmTile((64, 64), (8, 32), 8),
 }
 # Per (ISA, CPU vendor) where measured different: the K blocks above were measured on Intel

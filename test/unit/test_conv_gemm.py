@@ -71,7 +71,9 @@ def test_gemm_config_per_isa():
         avx2 = str(gemm_config.matmul_compilation_info("avx2", 3136, 128, 256))
         avx512 = str(gemm_config.matmul_compilation_info("avx512", 3136, 128, 256))
         small = str(gemm_config.matmul_compilation_info("avx512", 6, 5, 3))
-        assert "vector_common_parallel = [4, 16, 0]" in avx2
+        assert "vector_common_parallel = [6, 16, 0]" in avx2 and "distribution = [48, 64, 0]" in avx2
+        deep_avx2 = str(gemm_config.matmul_compilation_info("avx2", 3136, 128, 576))
+        assert "cache_reduction = [0, 0, 256]" in deep_avx2 and "cache_reduction" not in avx2
         assert "vector_common_parallel = [8, 32, 0]" in avx512
         assert "distribution = [6, 5, 0]" in small and "vector_reduction = [0, 0, 3]" in small
         assert gemm_config.matmul_compilation_info("generic", 3136, 128, 256) is None
@@ -195,3 +197,23 @@ def test_intel_avx512_strided_rows(shape, kernel, expected):
     assert conv_layout.im2col_gemm("auto", problem, Target.resolve("cpu", "sapphirerapids")) is expected
     # Generic levels and AMD keep the 4096-row limit.
     assert conv_layout.im2col_gemm("auto", problem, Target.resolve("cpu", "znver4")) is False
+
+
+def test_numerics_avx2_gemm_tile(rng, gemm_lowering):
+    """The AVX2 conv GEMM (6x16 in 48x64 workgroups, K blocks of 256 from depth 512) run as
+    x86-64-v3 code: a 3x3 conv 576 deep (K-blocked) and a 1x1 one 64 deep (whole K), with
+    bias + relu, 81 and 100 rows and 40 output channels (partial workgroups and tiles)."""
+    try:
+        Target.resolve("cpu", "x86-64-v3").check_runs_here("x86-64-v3 code")
+    except fs.FusilliError:
+        pytest.skip("this CPU cannot run x86-64-v3 code")
+    handle = fs.Handle(fs.Backend.CPU, arch="x86-64-v3")
+    deep = build([1, 64, 9, 9], 40, (3, 3), (1, 1), (1, 1), (1, 1), epilogue=True, name="gemm_avx2_deep")
+    flat = build([1, 64, 10, 10], 40, (1, 1), (1, 1), (0, 0), (1, 1), epilogue=True, name="gemm_avx2_flat")
+    # Dispatches: the filter's HWCF copy, (the 3x3's patch gather,) the GEMM with bias + relu.
+    for g, blocked, dispatches in ((deep, True, 3), (flat, False, 2)):
+        optimized = g.mlir("optimized", fs.Backend.CPU, "x86-64-v3")
+        assert "vector_common_parallel = [6, 16, 0]" in optimized
+        assert ("cache_reduction = [0, 0, 256]" in optimized) is blocked
+        run_and_check(g, handle, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
+        assert g.compile_stats.dispatch_count == dispatches
