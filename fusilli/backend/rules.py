@@ -555,6 +555,7 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
             f"GEMM tuned for {on}"
         )
     depth = math.prod(int(d) for d in kernel) * channels
+    # K from the FLOP count, 2 * rows * depth * K (the facts carry no K; groups are 1 here).
     out_channels = int(p.flops) // (2 * rows * depth) if rows and depth else 0
     if intel and isa == "avx512" and out_channels >= CPU_CONV_GEMM_WIDE_MIN_OUT_CHANNELS:
         min_rows = CPU_CONV_GEMM_MIN_ROWS_STRIDED_INTEL_AVX512_WIDE
