@@ -510,6 +510,48 @@ def conv_gemm_rows(p: Problem) -> int:
     return int(p.fact("batch", 0)) * math.prod(int(d) for d in p.fact("out_spatial", ()))
 
 
+# A conv with at most this many input channels (the 7x7 stride-2 stem: 3) whose filter is
+# spatial is a direct conv with an explicit register tile (gemm_config.DIRECT_CONV_TILES_BY_VENDOR)
+# instead of an im2col GEMM, whose patch matrix is R*S times the input.
+CPU_CONV_DIRECT_MAX_CHANNELS = 4
+
+
+@rule(
+    "cpu-conv-direct-few-channels",
+    Backend.CPU,
+    ("conv_fprop",),
+    "algorithm",
+    evidence=(
+        "Intel AVX-512 (sapphirerapids as named), 7x7 s2 stem, im2col GEMM -> direct "
+        "linalg.conv_2d_nhwc_hwcf with an 8x32 register tile (gemm_config.DIRECT_CONV_TILES_BY_VENDOR): "
+        "one thread (iree-benchmark-module local-sync) 8x3x224x224->64 25.0 -> 12.6-13.6 ms (PyTorch one "
+        "thread 12.8); fusilli-benchmark --compare torch, 2 threads, see BENCHMARKS.md"
+    ),
+)
+def CPU_CONV_DIRECT_FEW_CHANNELS(p: Problem, t: Target) -> str | None:
+    if not p.fact("channels_last") or p.fact("groups") != 1 or p.element != DataType.FLOAT:
+        return None
+    channels, kernel = int(p.fact("channels", 0)), p.fact("kernel")
+    if not 0 < channels <= CPU_CONV_DIRECT_MAX_CHANNELS or kernel == (1, 1) or p.fact("dilation") != (1, 1):
+        return None
+    if p.flops < CPU_CONV_IM2COL_MIN_FLOPS:
+        return None
+    from fusilli.passes import gemm_config  # the tile table (it imports this module)
+
+    isa, vendor = vector_isa(t), cpu_vendor(t.cpu)
+    tile = gemm_config.direct_conv_vector_tile(isa, vendor)
+    rows = conv_gemm_rows(p)
+    depth = math.prod(int(d) for d in kernel) * channels
+    out_channels = int(p.flops) // (2 * rows * depth) if rows and depth else 0
+    out_w = int(p.fact("out_spatial", (0, 0))[-1])
+    if tile is None or out_w % tile[0] or out_channels % tile[1]:
+        return None
+    return (
+        f"{kernel[0]}x{kernel[1]}, {channels} input channels <= {CPU_CONV_DIRECT_MAX_CHANNELS}, "
+        f"direct conv with a {tile[0]}x{tile[1]} register tile for {isa}, {vendor or 'any vendor'}"
+    )
+
+
 @rule(
     "cpu-conv-im2col-gemm",
     Backend.CPU,

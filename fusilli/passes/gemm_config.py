@@ -172,3 +172,53 @@ def matmul_compilation_info(
     CPU ``vendor``, ``targets.cpu_vendor``; ``strided_patches`` as in ``conv_gemm_tile``), or None."""
     tile = conv_gemm_tile(isa, n, vendor, strided_patches)
     return None if tile is None else _compilation_info(tile, None, m, n, k)
+
+
+# A conv with few input channels (the 7x7 stride-2 stem, C = 3) as im2col writes and reads
+# back a patch matrix R*S times its input (the stem at batch 8: 59 MB for a 4.8 MB input), 40%
+# of its time. As IREE's direct linalg.conv_2d_nhwc_hwcf (ConvTileAndDecomposeExpert) it
+# reads the padded input in place; IREE's own register tile there is 8 output columns x 16
+# channels (8 accumulators). Tiles of [N, OH, OW, K] per workgroup / per register block, all
+# R, S and C taps per vector step. Intel AVX-512 (sapphirerapids as named), one thread,
+# iree-benchmark-module local-sync, stem 8x3x224x224->64 (PyTorch 12.8 ms, im2col GEMM 25.0):
+# IREE's 8x16 15.9 ms, 4x64 13.0, 8x32 12.6-13.6, 8x64 22.9, 7x64 16.1, 2x64 14.7; register
+# tiles that do not divide the output width fall off the vector path (6x64 492 ms), so
+# rules.CPU_CONV_DIRECT_FEW_CHANNELS only takes shapes the tile divides.
+DIRECT_CONV_TILES_BY_VENDOR = {
+    ("avx512", "intel"): ((1, 8, 56, 64), (1, 1, 8, 32)),
+    ("avx2", "intel"): ((1, 8, 56, 64), (1, 1, 8, 8)),
+}
+
+
+def direct_conv_vector_tile(isa: str, vendor: str | None = None) -> tuple[int, int] | None:
+    """(output columns, output channels) of the register tile of a direct conv on ``isa``, or None."""
+    entry = DIRECT_CONV_TILES_BY_VENDOR.get((isa, vendor or ""))
+    return None if entry is None else (entry[1][2], entry[1][3])
+
+
+def direct_conv_compilation_info(
+    isa: str, out_dims: tuple[int, int, int, int], channels: int, vendor: str | None = None
+) -> ir.Attribute | None:
+    """The ``compilation_info`` of an f32 ``linalg.conv_2d_nhwc_hwcf`` with output ``[N, OH, OW, K]``
+    over ``channels`` input channels on ``isa`` (and the CPU ``vendor``), or None where the table
+    has no entry or its register tile does not divide the output. IREE decomposes the conv into
+    1-D convs, so a vector step takes one filter tap row and column and every input channel."""
+    entry = DIRECT_CONV_TILES_BY_VENDOR.get((isa, vendor or ""))
+    if entry is None:
+        return None
+    (_, dist_oh, dist_ow, dist_k), (_, _, vec_ow, vec_k) = entry
+    _, oh, ow, k = out_dims
+    if ow % vec_ow or k % vec_k:
+        return None
+    # Workgroup tiles: the largest that divide the output and are multiples of the register tile.
+    dist_oh = max(d for d in range(1, dist_oh + 1) if oh % d == 0)
+    dist_ow = max(d for d in range(vec_ow, min(dist_ow, ow) + 1, vec_ow) if ow % d == 0)
+    dist_k = max(d for d in range(vec_k, min(dist_k, k) + 1, vec_k) if k % d == 0)
+    text = (
+        "#iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<"
+        f"distribution = [1, {dist_oh}, {dist_ow}, {dist_k}, 0, 0, 0], "
+        f"vector_common_parallel = [1, 1, {vec_ow}, {vec_k}, 0, 0, 0], "
+        f"vector_reduction = [0, 0, 0, 0, 1, 1, {channels}]>, "
+        "translation_info = #iree_codegen.translation_info<pipeline = #iree_cpu.pipeline<ConvTileAndDecomposeExpert>>>"
+    )
+    return ir.Attribute.parse(text)

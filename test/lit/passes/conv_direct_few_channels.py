@@ -1,0 +1,38 @@
+# RUN: %python %s > %t.json
+# RUN: %fusilli-opt %t.json --backend cpu --arch sapphirerapids --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,AVX512
+# RUN: %fusilli-opt %t.json --backend cpu --arch haswell --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,AVX2
+# RUN: %fusilli-opt %t.json --backend cpu --arch znver4 --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,AMD
+
+# The 7x7 stride-2 stem (3 input channels) on an Intel CPU (cpu-conv-direct-few-channels):
+# a direct linalg.conv_2d_nhwc_hwcf over the padded input and the HWCF filter, that filter
+# behind an optimization barrier (its own small dispatch: folded into the conv, its transposed
+# read is 30x slower), with the ISA's register tile (gemm_config.DIRECT_CONV_TILES_BY_VENDOR)
+# and bias + relu after it. No patch matrix. On AMD Zen 4 it stays an im2col GEMM.
+
+import fusilli as fs
+
+g = fs.Graph(name="conv_direct_stem")
+x = g.tensor(name="x", dim=[1, 3, 224, 224], stride=fs.strides([1, 3, 224, 224], "NHWC"))
+w = g.tensor(name="w", dim=[64, 3, 7, 7], stride=fs.strides([64, 3, 7, 7], "NHWC"))
+bias = g.tensor(name="b", dim=[1, 64, 1, 1], stride=[64, 1, 64, 64])
+y = g.conv_fprop(x, w, padding=[3, 3], stride=[2, 2], dilation=[1, 1], name="stem")
+y = g.pointwise(y, bias, mode=fs.PointwiseMode.ADD, name="stem_bias")
+y = g.pointwise(y, mode=fs.PointwiseMode.RELU_FWD, name="stem_relu")
+y.set_output(True).set_name("y")
+print(g.to_json())
+
+# AVX512-DAG: #[[CONFIG:[a-z0-9]+]] = #iree_cpu.lowering_config<distribution = [1, 8, 56, 64, 0, 0, 0], vector_common_parallel = [1, 1, 8, 32, 0, 0, 0], vector_reduction = [0, 0, 0, 0, 1, 1, 3]>
+# AVX2-DAG: #[[CONFIG:[a-z0-9]+]] = #iree_cpu.lowering_config<distribution = [1, 8, 56, 64, 0, 0, 0], vector_common_parallel = [1, 1, 8, 8, 0, 0, 0], vector_reduction = [0, 0, 0, 0, 1, 1, 3]>
+# AVX512-DAG: #[[TRANSLATION:[a-z0-9]+]] = #iree_codegen.translation_info<pipeline = #iree_cpu.pipeline<ConvTileAndDecomposeExpert>>
+# AVX2-DAG: #[[TRANSLATION:[a-z0-9]+]] = #iree_codegen.translation_info<pipeline = #iree_cpu.pipeline<ConvTileAndDecomposeExpert>>
+# AVX512-DAG: #[[INFO:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[CONFIG]], translation_info = #[[TRANSLATION]]>
+# AVX2-DAG: #[[INFO:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[CONFIG]], translation_info = #[[TRANSLATION]]>
+# CHECK-LABEL: func.func @main(
+# AVX512: %[[FILTER:.+]] = util.optimization_barrier %{{.*}} : tensor<7x7x3x64xf32>
+# AVX512: %[[PADDED:.+]] = tensor.pad %{{.*}} low[0, 3, 3, 0] high[0, 3, 3, 0]
+# AVX512: linalg.conv_2d_nhwc_hwcf {compilation_info = #[[INFO]], {{.*}}strides = dense<2> : tensor<2xi64>} ins(%[[PADDED]], %[[FILTER]] : tensor<1x230x230x3xf32>, tensor<7x7x3x64xf32>)
+# AVX2: util.optimization_barrier %{{.*}} : tensor<7x7x3x64xf32>
+# AVX2: linalg.conv_2d_nhwc_hwcf {compilation_info = #[[INFO]],
+# AMD-NOT: linalg.conv_2d_nhwc_hwcf
+# AMD: linalg.matmul {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<12544x147xf32>, tensor<147x64xf32>)
+# CHECK-NOT: tensor<12544x147xf32>

@@ -1,0 +1,96 @@
+"""cpu-conv-direct-few-channels: a conv with few input channels (the 7x7 stem) as a direct
+``linalg.conv_2d_nhwc_hwcf`` with an explicit register tile instead of an im2col GEMM."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+from conftest import channels_last_conv_graph, random_array, run_and_check
+
+import fusilli as fs
+from fusilli.backend import rules, targets
+from fusilli.backend.targets import Target
+from fusilli.ir import fusilli_context
+from fusilli.passes import gemm_config
+
+build = functools.partial(channels_last_conv_graph, name="direct")
+STEM = ((7, 7), (2, 2), (3, 3))
+
+
+def _problem(n, c, h, w, k, kernel=(7, 7), stride=(2, 2), padding=(3, 3)):
+    out = [(d + 2 * p - r) // s + 1 for d, p, r, s in zip((h, w), padding, kernel, stride)]
+    facts = rules.conv_facts(kernel, stride, (1, 1), 1, True, n, out, c)
+    return rules.Problem(
+        "conv_fprop", fs.DataType.FLOAT, 2 * n * out[0] * out[1] * k * c * kernel[0] * kernel[1], facts
+    )
+
+
+def _direct(problem, arch) -> bool:
+    choice = rules.choose(problem, Target.resolve("cpu", arch), "algorithm")
+    return choice is not None and choice.rule is rules.CPU_CONV_DIRECT_FEW_CHANNELS
+
+
+@pytest.mark.parametrize(
+    "arch, expected", [("sapphirerapids", True), ("haswell", True), ("znver4", False), ("x86-64-v3", False)]
+)
+def test_the_stem_is_direct_on_the_measured_cpus(arch, expected):
+    # Measured on Intel only (AVX-512 and AVX2 tiles); AMD and vendor-free levels keep the im2col GEMM.
+    assert _direct(_problem(8, 3, 224, 224, 64), arch) is expected
+
+
+@pytest.mark.parametrize(
+    "problem",
+    [
+        _problem(1, 16, 224, 224, 64),  # 16 input channels: the GEMM is deep enough
+        _problem(1, 3, 220, 220, 64),  # 110 output columns: the 8-column register tile does not divide them
+        _problem(1, 3, 224, 224, 48),  # 48 output channels: nor does the 32-channel one
+        _problem(1, 3, 224, 224, 64, (1, 1), (1, 1), (0, 0)),  # a 1x1 filter
+        _problem(1, 3, 16, 16, 32),  # below the im2col size
+    ],
+)
+def test_not_direct(problem):
+    assert not _direct(problem, "sapphirerapids")
+
+
+def test_compilation_info_divides_the_output():
+    with fusilli_context():
+        stem = str(gemm_config.direct_conv_compilation_info("avx512", (8, 112, 112, 64), 3, "intel"))
+        assert "distribution = [1, 8, 56, 64, 0, 0, 0]" in stem
+        assert "vector_common_parallel = [1, 1, 8, 32, 0, 0, 0]" in stem
+        assert "vector_reduction = [0, 0, 0, 0, 1, 1, 3]" in stem and "ConvTileAndDecomposeExpert" in stem
+        # Workgroups shrink to divisors of the output that are multiples of the register tile.
+        odd = str(gemm_config.direct_conv_compilation_info("avx512", (1, 30, 24, 96), 4, "intel"))
+        assert "distribution = [1, 6, 24, 32, 0, 0, 0]" in odd
+        assert gemm_config.direct_conv_compilation_info("avx512", (1, 30, 20, 96), 3, "intel") is None
+        assert gemm_config.direct_conv_compilation_info("avx512", (1, 112, 112, 64), 3, "amd") is None
+
+
+def _host_has_a_tile() -> bool:
+    target = Target.resolve("cpu", None)
+    return gemm_config.direct_conv_vector_tile(rules.vector_isa(target), targets.cpu_vendor(target.cpu)) is not None
+
+
+@pytest.mark.skipif(not _host_has_a_tile(), reason="the direct-conv tiles are measured for Intel AVX2 / AVX-512 only")
+@pytest.mark.parametrize("x_dim, k", [([1, 3, 64, 64], 64), ([2, 3, 60, 48], 96)])
+def test_numerics_and_no_epilogue_dispatch(cpu, rng, x_dim, k):
+    plain = build(x_dim, k, *STEM, name=f"direct_plain_{x_dim[2]}")
+    fused = build(x_dim, k, *STEM, epilogue=True, name=f"direct_epi_{x_dim[2]}")
+    assert "cpu-conv-direct-few-channels" in fused.explain(fs.Backend.CPU)
+    assert "ConvTileAndDecomposeExpert" in fused.mlir("optimized")
+    run_and_check(fused, cpu, {t: random_array(t, rng) for t in fused.input_tensors()}, rtol=1e-4, atol=1e-4)
+    # The filter's HWCF copy, the padded input, the conv with bias + relu.
+    assert fused.compile_stats.dispatch_count == plain.compile(cpu).compile_stats.dispatch_count == 3
+
+
+def test_numerics_avx2_tile(rng):
+    """The Intel AVX2 tile (8 columns x 8 channels) run as haswell code."""
+    try:
+        Target.resolve("cpu", "haswell").check_runs_here("haswell code")
+    except fs.FusilliError:
+        pytest.skip("this CPU cannot run haswell code")
+    handle = fs.Handle(fs.Backend.CPU, arch="haswell")
+    g = build([1, 3, 40, 32], 24, *STEM, epilogue=True, name="direct_avx2")
+    optimized = g.mlir("optimized", fs.Backend.CPU, "haswell")
+    assert "vector_common_parallel = [1, 1, 8, 8, 0, 0, 0]" in optimized
+    run_and_check(g, handle, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
