@@ -11,7 +11,8 @@ The ISA class comes from the target's CPU features (``rules.vector_isa``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 
 from fusilli import ir
 from fusilli.backend import rules
@@ -126,6 +127,25 @@ STRIDED_PATCH_GEMM_TILES_BY_VENDOR = {
 }
 
 
+# Stride-1 conv GEMMs as deep as rules.CPU_CONV_GEMM_MIN_DEPTH_INTEL_AVX512 (3x3 convs on 7x7
+# maps, which Winograd leaves) have few rows and a B of R*S*C x K (9.4 MB for 512 channels) that
+# every row of workgroups reads again. On Intel AVX-512 their workgroups take the rows in equal
+# blocks of at most DEEP_GEMM_MAX_ROWS (IREE's vector-size limit, 32 KB, caps a 64-column
+# accumulator at 127 rows). Intel AVX-512 (sapphirerapids as named), 2 threads,
+# benchmarks/conv_gemm_tiles.py, ratio to PyTorch, three runs: 3x3 8x512x7x7->512 (392 rows)
+# 60x64 0.61-0.63 -> 98x64 0.73-0.76; 102x64 0.73, 120x64 0.66, 96x64 0.65 (uneven blocks),
+# 196x32 0.70, 49x128 0.72, 56x128 0.67; 1x512x7x7 (49 rows) is one block either way (0.56-0.61).
+# Shallower GEMMs did not gain (3x3 s2 8x128x56x56 0.70 -> 0.61, 1x1 8x1024x14x14 0.81 -> 0.86
+# within noise), so they keep their table's tile.
+DEEP_GEMM_MAX_ROWS = 100
+DEEP_GEMM_VENDORS = {("avx512", "intel")}
+
+
+def deep_gemm_rows(rows: int) -> int:
+    """Workgroup rows of a deep conv GEMM: ``rows`` in equal blocks of at most DEEP_GEMM_MAX_ROWS."""
+    return math.ceil(rows / math.ceil(rows / DEEP_GEMM_MAX_ROWS))
+
+
 def _compilation_info(tile: GemmTile, batch: int | None, m: int, n: int, k: int) -> ir.Attribute:
     """``[B,] M, N, K`` tile sizes (B tiled by 1) clamped to the problem, as IREE's ``compilation_info``."""
     dm, dn = min(tile.distribution[0], m), min(tile.distribution[1], n)
@@ -155,14 +175,21 @@ def batch_matmul_compilation_info(
     return None if tile is None else _compilation_info(tile, batch, m, n, k)
 
 
-def conv_gemm_tile(isa: str, n: int, vendor: str | None = None, strided_patches: bool = False) -> GemmTile | None:
+def conv_gemm_tile(
+    isa: str, n: int, vendor: str | None = None, strided_patches: bool = False, rows: int = 0, depth: int = 0
+) -> GemmTile | None:
     """The tile of an f32 conv-as-GEMM with ``n`` output channels on ``isa`` (and the CPU
     ``vendor``); ``strided_patches``: its A operand is a strided conv's patch matrix (stride > 1,
-    a filter larger than 1x1), see ``STRIDED_PATCH_GEMM_TILES_BY_VENDOR``."""
+    a filter larger than 1x1), see ``STRIDED_PATCH_GEMM_TILES_BY_VENDOR``; a stride-1 GEMM of
+    ``rows`` x ``depth`` deep enough takes ``deep_gemm_rows`` rows per workgroup (see above)."""
     key = (isa, vendor or "")
     if strided_patches and n >= rules.CPU_CONV_GEMM_WIDE_MIN_OUT_CHANNELS and key in STRIDED_PATCH_GEMM_TILES_BY_VENDOR:
         return STRIDED_PATCH_GEMM_TILES_BY_VENDOR[key]
-    return CONV_GEMM_TILES_BY_VENDOR.get(key) or CONV_GEMM_TILES.get(isa)
+    tile = CONV_GEMM_TILES_BY_VENDOR.get(key) or CONV_GEMM_TILES.get(isa)
+    deep = not strided_patches and rows > 0 and depth >= rules.CPU_CONV_GEMM_MIN_DEPTH_INTEL_AVX512
+    if tile is not None and deep and key in DEEP_GEMM_VENDORS:
+        tile = replace(tile, distribution=(deep_gemm_rows(rows), tile.distribution[1]))
+    return tile
 
 
 def matmul_compilation_info(
@@ -170,7 +197,7 @@ def matmul_compilation_info(
 ) -> ir.Attribute | None:
     """The ``compilation_info`` for an f32 conv-as-GEMM ``linalg.matmul`` on ``isa`` (and the
     CPU ``vendor``, ``targets.cpu_vendor``; ``strided_patches`` as in ``conv_gemm_tile``), or None."""
-    tile = conv_gemm_tile(isa, n, vendor, strided_patches)
+    tile = conv_gemm_tile(isa, n, vendor, strided_patches, m, k)
     return None if tile is None else _compilation_info(tile, None, m, n, k)
 
 

@@ -217,3 +217,34 @@ def test_numerics_avx2_gemm_tile(rng, gemm_lowering):
         assert ("cache_reduction = [0, 0, 256]" in optimized) is blocked
         run_and_check(g, handle, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
         assert g.compile_stats.dispatch_count == dispatches
+
+
+def test_deep_gemm_rows_on_intel_avx512():
+    """Deep stride-1 conv GEMMs take their rows in equal workgroup blocks of <= 100 on Intel
+    AVX-512 (gemm_config.deep_gemm_rows); shallower, strided or other vendors' keep the table's."""
+    table = gemm_config.CONV_GEMM_TILES_BY_VENDOR[("avx512", "intel")]
+    deep = functools.partial(gemm_config.conv_gemm_tile, "avx512", 512, "intel", depth=4608)
+    assert deep(rows=392).distribution == (98, 64) and deep(rows=392).vector == table.vector
+    assert deep(rows=49).distribution == (49, 64) and deep(rows=1568).distribution == (98, 64)
+    assert deep(rows=400).distribution == (100, 64) and deep(rows=401).distribution == (81, 64)
+    assert gemm_config.conv_gemm_tile("avx512", 512, "intel", rows=392, depth=1152) == table
+    assert (
+        gemm_config.conv_gemm_tile("avx512", 512, "amd", rows=392, depth=4608) == gemm_config.CONV_GEMM_TILES["avx512"]
+    )
+    wide = gemm_config.STRIDED_PATCH_GEMM_TILES_BY_VENDOR[("avx512", "intel")]
+    assert gemm_config.conv_gemm_tile("avx512", 512, "intel", True, rows=392, depth=4608) == wide
+
+
+def test_numerics_deep_gemm_rows(cpu, rng, gemm_lowering, monkeypatch):
+    """A deep GEMM's equal row blocks (gemm_config.deep_gemm_rows) with bias + relu on this host's
+    ISA whatever its vendor: 2x256x14x14 is 392 rows in four workgroups of 98, which the 6-row
+    register tile leaves a remainder of 2; K 32 keeps the accumulator small for AVX2 codegen."""
+    target = Target.resolve("cpu", None)
+    isa, vendor = rules.vector_isa(target), targets.cpu_vendor(target.cpu)
+    if isa == "generic":
+        pytest.skip("no tuned GEMM for a CPU without AVX2")
+    monkeypatch.setattr(gemm_config, "DEEP_GEMM_VENDORS", {(isa, vendor or "")})
+    monkeypatch.setenv("FUSILLI_DISABLE_CACHE", "1")  # the tile tables are not in the cache key
+    g = build([2, 256, 14, 14], 32, (3, 3), (1, 1), (1, 1), (1, 1), epilogue=True, name="gemm_deep_rows")
+    assert "distribution = [98, 32, 0]" in g.mlir("optimized")
+    run_and_check(g, cpu, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
