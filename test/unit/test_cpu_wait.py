@@ -164,3 +164,17 @@ def test_helper_ends_after_its_calling_thread(cpu, monkeypatch):
     assert made and made[0] is not None and made[0].owner is t
     made[0].thread.join(timeout=10 * runtime._WAITER_IDLE_CHECK_S)
     assert not made[0].thread.is_alive(), "the helper outlived its calling thread"
+
+
+@linux_only
+def test_pool_scaling_script_reports_each_way_of_running():
+    """benchmarks/cpu_pool_scaling.py (BENCHMARKS.md's pool analysis) runs end to end and
+    reports inline, two threads inline, the pool with its per-thread CPU, a tiny graph."""
+    script = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks", "cpu_pool_scaling.py")
+    command = "conv -F 1 -n 1 -c 64 -H 16 -W 16 -k 64 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1 -l 1 -j 1 --in_layout NHWC"
+    code = f"import sys; sys.argv = [{script!r}, '--seconds', '0.05', *{command.split()!r}]; "
+    code += f"import runpy; runpy.run_path({script!r}, run_name='__main__')"
+    out = run_python(code).stdout
+    for line in ("inline:", "two inline:", "ms per call (wait mode helper)", "pool, tiny:"):
+        assert line in out, out
+    assert ("wake-up:" in out) is (len(os.sched_getaffinity(0)) >= 2), out
