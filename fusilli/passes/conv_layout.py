@@ -143,6 +143,10 @@ def _rewrite(op: ir.Operation, target: Target) -> bool:
     compute = rules.choose(problem, target, "compute")
     bf16_matmul = compute is not None and compute.rule is rules.CPU_CONV_BF16_IM2COL_MATMUL
     lowering = pipeline.CONV_LOWERING
+    if lowering.startswith("winograd") and winograd_m is None:
+        # winogradM forces Winograd on 3x3 stride-1 convs only; the others take the rules' choice
+        # (left on the plain linalg conv, a strided conv lost its im2col: 3x3 s2 1x128x56x56 20 ms).
+        lowering = "auto"
     im2col = winograd_m is None and (lowering == "im2col" or (lowering == "auto" and bf16_matmul))
     gemm = winograd_m is None and not im2col and im2col_gemm(lowering, problem, target)
     direct_info = None
@@ -179,7 +183,7 @@ def _rewrite(op: ir.Operation, target: Target) -> bool:
             y_nhwc = _linalg_conv(b, x_nhwc, w_t, (n, oh, ow, k), stride, padding, dilation, (fy, fx), direct_info)
         elif (fy, fx) == (1, 1) and stride == [1, 1] and padding == [0, 0]:
             y_nhwc = _matmul_1x1(b, x_nhwc, w_t, (n, h, wd, c, k))
-        elif pipeline.CONV_LOWERING == "auto" and any(padding) and flops < rules.CPU_CONV_IM2COL_MIN_FLOPS:
+        elif lowering == "auto" and any(padding) and flops < rules.CPU_CONV_IM2COL_MIN_FLOPS:
             y = conv_direct.padded_direct_conv(
                 b.to_builtin(x_nhwc), b.to_builtin(w_t), (n, oh, ow, k), stride, padding, dilation
             )
