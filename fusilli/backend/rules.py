@@ -470,6 +470,8 @@ def CPU_CONV_WINOGRAD(p: Problem, t: Target) -> str | None:
     m = winograd_output_tile(p, t)
     if m is None:
         return None
+    if p.kind == "conv_fprop" and CPU_CONV_DIRECT_FEW_CHANNELS.applies(p, t) is not None:
+        return None  # a GEMM as deep as its few input channels: the direct conv (measured below)
     tiles, isa = winograd_tiles(p, m), vector_isa(t)
     on = f"{isa}, Intel" if m == 2 else isa
     return (
@@ -763,6 +765,8 @@ def CPU_LAYERNORM_FUSED_TWO_PASS(p: Problem, t: Target) -> str | None:
 def CPU_CONV_IM2COL_DATA_TILING(p: Problem, t: Target) -> str | None:
     if CPU_CONV_IM2COL_GEMM.applies(p, t) is not None:
         return None  # its GEMM carries its own lowering config: data tiling would add dispatches
+    if p.kind == "conv_fprop" and CPU_CONV_DIRECT_FEW_CHANNELS.applies(p, t) is not None:
+        return None  # IREE's im2col would turn the direct conv back into a GEMM
     if p.element not in (DataType.FLOAT, *_LOW_PRECISION) or p.flops < CPU_CONV_IM2COL_MIN_FLOPS:
         return None
     return f"{_mflop(p.flops)} >= {_mflop(CPU_CONV_IM2COL_MIN_FLOPS)}"

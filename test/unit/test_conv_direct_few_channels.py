@@ -94,3 +94,22 @@ def test_numerics_avx2_tile(rng):
     optimized = g.mlir("optimized", fs.Backend.CPU, "haswell")
     assert "vector_common_parallel = [1, 1, 8, 8, 0, 0, 0]" in optimized
     run_and_check(g, handle, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("arch", ["sapphirerapids", "haswell"])
+def test_direct_conv_before_winograd_and_without_im2col_flags(arch):
+    """A 3x3 stride-1 conv on 3 channels (a first layer) is a direct conv, not Winograd (whose GEMM
+    would be 3 deep: 1x3x224x224->64 0.23 -> 0.70 of PyTorch on AVX-512, 0.35 -> 0.84 on AVX2), and
+    no direct conv gets IREE's im2col + data-tiling flags, which would turn it back into a GEMM
+    (5x5 1x3x112x112->32: 5 dispatches, 0.25 -> 3 dispatches, 0.81)."""
+    target = Target.resolve("cpu", arch)
+    for problem in (
+        _problem(1, 3, 224, 224, 64, (3, 3), (1, 1), (1, 1)),
+        _problem(1, 3, 112, 112, 32, (5, 5), (1, 1), (2, 2)),
+    ):
+        assert _direct(problem, arch)
+        flags = rules.choose(problem, target, "flags")
+        assert flags is None or flags.rule is not rules.CPU_CONV_IM2COL_DATA_TILING
+    # Not measured on AMD: Winograd keeps it there.
+    first_layer = _problem(1, 3, 224, 224, 64, (3, 3), (1, 1), (1, 1))
+    assert rules.choose(first_layer, Target.resolve("cpu", "znver4"), "algorithm").rule is rules.CPU_CONV_WINOGRAD

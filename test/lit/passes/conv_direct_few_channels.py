@@ -7,7 +7,8 @@
 # a direct linalg.conv_2d_nhwc_hwcf over the padded input and the HWCF filter, that filter
 # behind an optimization barrier (its own small dispatch: folded into the conv, its transposed
 # read is 30x slower), with the ISA's register tile (gemm_config.DIRECT_CONV_TILES_BY_VENDOR)
-# and bias + relu after it. No patch matrix. On AMD Zen 4 it stays an im2col GEMM.
+# and bias + relu after it. No patch matrix. On AMD Zen 4 it stays an im2col GEMM (not measured
+# there), and the first layer IREE's linalg conv.
 
 import fusilli as fs
 
@@ -19,20 +20,34 @@ y = g.conv_fprop(x, w, padding=[3, 3], stride=[2, 2], dilation=[1, 1], name="ste
 y = g.pointwise(y, bias, mode=fs.PointwiseMode.ADD, name="stem_bias")
 y = g.pointwise(y, mode=fs.PointwiseMode.RELU_FWD, name="stem_relu")
 y.set_output(True).set_name("y")
+# A first layer: 3x3 stride 1 on 3 channels, direct there too (Winograd's GEMM would be 3 deep).
+x1 = g.tensor(name="x1", dim=[1, 3, 64, 64], stride=fs.strides([1, 3, 64, 64], "NHWC"))
+w1 = g.tensor(name="w1", dim=[32, 3, 3, 3], stride=fs.strides([32, 3, 3, 3], "NHWC"))
+first = g.conv_fprop(x1, w1, padding=[1, 1], stride=[1, 1], dilation=[1, 1], name="first")
+first.set_output(True).set_name("y1")
 print(g.to_json())
 
+# AMD-NOT: ConvTileAndDecomposeExpert
 # AVX512-DAG: #[[CONFIG:[a-z0-9]+]] = #iree_cpu.lowering_config<distribution = [1, 8, 56, 64, 0, 0, 0], vector_common_parallel = [1, 1, 8, 32, 0, 0, 0], vector_reduction = [0, 0, 0, 0, 1, 1, 3]>
+# AVX512-DAG: #[[CONFIG1:[a-z0-9]+]] = #iree_cpu.lowering_config<distribution = [1, 8, 32, 32, 0, 0, 0], vector_common_parallel = [1, 1, 8, 32, 0, 0, 0], vector_reduction = [0, 0, 0, 0, 1, 1, 3]>
 # AVX2-DAG: #[[CONFIG:[a-z0-9]+]] = #iree_cpu.lowering_config<distribution = [1, 8, 56, 64, 0, 0, 0], vector_common_parallel = [1, 1, 8, 8, 0, 0, 0], vector_reduction = [0, 0, 0, 0, 1, 1, 3]>
+# AVX2-DAG: #[[CONFIG1:[a-z0-9]+]] = #iree_cpu.lowering_config<distribution = [1, 8, 32, 32, 0, 0, 0], vector_common_parallel = [1, 1, 8, 8, 0, 0, 0], vector_reduction = [0, 0, 0, 0, 1, 1, 3]>
 # AVX512-DAG: #[[TRANSLATION:[a-z0-9]+]] = #iree_codegen.translation_info<pipeline = #iree_cpu.pipeline<ConvTileAndDecomposeExpert>>
 # AVX2-DAG: #[[TRANSLATION:[a-z0-9]+]] = #iree_codegen.translation_info<pipeline = #iree_cpu.pipeline<ConvTileAndDecomposeExpert>>
 # AVX512-DAG: #[[INFO:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[CONFIG]], translation_info = #[[TRANSLATION]]>
 # AVX2-DAG: #[[INFO:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[CONFIG]], translation_info = #[[TRANSLATION]]>
+# AVX512-DAG: #[[INFO1:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[CONFIG1]], translation_info = #[[TRANSLATION]]>
+# AVX2-DAG: #[[INFO1:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[CONFIG1]], translation_info = #[[TRANSLATION]]>
 # CHECK-LABEL: func.func @main(
 # AVX512: %[[FILTER:.+]] = util.optimization_barrier %{{.*}} : tensor<7x7x3x64xf32>
 # AVX512: %[[PADDED:.+]] = tensor.pad %{{.*}} low[0, 3, 3, 0] high[0, 3, 3, 0]
 # AVX512: linalg.conv_2d_nhwc_hwcf {compilation_info = #[[INFO]], {{.*}}strides = dense<2> : tensor<2xi64>} ins(%[[PADDED]], %[[FILTER]] : tensor<1x230x230x3xf32>, tensor<7x7x3x64xf32>)
 # AVX2: util.optimization_barrier %{{.*}} : tensor<7x7x3x64xf32>
 # AVX2: linalg.conv_2d_nhwc_hwcf {compilation_info = #[[INFO]],
-# AMD-NOT: linalg.conv_2d_nhwc_hwcf
+# AVX512: util.optimization_barrier %{{.*}} : tensor<3x3x3x32xf32>
+# AVX512: linalg.conv_2d_nhwc_hwcf {compilation_info = #[[INFO1]], {{.*}}strides = dense<1> : tensor<2xi64>} ins(%{{.*}}, %{{.*}} : tensor<1x66x66x3xf32>, tensor<3x3x3x32xf32>)
+# AVX2: linalg.conv_2d_nhwc_hwcf {compilation_info = #[[INFO1]],
+# AVX512-NOT: linalg.batch_matmul
 # AMD: linalg.matmul {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<12544x147xf32>, tensor<147x64xf32>)
+# AMD: linalg.conv_2d_nhwc_hwcf {dilations
 # CHECK-NOT: tensor<12544x147xf32>
