@@ -78,7 +78,9 @@ def _sdpa_facts(node: Any) -> dict[str, Any]:
 
 def _conv_facts_of_node(node: Any) -> dict[str, Any]:
     x, w, y = node.conv_operands()
-    channels_last = x.stride[1] == 1 and x.rank > 3
+    # One channel: NHWC and NCHW are the same memory, and emission keeps the conv NCHW (no
+    # permute for fusilli-conv-layout to rewrite), so the channels-last rules must not apply.
+    channels_last = x.stride[1] == 1 and x.rank > 3 and x.dim[1] > 1
     # dgrad runs as a forward conv producing DX (stride 1; fusilli/lowering/conv.py).
     out = x if node.kind == "conv_dgrad" else y
     return conv_facts(

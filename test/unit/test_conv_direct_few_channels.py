@@ -72,10 +72,13 @@ def _host_has_a_tile() -> bool:
 
 
 @pytest.mark.skipif(not _host_has_a_tile(), reason="the direct-conv tiles are measured for Intel AVX2 / AVX-512 only")
-@pytest.mark.parametrize("x_dim, k", [([1, 3, 64, 64], 64), ([2, 3, 60, 48], 96)])
+@pytest.mark.parametrize(
+    "x_dim, k", [([1, 3, 64, 64], 64), ([2, 3, 60, 48], 96), ([1, 2, 64, 64], 32), ([1, 4, 48, 48], 64)]
+)
 def test_numerics_and_no_epilogue_dispatch(cpu, rng, x_dim, k):
-    plain = build(x_dim, k, *STEM, name=f"direct_plain_{x_dim[2]}")
-    fused = build(x_dim, k, *STEM, epilogue=True, name=f"direct_epi_{x_dim[2]}")
+    tag = "x".join(map(str, x_dim))
+    plain = build(x_dim, k, *STEM, name=f"direct_plain_{tag}")
+    fused = build(x_dim, k, *STEM, epilogue=True, name=f"direct_epi_{tag}")
     assert "cpu-conv-direct-few-channels" in fused.explain(fs.Backend.CPU)
     assert "ConvTileAndDecomposeExpert" in fused.mlir("optimized")
     run_and_check(fused, cpu, {t: random_array(t, rng) for t in fused.input_tensors()}, rtol=1e-4, atol=1e-4)
@@ -113,3 +116,16 @@ def test_direct_conv_before_winograd_and_without_im2col_flags(arch):
     # Not measured on AMD: Winograd keeps it there.
     first_layer = _problem(1, 3, 224, 224, 64, (3, 3), (1, 1), (1, 1))
     assert rules.choose(first_layer, Target.resolve("cpu", "znver4"), "algorithm").rule is rules.CPU_CONV_WINOGRAD
+
+
+def test_one_channel_is_not_channels_last():
+    """With one channel NHWC and NCHW strides name the same memory and emission keeps the conv
+    NCHW, so no channels-last rule may take it (the direct rule dropped IREE's im2col flags
+    for a conv it never rewrote: 7x7 s2 4x1x224x224->64 0.20 -> 0.93 of PyTorch)."""
+    g = fs.Graph(name="direct_one_channel")
+    x = g.tensor(name="x", dim=[4, 1, 224, 224], stride=fs.strides([4, 1, 224, 224], "NHWC"))
+    w = g.tensor(name="w", dim=[64, 1, 7, 7], stride=fs.strides([64, 1, 7, 7], "NHWC"))
+    g.conv_fprop(x, w, padding=[3, 3], stride=[2, 2], dilation=[1, 1], name="conv").set_output(True).set_name("y")
+    explained = g.explain(fs.Backend.CPU, arch="sapphirerapids")
+    assert "cpu-conv-direct-few-channels" not in explained and "cpu-conv-im2col-gemm" not in explained
+    assert "cpu-conv-im2col-data-tiling" in explained
