@@ -457,6 +457,47 @@ def conv_filter_elements(p: Problem) -> int:
     return p.flops // max(2 * positions * taps, 1)
 
 
+# A conv with at most this many input channels (the 7x7 stride-2 stem: 3) whose filter is
+# spatial is a direct conv with an explicit register tile (gemm_config.DIRECT_CONV_TILES_BY_VENDOR)
+# instead of an im2col GEMM, whose patch matrix is R*S times the input, or Winograd, whose GEMM
+# would be as deep as the channels: it is registered before cpu-conv-winograd, so it goes first.
+CPU_CONV_DIRECT_MAX_CHANNELS = 4
+
+
+@rule(
+    "cpu-conv-direct-few-channels",
+    Backend.CPU,
+    ("conv_fprop",),
+    "algorithm",
+    evidence=(
+        "Intel AVX-512 (sapphirerapids as named), 7x7 s2 stem, im2col GEMM -> direct "
+        "linalg.conv_2d_nhwc_hwcf with an 8x32 register tile (gemm_config.DIRECT_CONV_TILES_BY_VENDOR): "
+        "one thread (iree-benchmark-module local-sync) 8x3x224x224->64 25.0 -> 12.6-13.6 ms (PyTorch one "
+        "thread 12.8); fusilli-benchmark --compare torch, 2 threads, see BENCHMARKS.md; ahead of Winograd: "
+        "3x3 s1 1x3x224x224->64 Winograd 0.23 -> direct 0.70 of PyTorch"
+    ),
+)
+def CPU_CONV_DIRECT_FEW_CHANNELS(p: Problem, t: Target) -> str | None:
+    if not p.fact("channels_last") or p.fact("groups") != 1 or p.element != DataType.FLOAT:
+        return None
+    channels, kernel = int(p.fact("channels", 0)), p.fact("kernel")
+    if not 0 < channels <= CPU_CONV_DIRECT_MAX_CHANNELS or kernel == (1, 1) or p.fact("dilation") != (1, 1):
+        return None
+    if p.flops < CPU_CONV_IM2COL_MIN_FLOPS:
+        return None
+    from fusilli.passes import gemm_config  # the tile table (it imports this module)
+
+    isa, vendor = vector_isa(t), cpu_vendor(t.cpu)
+    tile = gemm_config.direct_conv_vector_tile(isa, vendor)
+    out_w = int(p.fact("out_spatial", (0, 0))[-1])
+    if tile is None or out_w % tile[0] or conv_out_channels(p) % tile[1]:
+        return None
+    return (
+        f"{kernel[0]}x{kernel[1]}, {channels} input channels <= {CPU_CONV_DIRECT_MAX_CHANNELS}, "
+        f"direct conv with a {tile[0]}x{tile[1]} register tile for {isa}, {vendor or 'any vendor'}"
+    )
+
+
 @rule(
     "cpu-conv-winograd",
     Backend.CPU,
@@ -472,8 +513,6 @@ def CPU_CONV_WINOGRAD(p: Problem, t: Target) -> str | None:
     m = winograd_output_tile(p, t)
     if m is None:
         return None
-    if p.kind == "conv_fprop" and CPU_CONV_DIRECT_FEW_CHANNELS.applies(p, t) is not None:
-        return None  # a GEMM as deep as its few input channels: the direct conv (measured below)
     tiles, isa = winograd_tiles(p, m), vector_isa(t)
     on = f"{isa}, Intel" if m == 2 else isa
     return (
@@ -514,46 +553,12 @@ def conv_gemm_rows(p: Problem) -> int:
     return int(p.fact("batch", 0)) * math.prod(int(d) for d in p.fact("out_spatial", ()))
 
 
-# A conv with at most this many input channels (the 7x7 stride-2 stem: 3) whose filter is
-# spatial is a direct conv with an explicit register tile (gemm_config.DIRECT_CONV_TILES_BY_VENDOR)
-# instead of an im2col GEMM, whose patch matrix is R*S times the input.
-CPU_CONV_DIRECT_MAX_CHANNELS = 4
-
-
-@rule(
-    "cpu-conv-direct-few-channels",
-    Backend.CPU,
-    ("conv_fprop",),
-    "algorithm",
-    evidence=(
-        "Intel AVX-512 (sapphirerapids as named), 7x7 s2 stem, im2col GEMM -> direct "
-        "linalg.conv_2d_nhwc_hwcf with an 8x32 register tile (gemm_config.DIRECT_CONV_TILES_BY_VENDOR): "
-        "one thread (iree-benchmark-module local-sync) 8x3x224x224->64 25.0 -> 12.6-13.6 ms (PyTorch one "
-        "thread 12.8); fusilli-benchmark --compare torch, 2 threads, see BENCHMARKS.md"
-    ),
-)
-def CPU_CONV_DIRECT_FEW_CHANNELS(p: Problem, t: Target) -> str | None:
-    if not p.fact("channels_last") or p.fact("groups") != 1 or p.element != DataType.FLOAT:
-        return None
-    channels, kernel = int(p.fact("channels", 0)), p.fact("kernel")
-    if not 0 < channels <= CPU_CONV_DIRECT_MAX_CHANNELS or kernel == (1, 1) or p.fact("dilation") != (1, 1):
-        return None
-    if p.flops < CPU_CONV_IM2COL_MIN_FLOPS:
-        return None
-    from fusilli.passes import gemm_config  # the tile table (it imports this module)
-
-    isa, vendor = vector_isa(t), cpu_vendor(t.cpu)
-    tile = gemm_config.direct_conv_vector_tile(isa, vendor)
+def conv_out_channels(p: Problem) -> int:
+    """A conv problem's output channels, from its FLOP count, 2 * rows * R*S*C * K (the facts
+    carry no K; the rules that ask look at ungrouped convs)."""
     rows = conv_gemm_rows(p)
-    depth = math.prod(int(d) for d in kernel) * channels
-    out_channels = int(p.flops) // (2 * rows * depth) if rows and depth else 0
-    out_w = int(p.fact("out_spatial", (0, 0))[-1])
-    if tile is None or out_w % tile[0] or out_channels % tile[1]:
-        return None
-    return (
-        f"{kernel[0]}x{kernel[1]}, {channels} input channels <= {CPU_CONV_DIRECT_MAX_CHANNELS}, "
-        f"direct conv with a {tile[0]}x{tile[1]} register tile for {isa}, {vendor or 'any vendor'}"
-    )
+    depth = math.prod(int(d) for d in p.fact("kernel", ())) * int(p.fact("channels", 0))
+    return int(p.flops) // (2 * rows * depth) if rows and depth else 0
 
 
 @rule(
@@ -601,9 +606,7 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
             f"GEMM tuned for {on}"
         )
     depth = math.prod(int(d) for d in kernel) * channels
-    # K from the FLOP count, 2 * rows * depth * K (the facts carry no K; groups are 1 here).
-    out_channels = int(p.flops) // (2 * rows * depth) if rows and depth else 0
-    if intel and isa == "avx512" and out_channels >= CPU_CONV_GEMM_WIDE_MIN_OUT_CHANNELS:
+    if intel and isa == "avx512" and conv_out_channels(p) >= CPU_CONV_GEMM_WIDE_MIN_OUT_CHANNELS:
         min_rows = CPU_CONV_GEMM_MIN_ROWS_STRIDED_INTEL_AVX512_WIDE
     else:
         min_rows = CPU_CONV_GEMM_MIN_ROWS_STRIDED_INTEL if intel else CPU_CONV_GEMM_MIN_ROWS_STRIDED
@@ -767,7 +770,7 @@ def CPU_LAYERNORM_FUSED_TWO_PASS(p: Problem, t: Target) -> str | None:
 def CPU_CONV_IM2COL_DATA_TILING(p: Problem, t: Target) -> str | None:
     if CPU_CONV_IM2COL_GEMM.applies(p, t) is not None:
         return None  # its GEMM carries its own lowering config: data tiling would add dispatches
-    if p.kind == "conv_fprop" and CPU_CONV_DIRECT_FEW_CHANNELS.applies(p, t) is not None:
+    if CPU_CONV_DIRECT_FEW_CHANNELS.applies(p, t) is not None:
         return None  # IREE's im2col would turn the direct conv back into a GEMM
     if p.element not in (DataType.FLOAT, *_LOW_PRECISION) or p.flops < CPU_CONV_IM2COL_MIN_FLOPS:
         return None
