@@ -22,6 +22,7 @@ DEFAULT_PASSES = (
 # "im2col", "gemm" or "winograd[2|4|6]" forced on every conv it applies to. Read once from
 # FUSILLI_CONV_LOWERING; it changes the IR, so it is part of every cache key.
 CONV_LOWERING = os.environ.get("FUSILLI_CONV_LOWERING", "auto")
+CONV_LOWERINGS = ("auto", "linalg", "im2col", "gemm", "winograd", "winograd2", "winograd4", "winograd6")
 
 # Settings outside the IR that change what a pass emits, by pass name.
 PASS_OPTIONS: dict[str, Callable[[], str]] = {

@@ -46,6 +46,7 @@ from __future__ import annotations
 from fusilli import ir, pipeline
 from fusilli.backend import rules
 from fusilli.backend.targets import Target, cpu_vendor
+from fusilli.errors import ErrorCode, fail
 from fusilli.ir.rewrite import block_ops, constant_value, defining_op, func_blocks, int_list_value, permutation_of
 from fusilli.ir.torch import DYNAMIC, builtin_element_type
 from fusilli.passes import Pass, conv_direct, gemm_config, register_pass, winograd
@@ -83,6 +84,11 @@ class ConvLayoutPass(Pass):
     description = "channels-last 2-D convs as linalg.conv_2d_nhwc_hwcf (or a matmul for 1x1), f16/bf16 in f32"
 
     def run(self, module: ir.Module) -> None:
+        if pipeline.CONV_LOWERING not in pipeline.CONV_LOWERINGS:
+            raise fail(
+                ErrorCode.INVALID_ARGUMENT,
+                f"FUSILLI_CONV_LOWERING={pipeline.CONV_LOWERING!r}: expected one of {', '.join(pipeline.CONV_LOWERINGS)}",
+            )
         target = self.lowering_target()
         # On AMD GPUs convs stay torch.aten.convolution in their own type (upstream
         # Fusilli's lowering): only a CPU target has a rule for this pass's rewrites.

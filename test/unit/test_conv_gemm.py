@@ -260,3 +260,14 @@ def test_forced_winograd_leaves_other_convs_the_rules_choice(monkeypatch):
     forced = build(*args, name="gemm_forced_wino").mlir("optimized", fs.Backend.CPU, "sapphirerapids")
     assert "linalg.matmul {compilation_info" in auto
     assert forced == auto.replace("gemm_forced_auto", "gemm_forced_wino")
+
+
+def test_unknown_conv_lowering_is_refused(monkeypatch):
+    """A FUSILLI_CONV_LOWERING the pass does not know is an INVALID_ARGUMENT naming the setting,
+    not silently the plain linalg conv."""
+    monkeypatch.setattr(pipeline, "CONV_LOWERING", "winograd3")
+    g = build([1, 64, 16, 16], 32, (3, 3), (1, 1), (1, 1), name="gemm_bad_lowering")
+    with pytest.raises(fs.FusilliError) as e:
+        g.mlir("optimized", fs.Backend.CPU, "sapphirerapids")
+    assert e.value.code == fs.ErrorCode.INVALID_ARGUMENT
+    assert "FUSILLI_CONV_LOWERING='winograd3'" in str(e.value) and "winograd4" in str(e.value)
