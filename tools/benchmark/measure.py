@@ -40,6 +40,25 @@ def _stats(times_s: list[float]) -> dict[str, float]:
     }
 
 
+# How a block of alternating runs starts (see _measure). The other library's threads may
+# still be spinning: PyTorch's OpenMP threads use ~11 ms of CPU in the 10 ms after a conv
+# and none after (2-core VM, /proc/self/task/*/schedstat), taking a core from the block.
+# So first SWITCH_SETTLE_S of sleep; then, as the cores come back from idle slowly (a 1x1
+# conv's calls after 30 ms idle, median of 6 blocks, ms: 1.19 0.88 0.83 0.77 ... 0.64 from
+# the 10th call on the pool, the same shape on the split executor), untimed calls for at
+# least SWITCH_WARM_S. Both libraries get the same, so each is timed in its steady state.
+SWITCH_SETTLE_S = 0.03
+SWITCH_WARM_S = 0.01
+
+
+def _switch_to(fn: Callable[[], Any]) -> None:
+    time.sleep(SWITCH_SETTLE_S)
+    end = time.perf_counter() + SWITCH_WARM_S
+    fn()
+    while time.perf_counter() < end:
+        fn()
+
+
 def _timed_block(fn: Callable[[], Any], n: int, out: list[float]) -> None:
     clock = time.perf_counter
     for _ in range(n):
@@ -140,7 +159,7 @@ def _measure(ns: argparse.Namespace, row: dict[str, Any]) -> None:
         for r, n in enumerate(per_round):
             for name, fn in runners if r % 2 == 0 else runners[::-1]:
                 if len(runners) > 1:
-                    fn()  # untimed: absorbs the switch from the other library
+                    _switch_to(fn)
                 _timed_block(fn, n, times[name])
         if torch is not None:
             row["max_abs_err"] = _max_abs_err(torch, problem.output, torch_run())
