@@ -32,6 +32,7 @@ from fusilli.types import DataType
 
 if TYPE_CHECKING:
     from fusilli.backend.runtime import CompiledGraph
+    from fusilli.batch_split import BatchSplitPlan
 
 MLIR_STAGES = ("emitted", "optimized", "input", "global-optimization", "dispatch-creation", "flow")
 
@@ -592,10 +593,26 @@ class Graph:
 
     def explain(self, backend: Any = None, arch: str | None = None) -> str:
         """One line per node: the lowering rule chosen for each aspect on the target
-        (``backend``/``arch``, default the host CPU) and the fact that chose it."""
+        (``backend``/``arch``, default the host CPU) and the fact that chose it; on CPU a
+        last line, ``execution:``, says how ``compile`` in this process runs the graph
+        (inline, on the worker pool, or split in two half-batch calls) and why."""
         from fusilli.backend.rules import explain
 
-        return explain(self.nodes, self.target(backend, arch))
+        target = self.target(backend, arch)
+        text = explain(self.nodes, target)
+        if target.backend != Backend.CPU:
+            return text
+        from fusilli.backend.runtime import cpu_execution, split_lowerings
+        from fusilli.batch_split import plan_batch_split
+
+        executor, why = cpu_execution(self, arch)
+        text += f"\nexecution: {executor} ({why})"
+        plan = plan_batch_split(self)[0] if executor == "split" else None
+        if plan is not None:
+            whole, half = split_lowerings(self, plan, arch)
+            if half != whole:  # forced by FUSILLI_CPU_EXECUTOR=split
+                text += f"; the half-batch graph is lowered with {half or 'no rule'}"
+        return text
 
     def target(self, backend: Any = None, arch: str | None = None) -> Target:
         """The compile target ``backend``/``arch`` name (default the CPU of ``FUSILLI_CPU_ARCH``
@@ -690,17 +707,32 @@ class Graph:
 
         _require_handle(handle, "compile")
         with timed(f"graph '{self.name}': compile"):
-            artifact = self._build_artifact(handle.backend, handle.arch)
+            split = self._batch_split(handle.backend, handle.arch)
+            # A split graph compiles its half-batch copy: that is all it runs.
+            builder = split.half_graph(self) if split is not None else self
+            artifact = builder._build_artifact(handle.backend, handle.arch)
             try:
-                self._compiled = CompiledGraph(handle, artifact, self)
+                self._compiled = CompiledGraph(handle, artifact, self, split)
             except FusilliError as e:
                 if not artifact.from_cache or e.code != ErrorCode.RUNTIME_FAILURE:
                     raise
                 # The entry passed its checksum but the runtime refuses it: heal the cache.
                 discard(artifact.graph_key, str(e))
-                artifact = self._build_artifact(handle.backend, handle.arch, use_cached=False)
-                self._compiled = CompiledGraph(handle, artifact, self)
+                artifact = builder._build_artifact(handle.backend, handle.arch, use_cached=False)
+                self._compiled = CompiledGraph(handle, artifact, self, split)
         return self
+
+    def _batch_split(self, backend: Any, arch: str | None) -> BatchSplitPlan | None:
+        """How ``compile`` for ``backend``/``arch`` splits this graph into two half-batch
+        calls (the CPU's ``split`` executor, fusilli/batch_split.py), or None."""
+        from fusilli.backend.runtime import choose_cpu_executor
+        from fusilli.batch_split import plan_batch_split
+
+        if not self._validated:
+            self.validate()
+        if Backend.coerce(backend) != Backend.CPU or choose_cpu_executor(self, arch) != "split":
+            return None
+        return plan_batch_split(self)[0]
 
     def compile_to_artifact(self, backend: Any, arch: str | None = None) -> bytes:
         """Ahead-of-time compile: the serialized artifact (no device needed)."""

@@ -45,6 +45,7 @@ import os
 import queue
 import sys
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -54,6 +55,7 @@ from fusilli import tensor as _tensor_module
 from fusilli.arrays import torch_tensor_type
 from fusilli.backend.cache import Artifact
 from fusilli.backend.targets import Backend, Target, default_cpu_arch, named_cpu, resolve_amdgpu_arch
+from fusilli.batch_split import BatchSplitPlan, plan_batch_split
 from fusilli.errors import ErrorCode, FusilliError, fail
 from fusilli.log import logger
 from fusilli.tensor import TensorAttr, as_numpy, data_type_of, physical_order
@@ -69,7 +71,7 @@ _cpu_sync_device = None
 # saves up to ~14 MFLOP matmuls and ~3 MB pointwise adds.
 INLINE_MAX_FLOPS = 1 << 23
 INLINE_MAX_BYTES = 1 << 21
-_EXECUTORS = ("auto", "local-sync", "local-task")
+_EXECUTORS = ("auto", "local-sync", "local-task", "split")
 
 
 _runtime_module: Any = None
@@ -140,6 +142,7 @@ def _release_sync_device() -> None:
     """Drops the module's reference before the bindings are torn down (no leak report)."""
     global _cpu_sync_device
     _cpu_sync_device = None
+    SplitWorker._instance = None
 
 
 # How a local-task graph's calling thread waits for the worker pool:
@@ -272,33 +275,206 @@ def _invoke_through_waiter(invoke: Any) -> Any:
     return call
 
 
-def choose_cpu_executor(graph: Any) -> str:
-    """``"local-sync"`` (inline) or ``"local-task"`` (worker pool) for a CPU graph.
+def choose_cpu_executor(graph: Any, arch: str | None = None) -> str:
+    """``"local-sync"`` (inline), ``"local-task"`` (worker pool) or ``"split"`` (two
+    half-batch calls at once, fusilli/batch_split.py) for a CPU graph compiled for ``arch``
+    (``cpu_execution`` says why)."""
+    return cpu_execution(graph, arch)[0]
 
-    ``FUSILLI_CPU_EXECUTOR`` (``auto``, ``local-sync``, ``local-task``) overrides the
-    rule; ``auto`` runs a graph inline when its compute-bound nodes do at most
-    ``INLINE_MAX_FLOPS`` and its inputs and outputs hold at most ``INLINE_MAX_BYTES``.
+
+def cpu_execution(graph: Any, arch: str | None = None) -> tuple[str, str]:
+    """The executor of a CPU graph compiled for ``arch`` and the fact that chose it.
+
+    ``FUSILLI_CPU_EXECUTOR`` (``auto``, ``local-sync``, ``local-task``, ``split``) overrides
+    the rule; ``auto`` runs a graph inline when its compute-bound nodes do at most
+    ``INLINE_MAX_FLOPS`` and its inputs and outputs hold at most ``INLINE_MAX_BYTES``; else
+    it splits a graph that can be split where the process runs on ``SPLIT_CPUS`` CPUs, the
+    tensors both halves read whole hold at most ``SPLIT_MAX_WHOLE_FRACTION`` of the bytes
+    of the split ones, and the half graph gets the same lowering rules as the whole one;
+    else the pool. ``split`` for a graph that cannot be split runs it on the pool (logged).
     """
     choice = os.environ.get("FUSILLI_CPU_EXECUTOR", "auto")
     if choice not in _EXECUTORS:
         raise fail(
             ErrorCode.INVALID_ARGUMENT, f"FUSILLI_CPU_EXECUTOR={choice!r}: expected one of {', '.join(_EXECUTORS)}"
         )
-    if choice != "auto":
-        return choice
-    flops = sum(w.flops for w in graph.workloads())
-    io_bytes = sum(
-        t.num_elements * max(data_type_of(t).bits // 8, 1)
-        for t in (*graph.input_tensors(), *graph.output_tensors())
-        if not t.is_scalar
-    )
-    return "local-sync" if flops <= INLINE_MAX_FLOPS and io_bytes <= INLINE_MAX_BYTES else "local-task"
+    if choice in ("local-sync", "local-task"):
+        return choice, f"FUSILLI_CPU_EXECUTOR={choice}"
+    if choice == "auto":
+        flops = sum(w.flops for w in graph.workloads())
+        io_bytes = sum(
+            t.num_elements * max(data_type_of(t).bits // 8, 1)
+            for t in (*graph.input_tensors(), *graph.output_tensors())
+            if not t.is_scalar
+        )
+        if flops <= INLINE_MAX_FLOPS and io_bytes <= INLINE_MAX_BYTES:
+            return "local-sync", f"{flops} FLOP <= 2^23, {io_bytes} bytes of inputs and outputs <= 2 MiB"
+        if usable_cpus() != SPLIT_CPUS:
+            return "local-task", f"{usable_cpus()} CPUs (the split executor is for {SPLIT_CPUS})"
+    plan, why = plan_batch_split(graph)
+    if plan is None:
+        if choice == "split":
+            logger.info("graph '%s': FUSILLI_CPU_EXECUTOR=split, but it runs on the pool: %s", graph.name, why)
+        return "local-task", f"not split: {why}"
+    if choice == "auto":
+        why_not = _split_does_not_pay(graph, plan, arch)
+        if why_not is not None:
+            return "local-task", f"not split: {why_not}"
+    return "split", why
+
+
+# ``auto`` splits a graph only while the tensors both halves read whole (a conv's filter,
+# a matmul's B) hold at most this fraction of the bytes of the split ones: what is done
+# to them (a filter transform, data-tiling's packing) is done twice. Same-process A/B of
+# the split executor against the pool, medians (benchmarks/cpu_split.py), 2-core Zen 5
+# VM; whole/split bytes in brackets: wins at 3x3 4x64x56x56->64 (0.02) 1.43 vs 2.51 ms,
+# 1x1 4x256x28x28->128 (0.03) 0.55 vs 0.72, 3x3 8x128x28x28->128 (0.09) 3.69 vs 4.08,
+# 1x1 8x1024x14x14->256 (0.13) 3.21 vs 3.33; losses at 3x3 8x256x14x14->256 (0.74) 4.58
+# vs 3.76, 3x3 8x512x7x7->512 (5.9) 11.4 vs 8.2; even at matmul 1024^3 (0.5) 8.1 vs 8.4.
+SPLIT_MAX_WHOLE_FRACTION = 0.25
+
+
+def _split_does_not_pay(graph: Any, plan: BatchSplitPlan, arch: str | None) -> str | None:
+    if plan.whole_bytes > SPLIT_MAX_WHOLE_FRACTION * plan.split_bytes:
+        return (
+            f"both halves would read {plan.whole_bytes} bytes whole, > {SPLIT_MAX_WHOLE_FRACTION} of the "
+            f"{plan.split_bytes} bytes split"
+        )
+    # The lowering rules choose by size: a half that falls below a threshold gets another
+    # (3x3 s2 8x128x56x56->128: the explicit GEMM from 4096 rows; its halves' 3136 rows
+    # went to data tiling, 22.4 ms against 7.9 on the pool).
+    whole, half = split_lowerings(graph, plan, arch)
+    if half != whole:
+        return f"the half-batch graph would be lowered otherwise ({half or 'no rule'} instead of {whole or 'no rule'})"
+    return None
+
+
+def split_lowerings(graph: Any, plan: BatchSplitPlan, arch: str | None) -> tuple[str, str]:
+    """The lowering rules (``rules.lowering_summary``) of the whole graph and of its half."""
+    from fusilli.backend.rules import lowering_summary
+
+    half = plan.half_graph(graph)
+    whole = lowering_summary(graph.nodes, graph.target(Backend.CPU, arch))
+    return whole, lowering_summary(half.nodes, half.target(Backend.CPU, arch))
+
+
+# ``auto`` splits graphs in two where the process may run on exactly this many CPUs: the
+# measurements behind the split executor (BENCHMARKS.md) are of 2-core machines, where
+# one worker plus the calling thread use every core; on more cores IREE's pool, one
+# worker per core, has more to give.
+SPLIT_CPUS = 2
+# The split executor's worker spins this long after its work before it sleeps, so that
+# back-to-back calls find it awake (as PyTorch's OpenMP threads spin between ops). 1x1
+# conv 4x256x28x28->128, median ms on the 2-core Zen 5 VM: spin 0 0.61-0.66, 100 0.50-0.56,
+# 300 0.54, 1000 0.53-0.54 (the pool: 0.62-0.70).
+SPLIT_WORKER_SPIN_US = 300
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, where the OS has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+class SplitWorker:
+    """The split executor's worker: a ``local-task`` device of its own with one worker
+    thread, pinned to one CPU, that spins ``SPLIT_WORKER_SPIN_US`` after its work.
+
+    IREE reads a pool's shape from its global flags when a driver is created, so they are
+    set for this one driver only and put back to IREE's defaults after. While a split call
+    runs, the calling thread is kept off the worker's CPU (``calling_thread_elsewhere``):
+    left alone, Linux often runs both on one CPU (a thread woken by the worker is placed
+    on the worker's CPU, where it then spins), and the other CPU idles for milliseconds.
+    Measured with the 1x1 conv's halves on the 2-core VM: blocks of calls at 1.7-5.9 ms
+    instead of 0.55, both threads seen on one CPU; re-pinning the worker off the caller's
+    CPU on each call instead made the two chase each other from CPU to CPU (3.3-4.4 ms).
+    """
+
+    _lock = threading.Lock()
+    _instance: SplitWorker | None = None
+
+    def __init__(self) -> None:
+        rt = _rt()
+        from iree.runtime import _binding
+
+        before = _thread_names()
+        rt.flags.parse_flags("--task_topology_group_count=1", f"--task_worker_spin_us={SPLIT_WORKER_SPIN_US}")
+        try:
+            self.device = _binding.create_hal_driver("local-task").create_default_device()
+        finally:
+            rt.flags.parse_flags("--task_topology_group_count=0", "--task_worker_spin_us=0")
+        # The CPUs the calling thread may use during a split call (None: no pinning).
+        self.caller_cpus: set[int] | None = None
+        cpus = _allowed_cpus()
+        self.worker_tid = worker_tid = self._find_worker(before)
+        if worker_tid is not None and len(cpus) >= 2:
+            worker_cpu = max(cpus)
+            try:
+                os.sched_setaffinity(worker_tid, {worker_cpu})
+                self.caller_cpus = cpus - {worker_cpu}
+            except OSError as e:
+                logger.info("split executor: cannot pin its worker thread: %s", e)
+        else:
+            logger.info("split executor: worker thread not found or one CPU only; threads run where Linux puts them")
+
+    @staticmethod
+    def _find_worker(before: dict[int, str]) -> int | None:
+        """The worker thread the driver started (it names itself shortly after)."""
+        deadline = time.monotonic() + 1.0
+        while True:
+            new = [tid for tid, name in _thread_names().items() if tid not in before and name.startswith("iree-worker")]
+            if len(new) == 1:
+                return new[0]
+            if len(new) > 1 or time.monotonic() > deadline:
+                return None
+            time.sleep(0.001)
+
+    @classmethod
+    def get(cls) -> SplitWorker:
+        with cls._lock:
+            if cls._instance is None:
+                cls._instance = SplitWorker()
+            return cls._instance
+
+    def calling_thread_elsewhere(self) -> set[int] | None:
+        """Keeps the calling thread off the worker's CPU; returns the affinity to restore
+        after the call (None: nothing changed)."""
+        if self.caller_cpus is None:
+            return None
+        mine = os.sched_getaffinity(0)
+        allowed = mine & self.caller_cpus
+        if allowed == mine or not allowed:
+            return None
+        os.sched_setaffinity(0, allowed)
+        return mine
+
+
+def _thread_names() -> dict[int, str]:
+    names = {}
+    for tid in os.listdir("/proc/self/task") if os.path.isdir("/proc/self/task") else ():
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                names[int(tid)] = f.read().strip()
+        except OSError:
+            pass
+    return names
+
+
+def _allowed_cpus() -> set[int]:
+    try:
+        return set(os.sched_getaffinity(0))
+    except AttributeError:
+        return set()
 
 
 class CompiledGraph:
     """A loaded artifact bound to one graph's input/output signature."""
 
-    def __init__(self, handle: Handle, artifact: Artifact, graph: Any):
+    def __init__(self, handle: Handle, artifact: Artifact, graph: Any, split: BatchSplitPlan | None = None):
+        """``split``: ``artifact`` is the graph's half-batch copy (``BatchSplitPlan.half_graph``),
+        run as two calls at once; the variant pack is still ``graph``'s, checked whole."""
         rt = _rt()
         if artifact.backend != handle.backend:
             raise fail(
@@ -311,20 +487,44 @@ class CompiledGraph:
         self.artifact = artifact
         self.key = artifact.graph_key
         self.graph_name = graph.name
-        self.executor = choose_cpu_executor(graph) if handle.backend == Backend.CPU else "hip"
-        self.device = handle.sync_device if self.executor == "local-sync" else handle.device
+        self.split = split
+        if split is not None:
+            self.executor = "split"
+        elif handle.backend == Backend.CPU:
+            self.executor = choose_cpu_executor(graph, handle.arch)
+            if self.executor == "split":  # an artifact of the whole graph (load_artifact)
+                self.executor = "local-task"
+        else:
+            self.executor = "hip"
+        self.device = handle.sync_device if self.executor in ("local-sync", "split") else handle.device
         try:
             self._vm_module = _load_vm_module(rt, handle.instance, artifact.vmfb)
             hal = rt.create_hal_module(handle.instance, self.device)
             self._context = rt.VmContext(handle.instance, modules=[hal, self._vm_module])
+            if split is not None:
+                self._worker = SplitWorker.get()
+                self._worker_device = self._worker.device
+                worker_hal = rt.create_hal_module(handle.instance, self._worker_device)
+                self._worker_context = rt.VmContext(handle.instance, modules=[worker_hal, self._vm_module])
         except Exception as e:
             raise fail(ErrorCode.RUNTIME_FAILURE, f"graph '{graph.name}': cannot load artifact: {e}") from None
         self._main = self._vm_module.lookup_function("main")
-        reflection = (self._vm_module.lookup_function("main$async") or self._main).reflection
+        async_main = self._vm_module.lookup_function("main$async")
+        reflection = (async_main or self._main).reflection
         size = reflection.get("iree.abi.transients.size.constant")
         self.dynamic_workspace = size is None and "iree.abi.transients.size" in reflection
         self._size_fn = self._vm_module.lookup_function(reflection.get("iree.abi.transients.size", ""))
         self.workspace_size = int(size or 0)
+        if split is not None:
+            if async_main is None or self.dynamic_workspace:
+                raise fail(ErrorCode.INTERNAL_ERROR, f"graph '{graph.name}': the half-batch artifact has no main$async")
+            self._worker_main = async_main
+            self._worker_semaphore = self._worker_device.create_semaphore(0)
+            self._worker_timepoint = 0
+            # Each half gets its own aligned part of the workspace.
+            self._half_workspace_size = self.workspace_size
+            self.workspace_size = 2 * _round_up(self._half_workspace_size, _ALIGNMENT)
+            self._own_split_workspaces: tuple[Any, Any] | None = None
         # Argument order of @main: outputs then non-scalar inputs, each sorted by name.
         self.outputs = sorted(graph.output_tensors(), key=lambda t: t.name)
         self.inputs = sorted((t for t in graph.input_tensors() if not t.is_scalar), key=lambda t: t.name)
@@ -345,6 +545,8 @@ class CompiledGraph:
         self._invoke_fn = self._context.invoke  # pre-bound for the fast path
         if self.executor == "local-task" and cpu_wait_mode() == "helper":
             self._invoke_fn = _invoke_through_waiter(self._context.invoke)
+        elif split is not None:
+            self._invoke_fn = self._invoke_split
         logger.info("graph '%s': runs on %s", graph.name, self.executor)
         self._no_results = rt.VmVariantList(0)  # @main returns nothing; reused by every call
 
@@ -504,7 +706,10 @@ class CompiledGraph:
         resolved = self._resolve(variant_pack)
         slots = [self._slot(t, resolved[id(t)][1], is_output) for t, is_output in self._roles]
         self._check_no_overlap(slots, workspace)
-        binding = _Binding(_rt().VmVariantList(len(slots) + 1), variant_pack, workspace, epoch, previous_sig)
+        args = _rt().VmVariantList(len(slots) + 1)
+        if self.split is not None:  # (the inline half's list, the worker half's references)
+            args = (args, [])
+        binding = _Binding(args, variant_pack, workspace, epoch, previous_sig)
         binding.numpy_outputs = [a for t in self.outputs if type(a := resolved[id(t)][1]) is np.ndarray]
         for slot in slots:
             if slot.staging is not None:
@@ -512,9 +717,18 @@ class CompiledGraph:
             if slot.int4 is not None:
                 binding.int4_in.append(slot.int4)
             binding.keep_alive.append(slot.view)
-            binding.args.push_ref(slot.view.ref)
-        ws = self._workspace_buffer(workspace, binding.keep_alive)
-        binding.args.push_ref(ws.ref if ws is not None else self._null_workspace())
+            if self.split is None:
+                binding.args.push_ref(slot.view.ref)
+            else:
+                binding.args[0].push_ref(slot.view[0].ref)
+                binding.args[1].append(slot.view[1].ref)
+        if self.split is None:
+            ws = self._workspace_buffer(workspace, binding.keep_alive)
+            binding.args.push_ref(ws.ref if ws is not None else self._null_workspace())
+        else:
+            ws = self._split_workspaces(workspace)
+            binding.args[0].push_ref(ws[0].ref)
+            binding.args[1].append(ws[1].ref)
         binding.keep_alive.append(ws)
         binding.direct = not (binding.copy_in or binding.copy_out or binding.int4_in)
         return binding
@@ -568,6 +782,35 @@ class CompiledGraph:
         except Exception as e:
             raise fail(ErrorCode.RUNTIME_FAILURE, f"graph '{self.graph_name}': execution failed: {e}") from None
 
+    def _invoke_split(self, fn: Any, args: Any, results: Any) -> None:
+        """Both halves at once: the worker's through ``main$async`` (it returns once the work
+        is queued), the other inline; returns when both are done, even when one failed."""
+        rt = _rt()
+        inline_args, worker_refs = args
+        self._worker_timepoint += 1
+        done = rt.HalFence.create_at(self._worker_semaphore, self._worker_timepoint)
+        worker_args = rt.VmVariantList(len(worker_refs) + 2)
+        for ref in worker_refs:
+            worker_args.push_ref(ref)
+        worker_args.push_ref(rt.HalFence(1).ref)  # waits on nothing
+        worker_args.push_ref(done.ref)
+        restore = self._worker.calling_thread_elsewhere()
+        try:
+            self._worker_context.invoke(self._worker_main, worker_args, results)
+            try:
+                self._context.invoke(fn, inline_args, results)
+            finally:
+                try:
+                    done.wait()
+                except Exception:
+                    # A failed semaphore stays failed: the next call gets a new one.
+                    self._worker_semaphore = self._worker_device.create_semaphore(0)
+                    self._worker_timepoint = 0
+                    raise
+        finally:
+            if restore is not None:
+                os.sched_setaffinity(0, restore)
+
     def _physical_view(self, t: TensorAttr, arr: np.ndarray) -> np.ndarray:
         """``arr`` viewed in the tensor's memory order (C-contiguous, broadcasts collapsed)."""
         order = (
@@ -581,7 +824,16 @@ class CompiledGraph:
         return phys
 
     def _import(self, t: TensorAttr, phys: np.ndarray):
-        return self._import_flat(t, phys.reshape(-1).view(np.uint8), phys.shape)
+        if self.split is None:
+            return self._import_flat(t, phys.reshape(-1).view(np.uint8), phys.shape)
+        # Split: (inline half's view, worker half's view), each imported on its device.
+        # Dim 0 is outermost in memory (the plan checked), so it leads the physical view too.
+        h = self.split.half
+        parts = (phys[:h], phys[h:]) if t.name in self.split.split else (phys, phys)
+        return tuple(
+            self._import_flat(t, part.reshape(-1).view(np.uint8), part.shape, device)
+            for part, device in zip(parts, (self.device, self._worker_device))
+        )
 
     def _import_int4(self, t: TensorAttr, phys: np.ndarray, is_output: bool):
         """int4 inputs are packed two to a byte into a buffer of fusilli's, refilled on
@@ -592,7 +844,7 @@ class CompiledGraph:
         packed = aligned_empty(((flat.size + 1) // 2,), np.uint8)  # IREE's CPU kernels need 64-byte alignment
         return self._import_flat(t, packed, phys.shape), (flat, packed)
 
-    def _import_flat(self, t: TensorAttr, flat: np.ndarray, shape: tuple):
+    def _import_flat(self, t: TensorAttr, flat: np.ndarray, shape: tuple, device: Any = None):
         rt = _rt()
         if not flat.flags.writeable:
             # A read-only input (np.broadcast_to views are read-only too): IREE imports
@@ -600,7 +852,8 @@ class CompiledGraph:
             # gets a writable alias of the same memory (kept alive by the binding's
             # reference to the caller's array).
             flat = np.ctypeslib.as_array((ctypes.c_uint8 * flat.size).from_address(flat.ctypes.data))
-        buf = self.device.allocator.import_host_allocation(flat, self._memory_type, rt.BufferUsage.DEFAULT)
+        device = device or self.device
+        buf = device.allocator.import_host_allocation(flat, self._memory_type, rt.BufferUsage.DEFAULT)
         return rt.HalBufferView(buf, list(shape), self._hal_types[t.name])
 
     def _workspace_buffer(self, workspace: Any, views: list[Any]):
@@ -608,27 +861,9 @@ class CompiledGraph:
         size = self.workspace_size
         if self.dynamic_workspace:
             size = self._query_dynamic_workspace(views)
-        if workspace is not None:
-            ws = as_numpy(workspace)
-            if ws.nbytes < size:
-                raise fail(
-                    ErrorCode.INVALID_ARGUMENT,
-                    f"graph '{self.graph_name}': workspace buffer too small ({ws.nbytes} < {size} bytes)",
-                )
-            if not ws.flags.c_contiguous or not ws.flags.writeable:
-                raise fail(ErrorCode.INVALID_ARGUMENT, "workspace must be a writeable contiguous buffer")
-            raw = ws.reshape(-1).view(np.uint8)
-            skip = (-raw.ctypes.data) % _ALIGNMENT
-            if raw.nbytes - skip >= size:
-                # IREE's CPU kernels need 64-byte aligned scratch: use the
-                # aligned part of the caller's buffer.
-                return self.device.allocator.import_host_allocation(
-                    raw[skip:], rt.MemoryType.DEVICE_LOCAL | rt.MemoryType.HOST_VISIBLE, rt.BufferUsage.DEFAULT
-                )
-            logger.info(
-                "graph '%s': caller's workspace is not 64-byte aligned with room to spare; using fusilli's own",
-                self.graph_name,
-            )
+        raw = self._callers_workspace(workspace, size)
+        if raw is not None:
+            return self.device.allocator.import_host_allocation(raw, self._memory_type, rt.BufferUsage.DEFAULT)
         if size == 0:
             return None
         if self._own_workspace is None or self._own_workspace.byte_length() < size:
@@ -637,6 +872,50 @@ class CompiledGraph:
                 rt.MemoryType.DEVICE_LOCAL, rt.BufferUsage.DEFAULT, size
             )
         return self._own_workspace
+
+    def _split_workspaces(self, workspace: Any) -> tuple[Any, Any]:
+        """The two halves' scratch buffers (inline's, worker's): consecutive aligned parts of
+        the caller's workspace (``workspace_size`` covers both), else fusilli's own."""
+        rt = _rt()
+        half = _round_up(self._half_workspace_size, _ALIGNMENT)
+        raw = self._callers_workspace(workspace, self.workspace_size) if half else None
+        if raw is not None:
+            first, second = raw[:half], raw[half : 2 * half]
+            return (
+                self.device.allocator.import_host_allocation(first, self._memory_type, rt.BufferUsage.DEFAULT),
+                self._worker_device.allocator.import_host_allocation(second, self._memory_type, rt.BufferUsage.DEFAULT),
+            )
+        if self._own_split_workspaces is None:
+            size = max(half, 1)  # the externalized-transients ABI always takes a buffer
+            self._own_split_workspaces = (
+                self.device.allocator.allocate_buffer(rt.MemoryType.DEVICE_LOCAL, rt.BufferUsage.DEFAULT, size),
+                self._worker_device.allocator.allocate_buffer(rt.MemoryType.DEVICE_LOCAL, rt.BufferUsage.DEFAULT, size),
+            )
+        return self._own_split_workspaces
+
+    def _callers_workspace(self, workspace: Any, size: int) -> np.ndarray | None:
+        """The 64-byte aligned bytes of the caller's ``workspace`` (IREE's CPU kernels need
+        aligned scratch), or None: none given, or too little room once aligned (fusilli's
+        own is used). A buffer smaller than ``size`` or not writeable and contiguous is refused."""
+        if workspace is None:
+            return None
+        ws = as_numpy(workspace)
+        if ws.nbytes < size:
+            raise fail(
+                ErrorCode.INVALID_ARGUMENT,
+                f"graph '{self.graph_name}': workspace buffer too small ({ws.nbytes} < {size} bytes)",
+            )
+        if not ws.flags.c_contiguous or not ws.flags.writeable:
+            raise fail(ErrorCode.INVALID_ARGUMENT, "workspace must be a writeable contiguous buffer")
+        raw = ws.reshape(-1).view(np.uint8)
+        skip = (-raw.ctypes.data) % _ALIGNMENT
+        if raw.nbytes - skip >= size:
+            return raw[skip:]
+        logger.info(
+            "graph '%s': caller's workspace is not 64-byte aligned with room to spare; using fusilli's own",
+            self.graph_name,
+        )
+        return None
 
     def _query_dynamic_workspace(self, views: list[Any]) -> int:
         """Asks the module how much scratch these extents need (dynamic dims).
@@ -674,6 +953,10 @@ class CompiledGraph:
 
 
 _ALIGNMENT = 64
+
+
+def _round_up(n: int, multiple: int) -> int:
+    return -(-n // multiple) * multiple
 
 
 def aligned_empty(shape, dtype) -> np.ndarray:

@@ -138,6 +138,13 @@ class Node:
         """The node's arithmetic (after validate); None for memory-bound ops."""
         return None
 
+    def batch_split_slots(self) -> frozenset[str] | None:
+        """For running the graph as two half-batch calls (fusilli/batch_split.py): the slots
+        whose tensors are cut in half along dim 0, every other tensor being read whole; or
+        None when rows of the result depend on other rows of dim 0 (a reduction over the
+        batch, batch statistics), so the node cannot run on half batches. After validate."""
+        return None
+
     # ---- helpers for subclasses ----------------------------------------------------
     def infer_output_stride(self, out: TensorAttr, like: TensorAttr | None = None) -> None:
         """Unset output strides follow ``like``'s dim order, else contiguous."""

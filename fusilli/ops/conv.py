@@ -184,6 +184,9 @@ class ConvFPropNode(ConvNodeBase):
     def conv_operands(self) -> tuple[TensorAttr, TensorAttr, TensorAttr]:
         return self.tensor("X"), self.tensor("W"), self.tensor("Y")
 
+    def batch_split_slots(self) -> frozenset[str]:
+        return frozenset({"X", "Y"})  # each image's output reads that image only
+
 
 class ConvGradNodeBase(ConvNodeBase):
     """dgrad/wgrad: DY plus one forward operand in, the other forward operand's gradient out.
@@ -242,6 +245,11 @@ class ConvDGradNode(ConvGradNodeBase):
     input_slots = ("DY", "W")
     output_slots = ("DX",)
     FORWARD = {"X": "DX", "W": "W"}
+
+    def batch_split_slots(self) -> frozenset[str]:
+        return frozenset({"DY", "DX"})  # each image's gradient reads that image's DY only
+
+    # conv_wgrad keeps the default (None): DW sums over the whole batch.
 
 
 @register_node

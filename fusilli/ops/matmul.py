@@ -105,6 +105,14 @@ class MatmulNode(Node):
         a, c = self.tensor("A"), self.tensor("C")
         return Workload(self.kind, data_type_of(a), 2 * math.prod(c.dim) * a.dim[-1])
 
+    def batch_split_slots(self) -> frozenset[str]:
+        """Rank 2: the rows (M) of A and C. Batched: dim 0 of C and of each operand that has
+        it unbroadcast (an operand of lower rank or extent 1 there is read whole)."""
+        a, b, c = self.tensor("A"), self.tensor("B"), self.tensor("C")
+        if c.rank == 2:
+            return frozenset({"A", "C"})
+        return frozenset({"C"} | {s for s, t in (("A", a), ("B", b)) if t.rank == c.rank and t.dim[0] == c.dim[0]})
+
     def check_batch_outermost(self, slot: str, t: TensorAttr) -> None:
         batch_rank = t.rank - 2
         order = t.physical_order

@@ -166,6 +166,11 @@ class BatchNormNode(NormNodeBase):
         for slot in self.stat_slots:
             _set_stat(self.outputs.get(slot), [c], [])
 
+    def batch_split_slots(self) -> frozenset[str] | None:
+        # Inference normalizes each image with the running statistics; training computes
+        # statistics over the batch.
+        return None if self.training else frozenset({"X", "Y"})
+
     def post_validate(self) -> None:
         self.check_x_y()
         c = self.tensor("X").dim[1]
@@ -178,6 +183,10 @@ class BatchNormNode(NormNodeBase):
 # ---------------------------------------------------------------------------------
 class FeatureNormNodeBase(NormNodeBase):
     affine_slots: tuple[str, ...]
+
+    def batch_split_slots(self) -> frozenset[str]:
+        # Each row normalizes over its own features; the affine tensors ([1, ...]) are read whole.
+        return frozenset({"X", "Y", *self.stat_slots})
 
     def infer(self) -> None:
         self.infer_y()

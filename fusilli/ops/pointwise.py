@@ -221,6 +221,15 @@ class PointwiseNode(Node):
     def operands(self) -> list[TensorAttr]:
         return [self.tensor(s) for s in INPUT_SLOTS[: self.spec.arity]]
 
+    def batch_split_slots(self) -> frozenset[str]:
+        """The output and the inputs that carry its dim 0; inputs broadcast along it (extent
+        1 there, or of lower rank: right-aligned, they have no dim 0) are read whole."""
+        out = self.tensor("OUT_0")
+        carried = {
+            s for s, t in zip(INPUT_SLOTS, self.operands()) if t.rank == out.rank and t.dim[0] == out.dim[0] != 1
+        }
+        return frozenset({"OUT_0", *carried})
+
     def infer(self) -> None:
         ins = self.operands()
         out = self.tensor("OUT_0")

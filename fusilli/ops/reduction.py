@@ -76,6 +76,12 @@ class ReductionNode(Node):
             return axes
         return [i for i, (xd, yd) in enumerate(zip(x.dim, y.dim)) if yd == 1 and xd > 1]
 
+    def batch_split_slots(self) -> frozenset[str] | None:
+        x, y = self.tensor("X"), self.tensor("Y")
+        if y.rank != x.rank or y.dim[0] != x.dim[0] or 0 in self.reduced_dims():
+            return None  # reduces over dim 0
+        return frozenset({"X", "Y"})
+
     def infer(self) -> None:
         x, y = self.tensor("X"), self.tensor("Y")
         axes = self._axes(x.rank)

@@ -91,6 +91,12 @@ class SdpaNode(Node):
             o.set_dynamic_dims([d for d in q.dynamic_dims if d in (0, 2)])
         self.infer_output_stride(o)
 
+    def batch_split_slots(self) -> frozenset[str]:
+        # Attention never mixes batch entries; a mask broadcast over the batch is read whole.
+        mask = self.inputs.get("MASK")
+        carried = {"MASK"} if mask is not None and mask.dim[0] == self.tensor("Q").dim[0] != 1 else set()
+        return frozenset({"Q", "K", "V", "O", *carried})
+
     def post_validate(self) -> None:
         q, k, v, o = (self.tensor(s) for s in ("Q", "K", "V", "O"))
         for slot, t in (("Q", q), ("K", k), ("V", v), ("O", o)):

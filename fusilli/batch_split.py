@@ -1,0 +1,132 @@
+"""Running a graph as two half-batch calls at once, one per core (the ``split`` CPU executor).
+
+On a 2-core machine IREE's worker pool loses much of what splitting a dispatch across
+both cores gains: each call wakes a halted core (~70 us on these VMs), every dispatch
+boundary hands work over again, and the pool's workers run a dispatch 8-18% slower than
+the calling thread (BENCHMARKS.md, "What the worker pool costs"). PyTorch's OpenMP threads
+instead spin between ops and the calling thread does its share. The ``split`` executor
+does the same with IREE: the graph is compiled once at half its batch; each call runs one
+half inline in the calling thread (``local-sync``) while the other runs on a pool of one
+worker that spins for a while after its work (so back-to-back calls find it awake),
+started through the module's ``main$async`` and waited for on its fence.
+
+This module decides whether a graph can run that way (``plan_batch_split``), IR-free:
+every node says which of its tensors carry the batch along dim 0
+(``Node.batch_split_slots``); the graph splits when all nodes can, each tensor is either
+split or read whole by every node that touches it, every graph output is split, and
+every split tensor has the same even dim 0, outermost in memory, whose halves start
+64-byte aligned (IREE's CPU kernels need that; no staging copy). fusilli/backend/runtime.py
+runs the plan; ``choose_cpu_executor`` there says when.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import TYPE_CHECKING
+
+from fusilli.tensor import TensorAttr, data_type_of
+from fusilli.types import DataType
+
+if TYPE_CHECKING:
+    from fusilli.graph import Graph
+
+# The byte alignment each half's first element needs (IREE's CPU kernels).
+HALF_ALIGNMENT = 64
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchSplitPlan:
+    """How a graph runs as two half-batch calls: the tensors cut along dim 0 (by name) and
+    the batch extent they share. Every other tensor is read whole by both halves."""
+
+    batch: int
+    split: frozenset[str]
+    # Bytes of the bound tensors cut in half, and of those both halves read whole (work on
+    # them, a filter's transform or packing, say, is done by both halves).
+    split_bytes: int = 0
+    whole_bytes: int = 0
+
+    @property
+    def half(self) -> int:
+        return self.batch // 2
+
+    def half_graph(self, graph: Graph) -> Graph:
+        """A validated copy of ``graph`` at half the batch: the split tensors' dim 0 halved.
+
+        Bound tensors keep their strides (dim 0 is outermost, so the other strides do not
+        depend on it and each half of the caller's array is exactly such a tensor);
+        intermediate tensors have theirs inferred again.
+        """
+        doc = graph.to_dict()
+        for t in (*doc["inputs"], *(t for node in doc["nodes"] for t in node["output_tensors"])):
+            if t["name"] in self.split:
+                t["dim"] = [self.half, *t["dim"][1:]]
+                if t["is_virtual"]:
+                    t["stride"] = None
+        half = type(graph)._from_dict(doc)
+        half.validate()
+        return half
+
+    def describe(self) -> str:
+        return f"two calls of batch {self.half} at once ({len(self.split)} tensors split along dim 0)"
+
+
+def plan_batch_split(graph: Graph) -> tuple[BatchSplitPlan | None, str]:
+    """The plan for running a validated ``graph`` as two half-batch calls, or None with the
+    reason it cannot (naming the node or tensor); the second item describes the plan."""
+    split: dict[str, bool] = {}  # tensor name -> cut along dim 0 (True) or read whole
+    tensors: dict[str, TensorAttr] = {}
+    for node in graph.nodes:
+        slots = node.batch_split_slots()
+        if slots is None:
+            return None, f"{node.kind} '{node.name}' mixes rows of dim 0"
+        for slot, t in (*node.inputs.items(), *node.outputs.items()):
+            if t is None:
+                continue
+            cut = slot in slots and not t.is_scalar
+            if split.setdefault(t.name, cut) != cut:
+                return None, f"tensor '{t.name}' is cut along dim 0 by one node and read whole by another"
+            tensors[t.name] = t
+    for t in graph.output_tensors():
+        if not split.get(t.name, False):
+            return None, f"output '{t.name}' does not carry the batch"
+    batches = {tensors[name].dim[0] for name, cut in split.items() if cut}
+    if len(batches) != 1:
+        return None, f"the split tensors' dim 0 differ ({sorted(batches)})"
+    (batch,) = batches
+    if batch < 2 or batch % 2:
+        return None, f"dim 0 is {batch}, not an even number >= 2"
+    for name, cut in split.items():
+        t = tensors[name]
+        if t.dynamic_dims:
+            return None, f"tensor '{name}' has dynamic dims"
+        if data_type_of(t) == DataType.INT4:
+            return None, f"tensor '{name}' is int4 (packed two to a byte)"
+        if not cut or t.is_virtual:
+            continue
+        if not _dim0_outermost(t):
+            return None, f"dim 0 of tensor '{name}' is not outermost in memory (stride {t.stride})"
+        offset = batch // 2 * t.stride[0] * max(data_type_of(t).bits // 8, 1)
+        if offset % HALF_ALIGNMENT:
+            return (
+                None,
+                f"the second half of tensor '{name}' starts {offset} bytes in, not {HALF_ALIGNMENT}-byte aligned",
+            )
+    bound = [(tensors[name], cut) for name, cut in split.items() if not tensors[name].is_virtual]
+    plan = BatchSplitPlan(
+        batch,
+        frozenset(name for name, cut in split.items() if cut),
+        split_bytes=sum(_nbytes(t) for t, cut in bound if cut),
+        whole_bytes=sum(_nbytes(t) for t, cut in bound if not cut and not t.is_scalar),
+    )
+    return plan, plan.describe()
+
+
+def _nbytes(t: TensorAttr) -> int:
+    return t.num_elements * max(data_type_of(t).bits // 8, 1)
+
+
+def _dim0_outermost(t: TensorAttr) -> bool:
+    """Dim 0 is the slowest in memory: each half of it is one dense block."""
+    return t.stride[0] > 0 and t.physical_order[0] == 0 and t.stride[0] == math.prod(t.dim[1:])

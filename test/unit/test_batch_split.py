@@ -1,0 +1,305 @@
+"""The ``split`` CPU executor: a graph run as two half-batch calls at once, one inline in
+the calling thread and one on a one-worker pool (fusilli/batch_split.py decides whether a
+graph can; fusilli/backend/runtime.py runs it). Numerics against the reference, the plan
+per op family, the variant-pack checks on the whole graph, workspaces, and the worker's
+CPU placement. Timing is BENCHMARKS.md's (none is asserted here)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from conftest import channels_last_conv_graph, random_array, run_and_check
+
+import fusilli as fs
+from fusilli import reference
+from fusilli.backend import runtime
+from fusilli.batch_split import plan_batch_split
+
+
+@pytest.fixture
+def split_executor(monkeypatch):
+    monkeypatch.setenv("FUSILLI_CPU_EXECUTOR", "split")
+
+
+def inputs_of(g: fs.Graph, rng) -> dict:
+    return {t: random_array(t, rng) for t in g.input_tensors() if not t.is_scalar}
+
+
+def split_names(g: fs.Graph) -> set[str] | None:
+    plan, _ = plan_batch_split(g.validate())
+    return None if plan is None else set(plan.split)
+
+
+# ----------------------------------------------------------------------------- plans
+def test_conv_bias_relu_splits_activations_and_reads_filter_and_bias_whole():
+    g = channels_last_conv_graph([4, 8, 10, 10], 16, (3, 3), (1, 1), (1, 1), epilogue=True, name="plan_conv")
+    intermediates = {n.output_tensors()[0].name for n in g.nodes[:2]}
+    assert split_names(g) == {"x", "y", *intermediates}
+    plan, why = plan_batch_split(g)
+    assert plan is not None and plan.batch == 4 and plan.half == 2 and "batch 2" in why
+
+
+def test_half_graph_halves_the_split_tensors_only():
+    g = channels_last_conv_graph([4, 8, 10, 10], 16, (3, 3), (1, 1), (1, 1), epilogue=True, name="plan_half")
+    plan, _ = plan_batch_split(g)
+    half = plan.half_graph(g)
+    dims = {t.name: t.dim for t in half.all_tensors() if not t.is_scalar}
+    assert dims["x"] == [2, 8, 10, 10] and dims["y"] == [2, 16, 10, 10]
+    assert dims["w"] == [16, 8, 3, 3] and dims["b"] == [1, 16, 1, 1]
+    full = {t.name: t.stride for t in g.input_tensors()}
+    assert all(t.stride == full[t.name] for t in half.input_tensors())  # the caller's halves, as laid out
+
+
+@pytest.mark.parametrize(
+    "build, reason",
+    [
+        (
+            lambda g: g.conv_wgrad(
+                g.tensor(name="dy", dim=[4, 8, 6, 6]),
+                g.tensor(name="x", dim=[4, 8, 6, 6]),
+                padding=[1, 1],
+                stride=[1, 1],
+                dilation=[1, 1],
+                name="wg",
+            ).set_dim([8, 8, 3, 3]),
+            "conv_wgrad 'wg' mixes rows of dim 0",
+        ),
+        (
+            lambda g: g.reduction(g.tensor(name="x", dim=[4, 8]), mode="ADD", axes=[0], name="sum"),
+            "reduction 'sum' mixes rows of dim 0",
+        ),
+        (lambda g: g.relu(g.tensor(name="x", dim=[3, 16]), name="r"), "dim 0 is 3"),
+        (lambda g: g.relu(g.tensor(name="x", dim=[1, 16]), name="r"), "dim 0 is 1"),
+        (lambda g: g.relu(g.tensor(name="x", dim=[2, 3]), name="r"), "not 64-byte aligned"),
+        (
+            lambda g: g.matmul(
+                g.tensor(name="a", dim=[64, 32], stride=[1, 64]), g.tensor(name="b", dim=[32, 16]), name="mm"
+            ),
+            "not outermost",
+        ),
+    ],
+    ids=["wgrad", "reduce-dim0", "odd", "one", "misaligned-half", "transposed-a"],
+)
+def test_graphs_that_cannot_split_say_why(build, reason):
+    g = fs.Graph(name="no_split")
+    build(g).set_output(True).set_name("out")
+    plan, why = plan_batch_split(g.validate())
+    assert plan is None and reason in why
+
+
+def test_batchnorm_splits_in_inference_only():
+    def bn(phase):
+        g = fs.Graph(name=f"bn_{phase}")
+        x = g.tensor(name="x", dim=[4, 16, 8, 8])
+        stats = [g.tensor(name=n, dim=[16]) for n in ("scale", "bias", "mean", "var")]
+        outs = g.batchnorm(x, *stats, phase=phase, epsilon=1e-5, momentum=0.1, name="bn")
+        for i, t in enumerate(o for o in (outs if isinstance(outs, tuple) else (outs,)) if o is not None):
+            t.set_output(True).set_name(f"o{i}")
+        return g
+
+    assert split_names(bn("INFERENCE")) == {"x", "o0"}
+    plan, why = plan_batch_split(bn("TRAINING").validate())
+    assert plan is None and "batchnorm 'bn'" in why
+
+
+def test_matmul_splits_rows_and_batched_operands_it_carries():
+    g = fs.Graph(name="mm_rows")
+    g.matmul(g.tensor(name="a", dim=[64, 32]), g.tensor(name="b", dim=[32, 64]), name="mm").set_output(True).set_name(
+        "c"
+    )
+    assert split_names(g) == {"a", "c"}  # B's dim 0 is K, even where K == M
+
+    g = fs.Graph(name="mm_bcast")
+    a, b = g.tensor(name="a", dim=[4, 16, 32]), g.tensor(name="b", dim=[1, 32, 16])
+    g.matmul(a, b, name="mm").set_output(True).set_name("c")
+    assert split_names(g) == {"a", "c"}
+
+
+def test_pointwise_reads_broadcast_operands_whole_and_splits_per_sample_ones():
+    g = fs.Graph(name="pw")
+    x = g.tensor(name="x", dim=[4, 16, 4, 4])
+    per_channel = g.tensor(name="pc", dim=[1, 16, 1, 1])
+    per_sample = g.tensor(name="ps", dim=[4, 16, 1, 1])  # halves 128 bytes apart: aligned
+    g.mul(g.add(x, per_channel, name="add"), per_sample, name="mul").set_output(True).set_name("y")
+    names = split_names(g)
+    assert names is not None and {"x", "ps", "y"} <= names and "pc" not in names
+
+
+# ----------------------------------------------------------------------------- numerics
+def test_conv_bias_relu_split_matches_reference(cpu, rng, split_executor):
+    g = channels_last_conv_graph([4, 16, 12, 12], 32, (3, 3), (1, 1), (1, 1), epilogue=True, name="split_conv")
+    run_and_check(g, cpu, inputs_of(g, rng), rtol=1e-4, atol=1e-4)
+    assert g._compiled.executor == "split"
+
+
+def test_strided_conv_split_matches_reference(cpu, rng, split_executor):
+    g = channels_last_conv_graph([4, 32, 16, 16], 64, (3, 3), (2, 2), (1, 1), epilogue=True, name="split_s2")
+    run_and_check(g, cpu, inputs_of(g, rng), rtol=1e-4, atol=1e-4)
+    assert g._compiled.executor == "split"
+
+
+def test_conv_dgrad_split_matches_reference(cpu, rng, split_executor):
+    g = fs.Graph(name="split_dgrad")
+    dy = g.tensor(name="dy", dim=[4, 16, 10, 10], stride=fs.strides([4, 16, 10, 10], "NHWC"))
+    w = g.tensor(name="w", dim=[16, 8, 3, 3], stride=fs.strides([16, 8, 3, 3], "NHWC"))
+    dx = g.conv_dgrad(dy, w, padding=[1, 1], stride=[1, 1], dilation=[1, 1], name="dgrad")
+    dx.set_dim([4, 8, 10, 10]).set_stride(fs.strides([4, 8, 10, 10], "NHWC")).set_output(True).set_name("dx")
+    run_and_check(g.validate(), cpu, inputs_of(g, rng), rtol=1e-4, atol=1e-4)
+    assert g._compiled.executor == "split"
+
+
+def test_matmul_bias_gelu_split_matches_reference(cpu, rng, split_executor):
+    g = fs.Graph(name="split_mm")
+    a, b = g.tensor(name="a", dim=[128, 64]), g.tensor(name="b", dim=[64, 96])
+    bias = g.tensor(name="bias", dim=[1, 96])
+    g.gelu(g.add(g.matmul(a, b, name="mm"), bias, name="add"), name="gelu").set_output(True).set_name("c")
+    run_and_check(g.validate(), cpu, inputs_of(g, rng), rtol=1e-4, atol=1e-4)
+    assert g._compiled.executor == "split"
+
+
+def test_layernorm_training_split_matches_reference(cpu, rng, split_executor):
+    g = fs.Graph(name="split_ln")
+    x = g.tensor(name="x", dim=[32, 64])  # the stats' halves start 64 bytes apart
+    scale, bias = g.tensor(name="scale", dim=[1, 64]), g.tensor(name="bias", dim=[1, 64])
+    y, mean, inv = g.layernorm(x, scale, bias, phase="TRAINING", epsilon=1e-5, name="ln")
+    for t, n in ((y, "y"), (mean, "mean"), (inv, "inv")):
+        t.set_output(True).set_name(n)
+    run_and_check(g.validate(), cpu, inputs_of(g, rng), rtol=1e-4, atol=1e-4)
+    assert g._compiled.executor == "split"
+
+
+def test_sdpa_with_batch_broadcast_mask_split_matches_reference(cpu, rng, split_executor):
+    g = fs.Graph(name="split_sdpa")
+    q, k, v = (g.tensor(name=n, dim=[2, 2, 16, 8]) for n in ("q", "k", "v"))
+    mask = g.tensor(name="mask", dim=[1, 1, 16, 16])
+    g.sdpa(q, k, v, mask=mask, name="attn").set_output(True).set_name("o")
+    assert split_names(g) == {"q", "k", "v", "o"}
+    run_and_check(g.validate(), cpu, inputs_of(g, rng), rtol=1e-4, atol=1e-4)
+    assert g._compiled.executor == "split"
+
+
+def test_repeated_split_calls_see_new_input_values(cpu, rng, split_executor):
+    g = channels_last_conv_graph([4, 8, 8, 8], 8, (1, 1), (1, 1), (0, 0), name="split_repeat")
+    g.compile(cpu)
+    inputs = inputs_of(g, rng)
+    y = fs.empty(g.output_tensors()[0])
+    for _ in range(3):
+        for arr in inputs.values():
+            arr[...] = rng.uniform(-1, 1, arr.shape)
+        g.execute({**inputs, g.output_tensors()[0]: y})
+        want = reference.run(g, inputs)["y"]
+        np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
+
+
+def test_misaligned_arrays_go_through_staging_and_both_halves_land(cpu, rng, split_executor):
+    g = channels_last_conv_graph([4, 8, 8, 8], 16, (3, 3), (1, 1), (1, 1), epilogue=True, name="split_misaligned")
+    g.compile(cpu)
+    inputs = {}
+    for t, arr in inputs_of(g, rng).items():
+        raw = np.empty(arr.size + 1, np.float32)[1:]  # 4 bytes off a 64-byte boundary at best
+        view = np.lib.stride_tricks.as_strided(raw, arr.shape, arr.strides)
+        view[...] = arr
+        inputs[t] = view
+    (yt,) = g.output_tensors()
+    raw = np.empty(fs.empty(yt).size + 1, np.float32)[1:]
+    y = np.lib.stride_tricks.as_strided(raw, fs.empty(yt).shape, fs.empty(yt).strides)
+    g.execute({**inputs, yt: y})
+    np.testing.assert_allclose(y, reference.run(g, inputs)["y"], rtol=1e-4, atol=1e-4)
+
+
+# ----------------------------------------------------------------------------- checks
+def test_variant_pack_is_checked_against_the_whole_graph(cpu, rng, split_executor):
+    g = channels_last_conv_graph([4, 8, 8, 8], 8, (1, 1), (1, 1), (0, 0), name="split_checks")
+    g.compile(cpu)
+    inputs = inputs_of(g, rng)
+    (yt,) = g.output_tensors()
+    half = np.zeros((2, 8, 8, 8), np.float32)
+    with pytest.raises(fs.FusilliError) as e:
+        g.execute({**inputs, yt: half})
+    assert e.value.code == fs.ErrorCode.VARIANT_PACK_ERROR and "[4, 8, 8, 8]" in e.value.message
+
+
+def test_an_output_overlapping_the_other_halfs_input_is_refused(cpu, rng, split_executor):
+    g = fs.Graph(name="split_overlap")
+    g.relu(g.tensor(name="x", dim=[4, 64]), name="r").set_output(True).set_name("y")
+    g.compile(cpu)
+    buf = fs.empty(g.input_tensors()[0]).reshape(-1)
+    buf = np.concatenate([buf, buf])  # 8 rows of 64
+    x, y = buf[: 4 * 64].reshape(4, 64), buf[2 * 64 : 6 * 64].reshape(4, 64)  # y[:2] is x[2:]
+    with pytest.raises(fs.FusilliError) as e:
+        g.execute({"x": x, "y": y})
+    assert e.value.code == fs.ErrorCode.VARIANT_PACK_ERROR
+
+
+def test_workspace_covers_both_halves(cpu, rng, split_executor):
+    g = channels_last_conv_graph([4, 32, 16, 16], 64, (3, 3), (2, 2), (1, 1), epilogue=True, name="split_ws")
+    g.compile(cpu)
+    size = g.workspace_size
+    assert size % 128 == 0  # two 64-byte aligned halves
+    inputs = inputs_of(g, rng)
+    (yt,) = g.output_tensors()
+    y = fs.empty(yt)
+    if size:
+        with pytest.raises(fs.FusilliError) as e:
+            g.execute({**inputs, yt: y}, workspace=np.zeros(size - 64, np.uint8))
+        assert e.value.code == fs.ErrorCode.INVALID_ARGUMENT and "too small" in e.value.message
+    workspace = np.zeros(size + 64, np.uint8)
+    g.execute({**inputs, yt: y}, workspace=workspace)
+    np.testing.assert_allclose(y, reference.run(g, inputs)["y"], rtol=1e-4, atol=1e-4)
+
+
+# ----------------------------------------------------------------------------- when and where
+def big_matmul(name: str) -> fs.Graph:
+    # 2 * 2048 * 64 * 64 = 2^24 FLOP: above runtime.INLINE_MAX_FLOPS; B (16 KiB, read whole
+    # by both halves) is small next to A and C.
+    g = fs.Graph(name=name)
+    a, b = g.tensor(name="a", dim=[2048, 64]), g.tensor(name="b", dim=[64, 64])
+    g.matmul(a, b, name="mm").set_output(True).set_name("c")
+    return g.validate()
+
+
+def test_auto_splits_only_on_two_cpus(monkeypatch):
+    monkeypatch.delenv("FUSILLI_CPU_EXECUTOR", raising=False)
+    g = big_matmul("split_auto")
+    monkeypatch.setattr(runtime, "usable_cpus", lambda: 2)
+    assert runtime.choose_cpu_executor(g) == "split"
+    monkeypatch.setattr(runtime, "usable_cpus", lambda: 8)
+    assert runtime.choose_cpu_executor(g) == "local-task"
+    tiny = fs.Graph(name="split_tiny")
+    tiny.relu(tiny.tensor(name="x", dim=[4, 16]), name="r").set_output(True).set_name("y")
+    monkeypatch.setattr(runtime, "usable_cpus", lambda: 2)
+    assert runtime.choose_cpu_executor(tiny.validate()) == "local-sync"
+
+
+def test_forced_split_of_a_graph_that_cannot_runs_on_the_pool(monkeypatch, cpu, rng):
+    monkeypatch.setenv("FUSILLI_CPU_EXECUTOR", "split")
+    g = fs.Graph(name="split_forced_wgrad")
+    g.reduction(g.tensor(name="x", dim=[4, 64]), mode="ADD", axes=[0], name="sum").set_output(True).set_name("y")
+    assert runtime.choose_cpu_executor(g.validate()) == "local-task"
+    run_and_check(g, cpu, inputs_of(g, rng))
+    assert g._compiled.executor == "local-task"
+
+
+def test_explain_names_the_split(monkeypatch):
+    monkeypatch.setenv("FUSILLI_CPU_EXECUTOR", "split")
+    text = big_matmul("split_explain").explain()
+    assert text.splitlines()[-1].startswith("execution: split (two calls of batch 1024 at once")
+    monkeypatch.setenv("FUSILLI_CPU_EXECUTOR", "local-task")
+    assert big_matmul("split_explain").explain().endswith("execution: local-task (FUSILLI_CPU_EXECUTOR=local-task)")
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs")
+def test_worker_is_pinned_and_the_callers_affinity_is_restored(cpu, rng, split_executor):
+    g = big_matmul("split_pinning")
+    run_and_check(g, cpu, inputs_of(g, rng), rtol=1e-4, atol=1e-4)
+    worker = runtime.SplitWorker.get()
+    assert worker.caller_cpus is not None
+    (worker_cpu,) = set(os.sched_getaffinity(0)) - worker.caller_cpus
+    assert worker.worker_tid is not None and os.sched_getaffinity(worker.worker_tid) == {worker_cpu}
+    with open(f"/proc/self/task/{worker.worker_tid}/comm") as f:
+        assert f.read().startswith("iree-worker")
+    before = os.sched_getaffinity(0)
+    g.execute({t: fs.empty(t) for t in (*g.input_tensors(), *g.output_tensors())})
+    assert os.sched_getaffinity(0) == before
