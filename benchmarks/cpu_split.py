@@ -5,7 +5,7 @@ with ``FUSILLI_CPU_EXECUTOR=split`` and ``=local-task``, and times them in alter
 blocks, each started as fusilli-benchmark starts a block (a pause, then 10 ms of untimed
 calls). Prints the median of each and the pool/split ratio (above 1: the split is
 faster), the executor each actually got (``split`` falls back to the pool for a graph that
-cannot be split) and the dispatch counts. What ``auto`` chooses is
+cannot be split), the dispatch counts, and what ``auto`` chooses. What ``auto`` chooses is
 ``fusilli.backend.runtime.choose_cpu_executor``; this script measures the evidence.
 
 Usage: python benchmarks/cpu_split.py SUITE [--rounds 6] [--calls 5]
@@ -21,6 +21,7 @@ import time
 import numpy as np
 
 import fusilli as fs
+from fusilli.backend.runtime import choose_cpu_executor
 from fusilli.tools.benchmark import parse_command
 from fusilli.tools.benchmark.measure import _switch_to
 from fusilli.tools.benchmark.ops import SUBCOMMANDS
@@ -64,10 +65,11 @@ def main() -> None:
                     times[ex].append(time.perf_counter() - t0)
         split, pool = (float(np.median(times[ex])) * 1e3 for ex in EXECUTORS)
         got = problems["split"].graph._compiled.executor
+        auto = choose_cpu_executor(problems["split"].graph, problems["split"].graph._compiled.handle.arch)
         dispatches = "/".join(str(problems[ex].graph.compile_stats.dispatch_count) for ex in EXECUTORS)
         print(
             f"{label:48s} split ({got}) {split:8.3f} ms  pool {pool:8.3f} ms  pool/split {pool / split:5.2f}  "
-            f"dispatches {dispatches}",
+            f"dispatches {dispatches}  auto: {auto}",
             flush=True,
         )
 

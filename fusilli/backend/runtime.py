@@ -334,7 +334,17 @@ def cpu_execution(graph: Any, arch: str | None = None) -> tuple[str, str]:
 SPLIT_MAX_WHOLE_FRACTION = 0.25
 
 
+# ... and only graphs whose split tensors hold this many bytes: below it the split's fixed
+# cost (the worker's call, its fence) is more than it saves (conv dgrad 4x64x28x28, 1.6 MB:
+# 0.35 vs 0.30-0.33 ms on the pool; the suite's 1x1 conv, 4.8 MB: 0.55 vs 0.57-0.72).
+SPLIT_MIN_BYTES = 4 << 20
+
+
 def _split_does_not_pay(graph: Any, plan: BatchSplitPlan, arch: str | None) -> str | None:
+    from fusilli.backend import rules
+
+    if plan.split_bytes < SPLIT_MIN_BYTES:
+        return f"{plan.split_bytes} bytes split < {SPLIT_MIN_BYTES}"
     if plan.whole_bytes > SPLIT_MAX_WHOLE_FRACTION * plan.split_bytes:
         return (
             f"both halves would read {plan.whole_bytes} bytes whole, > {SPLIT_MAX_WHOLE_FRACTION} of the "
@@ -343,6 +353,15 @@ def _split_does_not_pay(graph: Any, plan: BatchSplitPlan, arch: str | None) -> s
     # The lowering rules choose by size: a half that falls below a threshold gets another
     # (3x3 s2 8x128x56x56->128: the explicit GEMM from 4096 rows; its halves' 3136 rows
     # went to data tiling, 22.4 ms against 7.9 on the pool).
+    # An im2col GEMM over a spatial filter gathers a patch matrix R*S/stride^2 times its
+    # input: two halves streaming theirs at once lose to the pool (7x7 s2 stem
+    # 8x3x224x224->64: 13.4-13.7 vs 10.5-11.0 ms).
+    target = graph.target(Backend.CPU, arch)
+    for node in graph.nodes:
+        problem = rules.problem_of(node)
+        choice = rules.choose(problem, target, "algorithm")
+        if choice is not None and choice.rule is rules.CPU_CONV_IM2COL_GEMM and problem.fact("kernel") != (1, 1):
+            return f"{node.kind} '{node.name}' is an im2col GEMM over a {problem.fact('kernel')} filter"
     whole, half = split_lowerings(graph, plan, arch)
     if half != whole:
         return f"the half-batch graph would be lowered otherwise ({half or 'no rule'} instead of {whole or 'no rule'})"

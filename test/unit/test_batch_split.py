@@ -251,11 +251,11 @@ def test_workspace_covers_both_halves(cpu, rng, split_executor):
 
 
 # ----------------------------------------------------------------------------- when and where
-def big_matmul(name: str) -> fs.Graph:
-    # 2 * 2048 * 64 * 64 = 2^24 FLOP: above runtime.INLINE_MAX_FLOPS; B (16 KiB, read whole
-    # by both halves) is small next to A and C.
+def big_matmul(name: str, rows: int = 8192, k: int = 64, n: int = 64) -> fs.Graph:
+    # 2 * 8192 * 64 * 64 = 2^26 FLOP: above runtime.INLINE_MAX_FLOPS; A and C hold 4 MiB
+    # (runtime.SPLIT_MIN_BYTES), B (16 KiB, read whole by both halves) is small next to them.
     g = fs.Graph(name=name)
-    a, b = g.tensor(name="a", dim=[2048, 64]), g.tensor(name="b", dim=[64, 64])
+    a, b = g.tensor(name="a", dim=[rows, k]), g.tensor(name="b", dim=[k, n])
     g.matmul(a, b, name="mm").set_output(True).set_name("c")
     return g.validate()
 
@@ -273,6 +273,28 @@ def test_auto_splits_only_on_two_cpus(monkeypatch):
     assert runtime.choose_cpu_executor(tiny.validate()) == "local-sync"
 
 
+@pytest.mark.parametrize(
+    "graph, why",
+    [
+        (lambda: big_matmul("split_small", rows=2048), "bytes split < 4194304"),
+        (lambda: big_matmul("split_square", rows=2048, k=2048, n=2048), "read 16777216 bytes whole"),
+        (
+            lambda: channels_last_conv_graph([8, 3, 224, 224], 64, (7, 7), (2, 2), (3, 3), name="split_stem"),
+            "an im2col GEMM over a (7, 7) filter",
+        ),
+        # 2 * 8192 * 128 * 128 = 2^28 FLOP: data-tiled (cpu-matmul-data-tiling); its halves are not.
+        (lambda: big_matmul("split_data_tiling", rows=8192, k=128, n=128), "would be lowered otherwise"),
+    ],
+    ids=["too-small", "big-whole-operand", "stem-patch-matrix", "half-below-a-rule-threshold"],
+)
+def test_auto_keeps_on_the_pool_what_the_split_loses(monkeypatch, graph, why):
+    monkeypatch.delenv("FUSILLI_CPU_EXECUTOR", raising=False)
+    monkeypatch.setattr(runtime, "usable_cpus", lambda: 2)
+    g = graph()
+    executor, fact = runtime.cpu_execution(g, "znver4")
+    assert executor == "local-task" and why in fact
+
+
 def test_forced_split_of_a_graph_that_cannot_runs_on_the_pool(monkeypatch, cpu, rng):
     monkeypatch.setenv("FUSILLI_CPU_EXECUTOR", "split")
     g = fs.Graph(name="split_forced_wgrad")
@@ -285,7 +307,7 @@ def test_forced_split_of_a_graph_that_cannot_runs_on_the_pool(monkeypatch, cpu, 
 def test_explain_names_the_split(monkeypatch):
     monkeypatch.setenv("FUSILLI_CPU_EXECUTOR", "split")
     text = big_matmul("split_explain").explain()
-    assert text.splitlines()[-1].startswith("execution: split (two calls of batch 1024 at once")
+    assert text.splitlines()[-1].startswith("execution: split (two calls of batch 4096 at once")
     monkeypatch.setenv("FUSILLI_CPU_EXECUTOR", "local-task")
     assert big_matmul("split_explain").explain().endswith("execution: local-task (FUSILLI_CPU_EXECUTOR=local-task)")
 
