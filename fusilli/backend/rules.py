@@ -528,8 +528,15 @@ def CPU_CONV_WINOGRAD(p: Problem, t: Target) -> str | None:
 # rows loses to data tiling on AMD Zen 4/5), stride 2 only on AVX-512 ...
 CPU_CONV_GEMM_MIN_ROWS_1X1 = 512
 CPU_CONV_GEMM_MAX_CHANNELS_1X1 = 512
-# ... and stride-2 convs with larger kernels from this many rows.
+# ... and stride-2 convs with larger kernels from this many rows ...
 CPU_CONV_GEMM_MIN_ROWS_STRIDED = 4096
+# ... or, on AVX-512 (not Intel's, below), from this many rows where the GEMM is this deep
+# (R*S*C), which its K blocks of 256 (gemm_config.CONV_GEMM_TILES_BY_VENDOR) keep in cache.
+# Zen 5 VM (znver5), fusilli-benchmark --compare torch, two runs each, data tiling -> K-blocked
+# explicit GEMM: 3x3 s2 + bias + relu 4x128x28x28->256 (784 rows, depth 1152) 0.65-0.71 ->
+# 0.85-0.87 of PyTorch, 5 -> 3 dispatches; 3x3 s2 1x128x56x56->128 (784 rows) 0.46-0.56 -> 0.66.
+CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED_AVX512 = 512
+CPU_CONV_GEMM_DEEP_STRIDED_MIN_DEPTH_AVX512 = 512
 # On Intel cores IREE's data-tiled GEMM is the slower one at these shapes too: the
 # explicit GEMM takes 1x1 convs up to this many channels (any stride, either ISA) and
 # stride-2 convs from this many rows (cpu-conv-im2col-gemm's evidence).
@@ -610,6 +617,8 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
         min_rows = CPU_CONV_GEMM_MIN_ROWS_STRIDED_INTEL_AVX512_WIDE
     else:
         min_rows = CPU_CONV_GEMM_MIN_ROWS_STRIDED_INTEL if intel else CPU_CONV_GEMM_MIN_ROWS_STRIDED
+        if not intel and isa == "avx512" and depth >= CPU_CONV_GEMM_DEEP_STRIDED_MIN_DEPTH_AVX512:
+            min_rows = CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED_AVX512
     if p.fact("stride") == (2, 2) and rows >= min_rows:
         return f"{kernel[0]}x{kernel[1]} stride 2, {rows} GEMM rows >= {min_rows}, GEMM tuned for {on}"
     if intel and isa == "avx512" and p.fact("stride") == (1, 1) and depth >= CPU_CONV_GEMM_MIN_DEPTH_INTEL_AVX512:

@@ -96,8 +96,13 @@ CONV_GEMM_TILES = {
     "avx2": GemmTile((48, 64), (6, 16), 8, cache_reduction=256, cache_reduction_min_depth=512),
     "avx512": GemmTile((64, 64), (8, 32), 8),
 }
-# Per (ISA, CPU vendor) where measured different: the K blocks above were measured on Intel
-# only, and so was the register tile: 6 rows x 64 columns (24 accumulators, four 16-wide B loads
+# Per (ISA, CPU vendor) where measured different. AMD AVX-512 keeps the table's 8x32 in 64x64
+# and takes K in cache blocks of 256 from depth 512: Zen 5 VM (znver5), 2 threads,
+# benchmarks/conv_gemm_tiles.py, whole K -> blocks, ratio to PyTorch: 3x3 s2 + bias + relu
+# 4x128x28x28->256 (1152 deep) 0.58 -> 0.76 (a second run, as an explicit GEMM: 1.74 -> 1.41
+# ms), 3x3 s2 1x128x56x56 0.61 -> 0.62, 8x128x56x56 0.74 -> 0.70, 1x1 512-deep rows within
+# +-0.04 (1x1 + bias + relu 512x512->2048, 8x512x7x7->2048, 8x512x28x28->128); K blocks of 128
+# or 512 measured the same as 256. Intel AVX-512 measured its own register tile: 6 rows x 64 columns (24 accumulators, four 16-wide B loads
 # and six broadcasts per step; oneDNN's shape) in 60x64 workgroups against 8x32 in 64x64, 2
 # threads, benchmarks/conv_gemm_tiles.py --variant 6x64=60,64,6,64,8,256,512, two runs: better on
 # 12 and 11 of its 15 rows (1x1 as a 1024^3 GEMM 0.59-0.61 -> 0.64-0.78 of PyTorch, 1x1
@@ -105,6 +110,7 @@ CONV_GEMM_TILES = {
 # 8x512x7x7 0.66-0.76 -> 0.73-0.81), worse on the 3x3 stride-2 convs by ~5% (0.76-0.78 -> 0.72-0.73).
 CONV_GEMM_TILES_BY_VENDOR = {
     ("avx512", "intel"): GemmTile((60, 64), (6, 64), 8, cache_reduction=256, cache_reduction_min_depth=512),
+    ("avx512", "amd"): GemmTile((64, 64), (8, 32), 8, cache_reduction=256, cache_reduction_min_depth=512),
 }
 
 
