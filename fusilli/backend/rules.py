@@ -474,7 +474,9 @@ CPU_CONV_DIRECT_MAX_CHANNELS = 4
         "linalg.conv_2d_nhwc_hwcf with an 8x32 register tile (gemm_config.DIRECT_CONV_TILES_BY_VENDOR): "
         "one thread (iree-benchmark-module local-sync) 8x3x224x224->64 25.0 -> 12.6-13.6 ms (PyTorch one "
         "thread 12.8); fusilli-benchmark --compare torch, 2 threads, see BENCHMARKS.md; ahead of Winograd: "
-        "3x3 s1 1x3x224x224->64 Winograd 0.23 -> direct 0.70 of PyTorch"
+        "3x3 s1 1x3x224x224->64 Winograd 0.23 -> direct 0.70 of PyTorch; AMD Zen 5 (znver5), fusilli-benchmark "
+        "--compare torch: stem 8x3x224x224 0.31-0.38 -> 1.01-1.04, 1x3x224x224 0.59-0.60 -> 0.87-0.95, first "
+        "layer 0.12-0.16 -> 0.58-1.03 (znver3 code, PyTorch held to AVX2: 0.63 -> 0.89, 0.87 -> 0.82, 0.26 -> 0.78)"
     ),
 )
 def CPU_CONV_DIRECT_FEW_CHANNELS(p: Problem, t: Target) -> str | None:
@@ -530,13 +532,13 @@ CPU_CONV_GEMM_MIN_ROWS_1X1 = 512
 CPU_CONV_GEMM_MAX_CHANNELS_1X1 = 512
 # ... and stride-2 convs with larger kernels from this many rows ...
 CPU_CONV_GEMM_MIN_ROWS_STRIDED = 4096
-# ... or, on AVX-512 (not Intel's, below), from this many rows where the GEMM is this deep
-# (R*S*C), which its K blocks of 256 (gemm_config.CONV_GEMM_TILES_BY_VENDOR) keep in cache.
+# ... or, on AMD AVX-512 cores (Intel's: below), from this many rows where the GEMM is this
+# deep (R*S*C), which its K blocks of 256 (gemm_config.CONV_GEMM_TILES_BY_VENDOR) keep in cache.
 # Zen 5 VM (znver5), fusilli-benchmark --compare torch, two runs each, data tiling -> K-blocked
 # explicit GEMM: 3x3 s2 + bias + relu 4x128x28x28->256 (784 rows, depth 1152) 0.65-0.71 ->
 # 0.85-0.87 of PyTorch, 5 -> 3 dispatches; 3x3 s2 1x128x56x56->128 (784 rows) 0.46-0.56 -> 0.66.
-CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED_AVX512 = 512
-CPU_CONV_GEMM_DEEP_STRIDED_MIN_DEPTH_AVX512 = 512
+CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED_AMD = 512
+CPU_CONV_GEMM_DEEP_STRIDED_MIN_DEPTH_AMD = 512
 # On Intel cores IREE's data-tiled GEMM is the slower one at these shapes too: the
 # explicit GEMM takes 1x1 convs up to this many channels (any stride, either ISA) and
 # stride-2 convs from this many rows (cpu-conv-im2col-gemm's evidence).
@@ -617,8 +619,8 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
         min_rows = CPU_CONV_GEMM_MIN_ROWS_STRIDED_INTEL_AVX512_WIDE
     else:
         min_rows = CPU_CONV_GEMM_MIN_ROWS_STRIDED_INTEL if intel else CPU_CONV_GEMM_MIN_ROWS_STRIDED
-        if not intel and isa == "avx512" and depth >= CPU_CONV_GEMM_DEEP_STRIDED_MIN_DEPTH_AVX512:
-            min_rows = CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED_AVX512
+        if cpu_vendor(t.cpu) == "amd" and isa == "avx512" and depth >= CPU_CONV_GEMM_DEEP_STRIDED_MIN_DEPTH_AMD:
+            min_rows = CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED_AMD
     if p.fact("stride") == (2, 2) and rows >= min_rows:
         return f"{kernel[0]}x{kernel[1]} stride 2, {rows} GEMM rows >= {min_rows}, GEMM tuned for {on}"
     if intel and isa == "avx512" and p.fact("stride") == (1, 1) and depth >= CPU_CONV_GEMM_MIN_DEPTH_INTEL_AVX512:

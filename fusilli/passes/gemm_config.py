@@ -216,10 +216,17 @@ def matmul_compilation_info(
 # iree-benchmark-module local-sync, stem 8x3x224x224->64 (PyTorch 12.8 ms, im2col GEMM 25.0):
 # IREE's 8x16 15.9 ms, 4x64 13.0, 8x32 12.6-13.6, 8x64 22.9, 7x64 16.1, 2x64 14.7; register
 # tiles that do not divide the output width fall off the vector path (6x64 492 ms), so
-# rules.CPU_CONV_DIRECT_FEW_CHANNELS only takes shapes the tile divides.
+# rules.CPU_CONV_DIRECT_FEW_CHANNELS only takes shapes the tile divides. The same tiles on AMD,
+# Zen 5 VM (znver5; its AVX2 side as znver3 code, PyTorch held to AVX2), fusilli-benchmark
+# --compare torch, im2col GEMM (Winograd for the first layer) -> direct, ratio to PyTorch, two
+# runs on AVX-512: stem 8x3x224x224->64 0.31-0.38 -> 1.01-1.04, stem 1x3x224x224 0.59-0.60 ->
+# 0.87-0.95, 3x3 s1 1x3x224x224->64 0.12-0.16 -> 0.58-1.03; AVX2: 0.63 -> 0.89, 0.87 -> 0.82
+# (within its noise), 0.26 -> 0.78.
 DIRECT_CONV_TILES_BY_VENDOR = {
     ("avx512", "intel"): ((1, 8, 56, 64), (1, 1, 8, 32)),
     ("avx2", "intel"): ((1, 8, 56, 64), (1, 1, 8, 8)),
+    ("avx512", "amd"): ((1, 8, 56, 64), (1, 1, 8, 32)),
+    ("avx2", "amd"): ((1, 8, 56, 64), (1, 1, 8, 8)),
 }
 
 

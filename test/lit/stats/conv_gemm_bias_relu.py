@@ -64,7 +64,7 @@ def conv3x3_s2():
 
 # 4 images: 1024 GEMM rows, 576 deep: below the strided threshold on AVX2 and generic
 # targets (data tiling: the bias costs a dispatch), above the Intel one (512 rows) and
-# the one for GEMMs this deep on other AVX-512 cores (512 rows from depth 512).
+# the one for GEMMs this deep on AMD AVX-512 cores (512 rows from depth 512).
 @run
 def conv3x3_s2_1024_rows():
     print_dispatches(build("gemm_3x3s2_small", 3, 2, 1, False))
