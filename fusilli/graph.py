@@ -768,6 +768,13 @@ class Graph:
         return self._require_compiled().artifact.stats
 
     @property
+    def executor(self) -> str:
+        """Where the compiled graph runs: ``"local-sync"`` (inline), ``"local-task"`` (IREE's
+        worker pool), ``"split"`` (two half-batch calls at once) on CPU, ``"hip"`` on AMD GPUs
+        (``g.explain()``'s ``execution:`` line says why)."""
+        return self._require_compiled().executor
+
+    @property
     def workspace_size(self) -> int:
         """Bytes of scratch memory the compiled graph needs per execute (may be 0)."""
         return self._require_compiled().workspace_size

@@ -91,6 +91,8 @@ def test_conv_bias_relu_json(capsys):
     # The lowering the target's rules chose (g.explain's algorithm and flag rules) is in every row:
     # this small channels-last conv is IREE's linalg conv.
     assert row["lowering"] == "cpu-conv-channels-last-linalg"
+    # ... and where it ran (Graph.executor): this small graph inline.
+    assert row["executor"] == "local-sync"
 
 
 def test_lowering_column_names_the_conv_rule(capsys):

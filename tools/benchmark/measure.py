@@ -135,6 +135,7 @@ def _measure(ns: argparse.Namespace, row: dict[str, Any]) -> None:
     row["compile_ms"] = (time.perf_counter() - t0) * 1e3
     row["dispatch_count"] = problem.graph.compile_stats.dispatch_count
     row["lowering"] = lowering_summary(problem.graph.nodes, problem.graph.target(handle.backend, handle.arch))
+    row["executor"] = problem.graph.executor
     if ns.dump:
         _dump(problem, ns, handle)
     g, pack = problem.graph, problem.pack

@@ -48,6 +48,7 @@ COLUMNS = (
     "pct_peak",
     "dispatch_count",
     "lowering",
+    "executor",
     "compile_ms",
     "max_abs_err",
     "graph",
@@ -111,7 +112,7 @@ class RowWriter:
             head = ["benchmark", "fusilli ms (min/med/max)"]
             if with_torch:
                 head += ["PyTorch ms (med)", "ratio (torch/fusilli)"]
-            head += ["GFLOP/s", f"% of {self.peak:g} GFLOP/s", "dispatches", "lowering (g.explain)"]
+            head += ["GFLOP/s", f"% of {self.peak:g} GFLOP/s", "dispatches", "lowering (g.explain)", "executor"]
             self._head = head
             self._write("| " + " | ".join(head) + " |\n|" + "---|" * len(head) + "\n")
 
@@ -139,7 +140,13 @@ class RowWriter:
             cells = [label, f"{r['fusilli_min_ms']:.3f} / {r['fusilli_median_ms']:.3f} / {r['fusilli_max_ms']:.3f}"]
             if self.with_torch:
                 cells += [_fmt(r.get("torch_median_ms")), _fmt(r.get("ratio"), 2)]
-            cells += [f"{r['gflops']:.1f}", f"{r['pct_peak']:.1f}", str(r["dispatch_count"]), r.get("lowering", "")]
+            cells += [
+                f"{r['gflops']:.1f}",
+                f"{r['pct_peak']:.1f}",
+                str(r["dispatch_count"]),
+                r.get("lowering", ""),
+                r.get("executor", ""),
+            ]
         cells += [""] * (len(self._head) - len(cells))
         return "| " + " | ".join(c.replace("|", "/") for c in cells) + " |\n"
 
