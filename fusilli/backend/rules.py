@@ -551,10 +551,15 @@ CPU_CONV_GEMM_MIN_ROWS_STRIDED_INTEL = 512
 # (256 rows) 0.42 -> 0.50; 1x512x14x14->512 (49 rows) 0.54 -> 0.49 stays data-tiled.
 CPU_CONV_GEMM_MIN_ROWS_STRIDED_INTEL_AVX512_WIDE = 192
 CPU_CONV_GEMM_WIDE_MIN_OUT_CHANNELS = 128
-# ... and on Intel AVX-512 (K-blocked GEMM, gemm_config.CONV_GEMM_TILES) stride-1 convs Winograd
-# leaves with a GEMM this deep (R*S*C): 3x3 1x512x7x7->512 data tiling 0.56-0.59 of PyTorch ->
-# 0.65-0.66, 8x512x7x7 0.51-0.64 -> 0.72-0.73.
-CPU_CONV_GEMM_MIN_DEPTH_INTEL_AVX512 = 2304
+# ... and on Intel and AMD AVX-512 (K-blocked GEMM, gemm_config.CONV_GEMM_TILES_BY_VENDOR)
+# stride-1 convs Winograd leaves with a GEMM this deep (R*S*C): Intel, 3x3 1x512x7x7->512 data
+# tiling 0.56-0.59 of PyTorch -> 0.65-0.66, 8x512x7x7 0.51-0.64 -> 0.72-0.73; AMD Zen 5
+# (znver5), fusilli-benchmark --compare torch, FUSILLI_CONV_LOWERING auto -> gemm, two runs:
+# 1x512x7x7 0.69-0.92 -> 1.10-1.15, 8x512x7x7 0.65-0.73 -> 0.87-0.88, 3x3 1x256x14x14->256
+# 0.55-0.63 -> 0.68-0.71. The same runs took AMD's 1x1 convs up to 1024 channels (as Intel's):
+# 8x1024x14x14->256 0.77-0.82 -> 0.90-0.93 (1x1024x14x14, 196 rows, stays below the 1x1 rows).
+CPU_CONV_GEMM_MIN_DEPTH_AVX512 = 2304
+CPU_CONV_GEMM_DEEP_VENDORS = ("intel", "amd")
 
 
 def conv_gemm_rows(p: Problem) -> int:
@@ -590,7 +595,9 @@ def conv_out_channels(p: Problem) -> int:
         "0.58 -> 0.73, 3x3 s2 1x128x56x56->128 (784 rows) 0.44 -> 0.62 / 0.60 -> 0.67, 1x1 s2 "
         "1x256x56x56->512 0.69 -> 0.79 / 0.68 -> 0.87, 1x1 8x1024x14x14->256 0.64 -> 0.79 / 0.80 -> 0.91; "
         "one thread each (FUSILLI_CPU_EXECUTOR=local-sync, torch.set_num_threads(1)): 3x3 s2 1x128x56x56 "
-        "4.56 -> 2.43 ms, 1x1 1x1024x14x14 1.61 -> 0.88 ms"
+        "4.56 -> 2.43 ms, 1x1 1x1024x14x14 1.61 -> 0.88 ms. With K blocks (gemm_config.CONV_GEMM_TILES_BY_VENDOR) "
+        "AMD AVX-512 wins the deep ones too: see CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED_AMD and "
+        "CPU_CONV_GEMM_MIN_DEPTH_AVX512"
     ),
 )
 def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
@@ -602,10 +609,13 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
     if CPU_CONV_BF16_IM2COL_MATMUL.applies(p, t) is not None:
         return None  # the bf16-operand im2col matmul keeps bf16 for the native dot product
     rows, kernel, channels = conv_gemm_rows(p), p.fact("kernel"), int(p.fact("channels", 0))
-    intel = cpu_vendor(t.cpu) == "intel"
-    on = f"{isa}, Intel" if intel else isa
+    vendor = cpu_vendor(t.cpu)
+    intel = vendor == "intel"
+    deep_k_blocks = isa == "avx512" and vendor in CPU_CONV_GEMM_DEEP_VENDORS
+    on = f"{isa}, Intel" if intel else f"{isa}, AMD" if vendor == "amd" else isa
     if kernel == (1, 1):
-        max_channels = CPU_CONV_GEMM_MAX_CHANNELS_1X1_INTEL if intel else CPU_CONV_GEMM_MAX_CHANNELS_1X1
+        wide = intel or deep_k_blocks
+        max_channels = CPU_CONV_GEMM_MAX_CHANNELS_1X1_INTEL if wide else CPU_CONV_GEMM_MAX_CHANNELS_1X1
         if rows < CPU_CONV_GEMM_MIN_ROWS_1X1 or not 0 < channels <= max_channels:
             return None
         if p.fact("stride") != (1, 1) and isa != "avx512" and not intel:
@@ -619,12 +629,14 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
         min_rows = CPU_CONV_GEMM_MIN_ROWS_STRIDED_INTEL_AVX512_WIDE
     else:
         min_rows = CPU_CONV_GEMM_MIN_ROWS_STRIDED_INTEL if intel else CPU_CONV_GEMM_MIN_ROWS_STRIDED
-        if cpu_vendor(t.cpu) == "amd" and isa == "avx512" and depth >= CPU_CONV_GEMM_DEEP_STRIDED_MIN_DEPTH_AMD:
+        if vendor == "amd" and isa == "avx512" and depth >= CPU_CONV_GEMM_DEEP_STRIDED_MIN_DEPTH_AMD:
             min_rows = CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED_AMD
     if p.fact("stride") == (2, 2) and rows >= min_rows:
         return f"{kernel[0]}x{kernel[1]} stride 2, {rows} GEMM rows >= {min_rows}, GEMM tuned for {on}"
-    if intel and isa == "avx512" and p.fact("stride") == (1, 1) and depth >= CPU_CONV_GEMM_MIN_DEPTH_INTEL_AVX512:
-        return f"{kernel[0]}x{kernel[1]}, GEMM depth {depth} >= {CPU_CONV_GEMM_MIN_DEPTH_INTEL_AVX512}, K-blocked GEMM for {on}"
+    if deep_k_blocks and p.fact("stride") == (1, 1) and depth >= CPU_CONV_GEMM_MIN_DEPTH_AVX512:
+        return (
+            f"{kernel[0]}x{kernel[1]}, GEMM depth {depth} >= {CPU_CONV_GEMM_MIN_DEPTH_AVX512}, K-blocked GEMM for {on}"
+        )
     return None
 
 

@@ -133,7 +133,7 @@ STRIDED_PATCH_GEMM_TILES_BY_VENDOR = {
 }
 
 
-# Stride-1 conv GEMMs as deep as rules.CPU_CONV_GEMM_MIN_DEPTH_INTEL_AVX512 (3x3 convs on 7x7
+# Stride-1 conv GEMMs as deep as rules.CPU_CONV_GEMM_MIN_DEPTH_AVX512 (3x3 convs on 7x7
 # maps, which Winograd leaves) have few rows and a B of R*S*C x K (9.4 MB for 512 channels) that
 # every row of workgroups reads again. On Intel AVX-512 their workgroups take the rows in equal
 # blocks of at most DEEP_GEMM_MAX_ROWS (IREE's vector-size limit, 32 KB, caps a 64-column
@@ -192,7 +192,7 @@ def conv_gemm_tile(
     if strided_patches and n >= rules.CPU_CONV_GEMM_WIDE_MIN_OUT_CHANNELS and key in STRIDED_PATCH_GEMM_TILES_BY_VENDOR:
         return STRIDED_PATCH_GEMM_TILES_BY_VENDOR[key]
     tile = CONV_GEMM_TILES_BY_VENDOR.get(key) or CONV_GEMM_TILES.get(isa)
-    deep = not strided_patches and rows > 0 and depth >= rules.CPU_CONV_GEMM_MIN_DEPTH_INTEL_AVX512
+    deep = not strided_patches and rows > 0 and depth >= rules.CPU_CONV_GEMM_MIN_DEPTH_AVX512
     if tile is not None and deep and key in DEEP_GEMM_VENDORS:
         tile = replace(tile, distribution=(deep_gemm_rows(rows), tile.distribution[1]))
     return tile

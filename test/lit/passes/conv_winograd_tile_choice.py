@@ -1,13 +1,13 @@
 # RUN: env FUSILLI_LIT_TARGET=cpu:sapphirerapids %python %s | filecheck %s --check-prefixes=CHECK,INTEL
-# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,TILED
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,AMD
 # RUN: env FUSILLI_LIT_TARGET=cpu:x86-64-v3 %python %s | filecheck %s --check-prefixes=CHECK,TILED
 
 # cpu-conv-winograd's output tile (rules.winograd_output_tile): a 3x3 conv over
 # 1x256x14x14 has 16 4x4 output tiles, below the F(4x4, 3x3) limit (48), and 49 2x2
 # ones. On an Intel AVX-512 core it is Winograd F(2x2, 3x3): 4x4 = 16 transform
-# points, a [16, 49, 256] x [16, 256, 256] batched GEMM. AMD Zen 4 and AVX2 keep the
-# linalg conv (IREE's im2col + data tiling). A 28x28 image (49 4x4 tiles) is F(4x4)
-# everywhere: 36 points.
+# points, a [16, 49, 256] x [16, 256, 256] batched GEMM. On AMD Zen 4 it is the K-blocked
+# im2col GEMM (2304 deep, cpu-conv-im2col-gemm); AVX2 keeps the linalg conv (IREE's im2col
+# + data tiling). A 28x28 image (49 4x4 tiles) is F(4x4) everywhere: 36 points.
 
 from lit_helpers import TARGET_ARCH, TARGET_BACKEND, optimized, run
 
@@ -37,6 +37,10 @@ def small_image_many_channels():
 # TILED-NOT: cpu-conv-winograd
 # TILED: linalg.conv_2d_nhwc_hwcf
 # TILED-NOT: linalg.batch_matmul
+# AMD: cpu-conv-im2col-gemm (3x3, GEMM depth 2304 >= 2304, K-blocked GEMM for avx512, AMD)
+# AMD-NOT: cpu-conv-winograd
+# AMD: linalg.matmul {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<196x2304xf32>, tensor<2304x256xf32>)
+# AMD-NOT: linalg.batch_matmul
 
 
 @run
