@@ -295,6 +295,16 @@ def test_auto_keeps_on_the_pool_what_the_split_loses(monkeypatch, graph, why):
     assert executor == "local-task" and why in fact
 
 
+def test_attention_counts_its_flops_for_the_executor(monkeypatch):
+    """An attention graph's I/O can be small for its arithmetic (f16 1x8x512x64: 1 MiB, 268
+    MFLOP): it goes to the pool, not inline (its node has no workload; the rules count it)."""
+    monkeypatch.delenv("FUSILLI_CPU_EXECUTOR", raising=False)
+    g = fs.Graph(name="sdpa_executor", io_data_type=fs.DataType.HALF)
+    q, k, v = (g.tensor(name=n, dim=[1, 8, 512, 64]) for n in "qkv")
+    g.sdpa(q, k, v, name="attn").set_output(True).set_name("o")
+    assert runtime.choose_cpu_executor(g.validate()) == "local-task"  # batch 1: nothing to split
+
+
 def test_forced_split_of_a_graph_that_cannot_runs_on_the_pool(monkeypatch, cpu, rng):
     monkeypatch.setenv("FUSILLI_CPU_EXECUTOR", "split")
     g = fs.Graph(name="split_forced_wgrad")
