@@ -532,13 +532,15 @@ CPU_CONV_GEMM_MIN_ROWS_1X1 = 512
 CPU_CONV_GEMM_MAX_CHANNELS_1X1 = 512
 # ... and stride-2 convs with larger kernels from this many rows ...
 CPU_CONV_GEMM_MIN_ROWS_STRIDED = 4096
-# ... or, on AMD AVX-512 cores (Intel's: below), from this many rows where the GEMM is this
-# deep (R*S*C), which its K blocks of 256 (gemm_config.CONV_GEMM_TILES_BY_VENDOR) keep in cache.
-# Zen 5 VM (znver5), fusilli-benchmark --compare torch, two runs each, data tiling -> K-blocked
-# explicit GEMM: 3x3 s2 + bias + relu 4x128x28x28->256 (784 rows, depth 1152) 0.65-0.71 ->
-# 0.85-0.87 of PyTorch, 5 -> 3 dispatches; 3x3 s2 1x128x56x56->128 (784 rows) 0.46-0.56 -> 0.66.
-CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED_AMD = 512
-CPU_CONV_GEMM_DEEP_STRIDED_MIN_DEPTH_AMD = 512
+# ... or, where the GEMM tile has K blocks of 256 (gemm_config: AVX2, and AMD AVX-512 cores;
+# Intel's: below), from this many rows where the GEMM is this deep (R*S*C), which the blocks
+# keep in cache. Zen 5 VM (znver5), fusilli-benchmark --compare torch, two runs each, data
+# tiling -> K-blocked explicit GEMM: 3x3 s2 + bias + relu 4x128x28x28->256 (784 rows, depth
+# 1152) 0.65-0.71 -> 0.85-0.87 of PyTorch, 5 -> 3 dispatches; 3x3 s2 1x128x56x56->128 (784
+# rows) 0.46-0.56 -> 0.66; as x86-64-v3 code (PyTorch held to AVX2): 0.58-0.74 -> 0.84-0.88,
+# 0.63-0.66 -> 0.86-0.89 (the first sessions' loss here was AVX2's 4x16 tile without K blocks).
+CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED = 512
+CPU_CONV_GEMM_DEEP_STRIDED_MIN_DEPTH = 512
 # On Intel cores IREE's data-tiled GEMM is the slower one at these shapes too: the
 # explicit GEMM takes 1x1 convs up to this many channels (any stride, either ISA) and
 # stride-2 convs from this many rows (cpu-conv-im2col-gemm's evidence).
@@ -596,7 +598,7 @@ def conv_out_channels(p: Problem) -> int:
         "1x256x56x56->512 0.69 -> 0.79 / 0.68 -> 0.87, 1x1 8x1024x14x14->256 0.64 -> 0.79 / 0.80 -> 0.91; "
         "one thread each (FUSILLI_CPU_EXECUTOR=local-sync, torch.set_num_threads(1)): 3x3 s2 1x128x56x56 "
         "4.56 -> 2.43 ms, 1x1 1x1024x14x14 1.61 -> 0.88 ms. With K blocks (gemm_config.CONV_GEMM_TILES_BY_VENDOR) "
-        "AMD AVX-512 wins the deep ones too: see CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED_AMD and "
+        "AVX2 and AMD AVX-512 win the deep ones too: see CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED and "
         "CPU_CONV_GEMM_MIN_DEPTH_AVX512"
     ),
 )
@@ -629,8 +631,9 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
         min_rows = CPU_CONV_GEMM_MIN_ROWS_STRIDED_INTEL_AVX512_WIDE
     else:
         min_rows = CPU_CONV_GEMM_MIN_ROWS_STRIDED_INTEL if intel else CPU_CONV_GEMM_MIN_ROWS_STRIDED
-        if vendor == "amd" and isa == "avx512" and depth >= CPU_CONV_GEMM_DEEP_STRIDED_MIN_DEPTH_AMD:
-            min_rows = CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED_AMD
+        k_blocked = isa == "avx2" or (isa == "avx512" and vendor == "amd")
+        if k_blocked and depth >= CPU_CONV_GEMM_DEEP_STRIDED_MIN_DEPTH:
+            min_rows = CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED
     if p.fact("stride") == (2, 2) and rows >= min_rows:
         return f"{kernel[0]}x{kernel[1]} stride 2, {rows} GEMM rows >= {min_rows}, GEMM tuned for {on}"
     if deep_k_blocks and p.fact("stride") == (1, 1) and depth >= CPU_CONV_GEMM_MIN_DEPTH_AVX512:

@@ -334,9 +334,9 @@ def test_cpu_vendor_follows_the_named_cpu():
 
 
 def test_strided_conv_gemm_threshold_is_per_vendor():
-    """cpu-conv-im2col-gemm: 784 GEMM rows of a 3x3 stride-2 conv are below the AVX2 and
-    generic threshold (data tiling) and above the others (explicit GEMM): 512 rows on Intel and,
-    for GEMMs >= 512 deep, AMD AVX-512 cores; 192 on Intel AVX-512 for convs with >= 128 output
+    """cpu-conv-im2col-gemm: 784 GEMM rows of a 3x3 stride-2 conv are below the vendor-free
+    AVX-512 threshold (data tiling) and above the others (explicit GEMM): 512 rows on Intel and,
+    for GEMMs >= 512 deep, on AVX2 and AMD AVX-512 cores (their tiles have K blocks); 192 on Intel AVX-512 for convs with >= 128 output
     channels (their GEMM's wide workgroups)."""
     g = fs.Graph("strided_vendor", io_data_type=fs.DataType.FLOAT)
     x = g.tensor("x", [4, 128, 28, 28], stride=fs.strides([4, 128, 28, 28], "NHWC"))
@@ -347,11 +347,14 @@ def test_strided_conv_gemm_threshold_is_per_vendor():
     assert "cpu-conv-im2col-gemm (3x3 stride 2, 784 GEMM rows >= 192" in intel and "Intel" in intel
     intel_avx2 = g.explain("cpu", "haswell")
     assert "cpu-conv-im2col-gemm (3x3 stride 2, 784 GEMM rows >= 512" in intel_avx2 and "Intel" in intel_avx2
-    # AMD AVX-512 cores take GEMMs this deep (1152) from 512 rows; AVX2 and vendor-free ones from 4096.
+    # K-blocked GEMM tiles (AMD AVX-512, AVX2) take GEMMs this deep (1152) from 512 rows; a
+    # vendor-free AVX-512 level (no K blocks) from 4096.
     assert "cpu-conv-im2col-gemm (3x3 stride 2, 784 GEMM rows >= 512, GEMM tuned for avx512, AMD)" in g.explain(
         "cpu", "znver4"
     )
-    assert "cpu-conv-im2col-data-tiling" in g.explain("cpu", "x86-64-v3")
+    assert "cpu-conv-im2col-gemm (3x3 stride 2, 784 GEMM rows >= 512, GEMM tuned for avx2)" in g.explain(
+        "cpu", "x86-64-v3"
+    )
     assert "cpu-conv-im2col-data-tiling" in g.explain("cpu", "x86-64-v4")
 
 
