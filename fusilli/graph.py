@@ -31,8 +31,7 @@ from fusilli.tensor import (
 from fusilli.types import DataType
 
 if TYPE_CHECKING:
-    from fusilli.backend.runtime import CompiledGraph
-    from fusilli.batch_split import BatchSplitPlan
+    from fusilli.backend.runtime import CompiledGraph, CpuExecution
 
 MLIR_STAGES = ("emitted", "optimized", "input", "global-optimization", "dispatch-creation", "flow")
 
@@ -603,13 +602,11 @@ class Graph:
         if target.backend != Backend.CPU:
             return text
         from fusilli.backend.runtime import cpu_execution, split_lowerings
-        from fusilli.batch_split import plan_batch_split
 
-        executor, why = cpu_execution(self, arch)
-        text += f"\nexecution: {executor} ({why})"
-        plan = plan_batch_split(self)[0] if executor == "split" else None
-        if plan is not None:
-            whole, half = split_lowerings(self, plan, arch)
+        execution = cpu_execution(self, arch)
+        text += f"\nexecution: {execution.executor} ({execution.why})"
+        if execution.half is not None:
+            whole, half = split_lowerings(self, execution.half, arch)
             if half != whole:  # forced by FUSILLI_CPU_EXECUTOR=split
                 text += f"; the half-batch graph is lowered with {half or 'no rule'}"
         return text
@@ -707,32 +704,31 @@ class Graph:
 
         _require_handle(handle, "compile")
         with timed(f"graph '{self.name}': compile"):
-            split = self._batch_split(handle.backend, handle.arch)
+            execution = self._cpu_execution(handle)
             # A split graph compiles its half-batch copy: that is all it runs.
-            builder = split.half_graph(self) if split is not None else self
+            builder = execution.half if execution is not None and execution.half is not None else self
             artifact = builder._build_artifact(handle.backend, handle.arch)
             try:
-                self._compiled = CompiledGraph(handle, artifact, self, split)
+                self._compiled = CompiledGraph(handle, artifact, self, execution)
             except FusilliError as e:
                 if not artifact.from_cache or e.code != ErrorCode.RUNTIME_FAILURE:
                     raise
                 # The entry passed its checksum but the runtime refuses it: heal the cache.
                 discard(artifact.graph_key, str(e))
                 artifact = builder._build_artifact(handle.backend, handle.arch, use_cached=False)
-                self._compiled = CompiledGraph(handle, artifact, self, split)
+                self._compiled = CompiledGraph(handle, artifact, self, execution)
         return self
 
-    def _batch_split(self, backend: Any, arch: str | None) -> BatchSplitPlan | None:
-        """How ``compile`` for ``backend``/``arch`` splits this graph into two half-batch
-        calls (the CPU's ``split`` executor, fusilli/batch_split.py), or None."""
-        from fusilli.backend.runtime import choose_cpu_executor
-        from fusilli.batch_split import plan_batch_split
+    def _cpu_execution(self, handle: Any) -> CpuExecution | None:
+        """How ``compile`` for ``handle`` runs this graph on CPU (inline, the pool, or split in
+        two half-batch calls, fusilli/batch_split.py); None for other backends."""
+        from fusilli.backend.runtime import cpu_execution
 
+        if handle.backend != Backend.CPU:
+            return None
         if not self._validated:
             self.validate()
-        if Backend.coerce(backend) != Backend.CPU or choose_cpu_executor(self, arch) != "split":
-            return None
-        return plan_batch_split(self)[0]
+        return cpu_execution(self, handle.arch)
 
     def compile_to_artifact(self, backend: Any, arch: str | None = None) -> bytes:
         """Ahead-of-time compile: the serialized artifact (no device needed)."""

@@ -613,10 +613,12 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
     rows, kernel, channels = conv_gemm_rows(p), p.fact("kernel"), int(p.fact("channels", 0))
     vendor = cpu_vendor(t.cpu)
     intel = vendor == "intel"
-    deep_k_blocks = isa == "avx512" and vendor in CPU_CONV_GEMM_DEEP_VENDORS
+    # Whose conv GEMM tile has K blocks (gemm_config): AVX2's, and these vendors' AVX-512 ones.
+    avx512_k_blocked = isa == "avx512" and vendor in CPU_CONV_GEMM_DEEP_VENDORS
+    k_blocked = isa == "avx2" or avx512_k_blocked
     on = f"{isa}, Intel" if intel else f"{isa}, AMD" if vendor == "amd" else isa
     if kernel == (1, 1):
-        wide = intel or deep_k_blocks
+        wide = intel or avx512_k_blocked
         max_channels = CPU_CONV_GEMM_MAX_CHANNELS_1X1_INTEL if wide else CPU_CONV_GEMM_MAX_CHANNELS_1X1
         if rows < CPU_CONV_GEMM_MIN_ROWS_1X1 or not 0 < channels <= max_channels:
             return None
@@ -631,12 +633,11 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
         min_rows = CPU_CONV_GEMM_MIN_ROWS_STRIDED_INTEL_AVX512_WIDE
     else:
         min_rows = CPU_CONV_GEMM_MIN_ROWS_STRIDED_INTEL if intel else CPU_CONV_GEMM_MIN_ROWS_STRIDED
-        k_blocked = isa == "avx2" or (isa == "avx512" and vendor == "amd")
         if k_blocked and depth >= CPU_CONV_GEMM_DEEP_STRIDED_MIN_DEPTH:
             min_rows = CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED
     if p.fact("stride") == (2, 2) and rows >= min_rows:
         return f"{kernel[0]}x{kernel[1]} stride 2, {rows} GEMM rows >= {min_rows}, GEMM tuned for {on}"
-    if deep_k_blocks and p.fact("stride") == (1, 1) and depth >= CPU_CONV_GEMM_MIN_DEPTH_AVX512:
+    if avx512_k_blocked and p.fact("stride") == (1, 1) and depth >= CPU_CONV_GEMM_MIN_DEPTH_AVX512:
         return (
             f"{kernel[0]}x{kernel[1]}, GEMM depth {depth} >= {CPU_CONV_GEMM_MIN_DEPTH_AVX512}, K-blocked GEMM for {on}"
         )

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import dataclasses
 import operator
 import os
 import queue
@@ -279,10 +280,21 @@ def choose_cpu_executor(graph: Any, arch: str | None = None) -> str:
     """``"local-sync"`` (inline), ``"local-task"`` (worker pool) or ``"split"`` (two
     half-batch calls at once, fusilli/batch_split.py) for a CPU graph compiled for ``arch``
     (``cpu_execution`` says why)."""
-    return cpu_execution(graph, arch)[0]
+    return cpu_execution(graph, arch).executor
 
 
-def cpu_execution(graph: Any, arch: str | None = None) -> tuple[str, str]:
+@dataclasses.dataclass(frozen=True)
+class CpuExecution:
+    """Where a CPU graph runs, the fact that chose it, and for ``split`` the plan and the
+    half-batch graph that ``compile`` builds (made once, here)."""
+
+    executor: str
+    why: str
+    plan: BatchSplitPlan | None = None
+    half: Any = None  # the half-batch Graph
+
+
+def cpu_execution(graph: Any, arch: str | None = None) -> CpuExecution:
     """The executor of a CPU graph compiled for ``arch`` and the fact that chose it.
 
     ``FUSILLI_CPU_EXECUTOR`` (``auto``, ``local-sync``, ``local-task``, ``split``) overrides
@@ -299,7 +311,7 @@ def cpu_execution(graph: Any, arch: str | None = None) -> tuple[str, str]:
             ErrorCode.INVALID_ARGUMENT, f"FUSILLI_CPU_EXECUTOR={choice!r}: expected one of {', '.join(_EXECUTORS)}"
         )
     if choice in ("local-sync", "local-task"):
-        return choice, f"FUSILLI_CPU_EXECUTOR={choice}"
+        return CpuExecution(choice, f"FUSILLI_CPU_EXECUTOR={choice}")
     if choice == "auto":
         from fusilli.backend.rules import problem_of
 
@@ -312,19 +324,21 @@ def cpu_execution(graph: Any, arch: str | None = None) -> tuple[str, str]:
             if not t.is_scalar
         )
         if flops <= INLINE_MAX_FLOPS and io_bytes <= INLINE_MAX_BYTES:
-            return "local-sync", f"{flops} FLOP <= 2^23, {io_bytes} bytes of inputs and outputs <= 2 MiB"
-        if usable_cpus() != SPLIT_CPUS:
-            return "local-task", f"{usable_cpus()} CPUs (the split executor is for {SPLIT_CPUS})"
+            return CpuExecution("local-sync", f"{flops} FLOP <= 2^23, {io_bytes} bytes of inputs and outputs <= 2 MiB")
+        cpus = usable_cpus()
+        if cpus != SPLIT_CPUS:
+            return CpuExecution("local-task", f"{cpus} CPUs (the split executor is for {SPLIT_CPUS})")
     plan, why = plan_batch_split(graph)
     if plan is None:
         if choice == "split":
             logger.info("graph '%s': FUSILLI_CPU_EXECUTOR=split, but it runs on the pool: %s", graph.name, why)
-        return "local-task", f"not split: {why}"
+        return CpuExecution("local-task", f"not split: {why}")
+    half = plan.half_graph(graph)
     if choice == "auto":
-        why_not = _split_does_not_pay(graph, plan, arch)
+        why_not = _split_does_not_pay(graph, plan, half, arch)
         if why_not is not None:
-            return "local-task", f"not split: {why_not}"
-    return "split", why
+            return CpuExecution("local-task", f"not split: {why_not}")
+    return CpuExecution("split", why, plan, half)
 
 
 # ``auto`` splits a graph only while the tensors both halves read whole (a conv's filter,
@@ -344,7 +358,7 @@ SPLIT_MAX_WHOLE_FRACTION = 0.25
 SPLIT_MIN_BYTES = 4 << 20
 
 
-def _split_does_not_pay(graph: Any, plan: BatchSplitPlan, arch: str | None) -> str | None:
+def _split_does_not_pay(graph: Any, plan: BatchSplitPlan, half: Any, arch: str | None) -> str | None:
     from fusilli.backend import rules
 
     if plan.split_bytes < SPLIT_MIN_BYTES:
@@ -354,9 +368,6 @@ def _split_does_not_pay(graph: Any, plan: BatchSplitPlan, arch: str | None) -> s
             f"both halves would read {plan.whole_bytes} bytes whole, > {SPLIT_MAX_WHOLE_FRACTION} of the "
             f"{plan.split_bytes} bytes split"
         )
-    # The lowering rules choose by size: a half that falls below a threshold gets another
-    # (3x3 s2 8x128x56x56->128: the explicit GEMM from 4096 rows; its halves' 3136 rows
-    # went to data tiling, 22.4 ms against 7.9 on the pool).
     # An im2col GEMM over a spatial filter gathers a patch matrix R*S/stride^2 times its
     # input: two halves streaming theirs at once lose to the pool (7x7 s2 stem
     # 8x3x224x224->64: 13.4-13.7 vs 10.5-11.0 ms).
@@ -366,17 +377,22 @@ def _split_does_not_pay(graph: Any, plan: BatchSplitPlan, arch: str | None) -> s
         choice = rules.choose(problem, target, "algorithm")
         if choice is not None and choice.rule is rules.CPU_CONV_IM2COL_GEMM and problem.fact("kernel") != (1, 1):
             return f"{node.kind} '{node.name}' is an im2col GEMM over a {problem.fact('kernel')} filter"
-    whole, half = split_lowerings(graph, plan, arch)
-    if half != whole:
-        return f"the half-batch graph would be lowered otherwise ({half or 'no rule'} instead of {whole or 'no rule'})"
+    # The lowering rules choose by size: a half that falls below a threshold gets another
+    # (3x3 s2 8x128x56x56->128: the explicit GEMM from 4096 rows; its halves' 3136 rows
+    # went to data tiling, 22.4 ms against 7.9 on the pool).
+    whole_lowering, half_lowering = split_lowerings(graph, half, arch)
+    if half_lowering != whole_lowering:
+        return (
+            f"the half-batch graph would be lowered otherwise ({half_lowering or 'no rule'} instead of "
+            f"{whole_lowering or 'no rule'})"
+        )
     return None
 
 
-def split_lowerings(graph: Any, plan: BatchSplitPlan, arch: str | None) -> tuple[str, str]:
-    """The lowering rules (``rules.lowering_summary``) of the whole graph and of its half."""
+def split_lowerings(graph: Any, half: Any, arch: str | None) -> tuple[str, str]:
+    """The lowering rules (``rules.lowering_summary``) of the whole graph and of its ``half``."""
     from fusilli.backend.rules import lowering_summary
 
-    half = plan.half_graph(graph)
     whole = lowering_summary(graph.nodes, graph.target(Backend.CPU, arch))
     return whole, lowering_summary(half.nodes, half.target(Backend.CPU, arch))
 
@@ -394,11 +410,8 @@ SPLIT_WORKER_SPIN_US = 300
 
 
 def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity mask, where the OS has one)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
+    """The number of CPUs this process may run on (its affinity mask, where the OS has one)."""
+    return len(_allowed_cpus()) or os.cpu_count() or 1
 
 
 class SplitWorker:
@@ -486,6 +499,7 @@ def _thread_names() -> dict[int, str]:
 
 
 def _allowed_cpus() -> set[int]:
+    """The CPUs this process may run on; empty where the OS has no affinity masks."""
     try:
         return set(os.sched_getaffinity(0))
     except AttributeError:
@@ -495,9 +509,10 @@ def _allowed_cpus() -> set[int]:
 class CompiledGraph:
     """A loaded artifact bound to one graph's input/output signature."""
 
-    def __init__(self, handle: Handle, artifact: Artifact, graph: Any, split: BatchSplitPlan | None = None):
-        """``split``: ``artifact`` is the graph's half-batch copy (``BatchSplitPlan.half_graph``),
-        run as two calls at once; the variant pack is still ``graph``'s, checked whole."""
+    def __init__(self, handle: Handle, artifact: Artifact, graph: Any, execution: CpuExecution | None = None):
+        """``execution``: how a CPU graph runs (``cpu_execution``; computed here when not
+        given). For ``split``, ``artifact`` is the graph's half-batch copy, run as two calls at
+        once; the variant pack is still ``graph``'s, checked whole."""
         rt = _rt()
         if artifact.backend != handle.backend:
             raise fail(
@@ -510,15 +525,12 @@ class CompiledGraph:
         self.artifact = artifact
         self.key = artifact.graph_key
         self.graph_name = graph.name
-        self.split = split
-        if split is not None:
-            self.executor = "split"
-        elif handle.backend == Backend.CPU:
-            self.executor = choose_cpu_executor(graph, handle.arch)
-            if self.executor == "split":  # an artifact of the whole graph (load_artifact)
-                self.executor = "local-task"
-        else:
-            self.executor = "hip"
+        if handle.backend == Backend.CPU and execution is None:
+            execution = cpu_execution(graph, handle.arch)
+            if execution.executor == "split":  # an artifact of the whole graph (load_artifact)
+                execution = CpuExecution("local-task", "a whole-batch artifact")
+        self.executor = execution.executor if execution is not None else "hip"
+        self.split = split = execution.plan if execution is not None and self.executor == "split" else None
         self.device = handle.sync_device if self.executor in ("local-sync", "split") else handle.device
         try:
             self._vm_module = _load_vm_module(rt, handle.instance, artifact.vmfb)
