@@ -335,3 +335,13 @@ def test_worker_is_pinned_and_the_callers_affinity_is_restored(cpu, rng, split_e
     before = os.sched_getaffinity(0)
     g.execute({t: fs.empty(t) for t in (*g.input_tensors(), *g.output_tensors())})
     assert os.sched_getaffinity(0) == before
+
+
+def test_an_unknown_executor_setting_is_refused_by_name(monkeypatch, cpu):
+    monkeypatch.setenv("FUSILLI_CPU_EXECUTOR", "splitt")
+    g = big_matmul("split_bad_setting")
+    with pytest.raises(fs.FusilliError) as e:
+        g.compile(cpu)
+    assert e.value.code == fs.ErrorCode.INVALID_ARGUMENT
+    assert "FUSILLI_CPU_EXECUTOR='splitt'" in e.value.message and "split" in e.value.message
+    assert g._compiled is None
