@@ -45,7 +45,19 @@ class GemmTile:
 # the 8x32 tile (the one AMD cores take; measured on the Intel core): dgrad 0.82 -> 1.00,
 # 8x256x14x14 1.16 -> 1.31, 8x128x28x28 1.47 -> 1.62, the rest within 3%. AMD cores were not
 # re-measured; the 112-row workgroups were chosen there on 784 tiles, where 64 measured equal.
+# AVX2 since the sixth session: 6 rows x two 8-wide vectors in 48x64 workgroups (the conv GEMM's
+# tile below; 12 accumulators against 4x16's 8), x86-64-v3 code on the Zen 5 VM, PyTorch held to
+# AVX2, python benchmarks/conv_lowerings.py, ratio to PyTorch, 4x16 in 64x64 -> 6x16: conv 3x3
+# 4x64x56x56->64 1.87 -> 2.12, dgrad 4x64x28x28 2.08 -> 2.32, 3x3 + bias + relu 2.94 -> 3.02, 3x3 s2
+# polyphase 4x128x28x28->256 0.89 -> 0.97, 1x128x56x56->128 0.83 -> 1.00, 1x64x56x56->128 0.83 ->
+# 0.88; the polyphase GEMM 25x196x128x128 alone (iree-benchmark-module, one thread) 1699 -> 1558
+# us (7x16 in 49x64 2288, 8x16 2081). The weight gradient's GEMM (64 rows: a 48-row workgroup
+# leaves a 16-row remainder) lost, 2.94 -> 2.09, so it keeps 4x16 (WINOGRAD_WGRAD_GEMM_TILES).
 WINOGRAD_GEMM_TILES = {
+    "avx2": GemmTile((48, 64), (6, 16), 8),
+    "avx512": GemmTile((64, 64), (8, 32), 8),
+}
+WINOGRAD_WGRAD_GEMM_TILES = {
     "avx2": GemmTile((64, 64), (4, 16), 8),
     "avx512": GemmTile((64, 64), (8, 32), 8),
 }
@@ -178,6 +190,13 @@ def batch_matmul_compilation_info(
     IREE's default."""
     tile = WINOGRAD_GEMM_TILES_BY_VENDOR.get((isa, vendor or "")) if m >= WINOGRAD_VENDOR_TILE_MIN_ROWS else None
     tile = tile or WINOGRAD_GEMM_TILES.get(isa)
+    return None if tile is None else _compilation_info(tile, batch, m, n, k)
+
+
+def wgrad_batch_matmul_compilation_info(isa: str, batch: int, m: int, n: int, k: int) -> ir.Attribute | None:
+    """The ``compilation_info`` of the Winograd weight gradient's f32 ``linalg.batch_matmul`` (a row
+    per output channel) on ``isa``, whatever the vendor, or None for IREE's default."""
+    tile = WINOGRAD_WGRAD_GEMM_TILES.get(isa)
     return None if tile is None else _compilation_info(tile, batch, m, n, k)
 
 

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fusilli import ir
-from fusilli.passes.gemm_config import batch_matmul_compilation_info
+from fusilli.passes.gemm_config import batch_matmul_compilation_info, wgrad_batch_matmul_compilation_info
 
 # Finite interpolation points per transform size t = m + r - 1 (t - 1 of them).
 _POINTS = {
@@ -413,8 +413,8 @@ def winograd_wgrad(x_nhwc: ir.Value, dy_nhwc: ir.Value, pad, isa: str = "generic
     b_, m_, n_, r_ = _dims(4)
     maps = [_map(4, [b_, r_, m_]), _map(4, [b_, r_, n_]), _map(4, [b_, m_, n_])]
     mm = ir.linalg.batch_matmul(d, v, outs=[init], indexing_maps=maps)
-    # The ISA's table, whatever the vendor (gemm_config.WINOGRAD_GEMM_TILES_BY_VENDOR says why).
-    info = batch_matmul_compilation_info(isa, 36, k, c, tiles[0] * tiles[1] * xt.get_dim_size(0))
+    # Its own table per ISA, whatever the vendor (gemm_config.WINOGRAD_GEMM_TILES* say why).
+    info = wgrad_batch_matmul_compilation_info(isa, 36, k, c, tiles[0] * tiles[1] * xt.get_dim_size(0))
     if info is not None:
         mm.owner.attributes["compilation_info"] = info
     m6 = _expand(mm, [[0, 1], [2], [3]], [6, 6, k, c])

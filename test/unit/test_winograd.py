@@ -152,7 +152,7 @@ def test_gemm_config_per_isa():
 def _check_gemm_configs():
     avx2 = str(gemm_config.batch_matmul_compilation_info("avx2", 36, 784, 64, 64))
     avx512 = str(gemm_config.batch_matmul_compilation_info("avx512", 36, 784, 64, 64))
-    assert "vector_common_parallel = [1, 4, 16, 0]" in avx2 and "distribution = [1, 64, 64, 0]" in avx2
+    assert "vector_common_parallel = [1, 6, 16, 0]" in avx2 and "distribution = [1, 48, 64, 0]" in avx2
     assert "vector_common_parallel = [1, 8, 32, 0]" in avx512 and "distribution = [1, 64, 64, 0]" in avx512
     assert gemm_config.batch_matmul_compilation_info("generic", 36, 784, 64, 64) is None
     # Intel AVX-512 cores take the 6x64 register tile in 60x64 workgroups from 512 rows; AMD keeps 8x32.
@@ -163,6 +163,9 @@ def _check_gemm_configs():
     # Below 512 rows (and for the weight gradient's GEMM) Intel takes the ISA's 8x32 in 64x64.
     fewer = str(gemm_config.batch_matmul_compilation_info("avx512", 36, 392, 64, 64, "intel"))
     assert "distribution = [1, 64, 64, 0]" in fewer and "vector_common_parallel = [1, 8, 32, 0]" in fewer
+    # The weight gradient's GEMM (a row per output channel) keeps 4x16 in 64x64 on AVX2.
+    wgrad_avx2 = str(gemm_config.wgrad_batch_matmul_compilation_info("avx2", 36, 64, 64, 784))
+    assert "vector_common_parallel = [1, 4, 16, 0]" in wgrad_avx2 and "distribution = [1, 64, 64, 0]" in wgrad_avx2
 
 
 @pytest.mark.parametrize("arch, isa", [("x86-64-v3", "avx2"), ("znver4", "avx512"), ("x86-64", "generic")])

@@ -53,10 +53,10 @@ def winograd_conv_bias_relu():
 
 
 # CHECK-LABEL: TEST: winograd_conv_bias_relu
-# The GEMM's lowering config (printed as an alias first): a 4x16 register tile on AVX2,
+# The GEMM's lowering config (printed as an alias first): a 6x16 register tile on AVX2,
 # 8x32 on AVX-512 (also on Intel AVX-512 cores for a GEMM of 16 rows like this one: their
 # 6x64 tile starts at 512 rows), IREE's own choice elsewhere.
-# AVX2: #iree_cpu.lowering_config<cache_parallel = [1, 16, 32, 0], distribution = [1, 16, 32, 0], vector_common_parallel = [1, 4, 16, 0], vector_reduction = [0, 0, 0, 8]>
+# AVX2: #iree_cpu.lowering_config<cache_parallel = [1, 16, 32, 0], distribution = [1, 16, 32, 0], vector_common_parallel = [1, 6, 16, 0], vector_reduction = [0, 0, 0, 8]>
 # AVX512: #iree_cpu.lowering_config<cache_parallel = [1, 16, 32, 0], distribution = [1, 16, 32, 0], vector_common_parallel = [1, 8, 32, 0], vector_reduction = [0, 0, 0, 8]>
 # INTEL: #iree_cpu.lowering_config<cache_parallel = [1, 16, 32, 0], distribution = [1, 16, 32, 0], vector_common_parallel = [1, 8, 32, 0], vector_reduction = [0, 0, 0, 8]>
 # GENERIC-NOT: lowering_config

@@ -1,4 +1,5 @@
 # RUN: env FUSILLI_CONV_LOWERING=winograd FUSILLI_CPU_ARCH=sapphirerapids %python %s | filecheck %s --check-prefixes=CHECK,INTEL
+# RUN: env FUSILLI_CONV_LOWERING=winograd FUSILLI_CPU_ARCH=x86-64-v3 %python %s | filecheck %s --check-prefixes=CHECK,AVX2
 # RUN: env FUSILLI_CONV_LOWERING=winograd FUSILLI_CPU_ARCH=generic %python %s | filecheck %s --check-prefixes=CHECK,GENERIC
 # RUN: env FUSILLI_CONV_LOWERING=winograd %python %s stats | filecheck %s --check-prefix=STATS
 
@@ -44,6 +45,9 @@ def wgrad_winograd():
 # CHECK-LABEL: TEST: wgrad_winograd
 # The GEMM's lowering config, printed as an alias first (see the GEMM below):
 # INTEL: #iree_cpu.lowering_config<cache_parallel = [1, 16, 8, 0], distribution = [1, 16, 8, 0], vector_common_parallel = [1, 8, 8, 0], vector_reduction = [0, 0, 0, 4]>
+# On AVX2 the weight gradient keeps the 4x16 tile (gemm_config.WINOGRAD_WGRAD_GEMM_TILES), not
+# the forward GEMMs' 6x16.
+# AVX2: #iree_cpu.lowering_config<cache_parallel = [1, 16, 8, 0], distribution = [1, 16, 8, 0], vector_common_parallel = [1, 4, 8, 0], vector_reduction = [0, 0, 0, 4]>
 # GENERIC-NOT: lowering_config
 # CHECK-DAG: #[[BMK:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, d1)>
 # CHECK-DAG: #[[BKN:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>
@@ -75,7 +79,8 @@ def wgrad_winograd():
 # The tiles are summed in the transformed domain: M[36, K, C] = D^T V (K rows, C columns, so
 # the output transform writes KRSC with C innermost), a GEMM with the wgrad GEMM's lowering
 # config (above: the ISA's 8x32 register tile in 64x64 workgroups on AVX-512, Intel's too, clamped to
-# K x C = 16 x 8 and 4 tiles deep here; IREE's own choice on a generic CPU).
+# K x C = 16 x 8 and 4 tiles deep here; 4x16 on AVX2; IREE's own choice on a generic CPU).
+# AVX2: %[[M:.*]] = linalg.batch_matmul indexing_maps = [#[[BMK]], #[[BKN]], #[[BMN]]] {compilation_info = #{{.*}}} ins(%[[D]], %[[V]] : tensor<36x4x16xf32>, tensor<36x4x8xf32>) outs(%{{.*}} : tensor<36x16x8xf32>)
 # INTEL: %[[M:.*]] = linalg.batch_matmul indexing_maps = [#[[BMK]], #[[BKN]], #[[BMN]]] {compilation_info = #{{.*}}} ins(%[[D]], %[[V]] : tensor<36x4x16xf32>, tensor<36x4x8xf32>) outs(%{{.*}} : tensor<36x16x8xf32>)
 # GENERIC: %[[M:.*]] = linalg.batch_matmul indexing_maps = [#[[BMK]], #[[BKN]], #[[BMN]]] ins(%[[D]], %[[V]] : tensor<36x4x16xf32>, tensor<36x4x8xf32>) outs(%{{.*}} : tensor<36x16x8xf32>)
 #

@@ -3,7 +3,7 @@
 # RUN: env FUSILLI_LIT_TARGET=cpu:x86-64-v3 %python %s | filecheck %s --check-prefixes=CHECK,AVX2
 
 # The Winograd GEMM's lowering config by its rows (fusilli/passes/gemm_config.py): 64-row
-# workgroups with the ISA's register tile (AVX2 4x16, AVX-512 8x32), and on Intel AVX-512
+# workgroups with the ISA's register tile (AVX2 6x16 in 48-row workgroups, AVX-512 8x32), and on Intel AVX-512
 # cores, from 512 rows (4x4 tiles), the 6x64 tile in 60-row workgroups. A 56x56 image at
 # batch 1 has 196 tiles, at batch 4 784.
 
@@ -28,7 +28,7 @@ def tiles_196():
 # CHECK-LABEL: TEST: tiles_196
 # INTEL: lowering_config<cache_parallel = [1, 64, 64, 0], distribution = [1, 64, 64, 0], vector_common_parallel = [1, 8, 32, 0]
 # AVX512: lowering_config<cache_parallel = [1, 64, 64, 0], distribution = [1, 64, 64, 0], vector_common_parallel = [1, 8, 32, 0]
-# AVX2: lowering_config<cache_parallel = [1, 64, 64, 0], distribution = [1, 64, 64, 0], vector_common_parallel = [1, 4, 16, 0]
+# AVX2: lowering_config<cache_parallel = [1, 48, 64, 0], distribution = [1, 48, 64, 0], vector_common_parallel = [1, 6, 16, 0]
 # CHECK: linalg.batch_matmul {compilation_info = {{.*}}} ins(%{{.*}}, %{{.*}} : tensor<36x196x64xf32>, tensor<36x64x64xf32>)
 
 
@@ -40,5 +40,5 @@ def tiles_784():
 # CHECK-LABEL: TEST: tiles_784
 # INTEL: lowering_config<cache_parallel = [1, 60, 64, 0], distribution = [1, 60, 64, 0], vector_common_parallel = [1, 6, 64, 0]
 # AVX512: lowering_config<cache_parallel = [1, 64, 64, 0], distribution = [1, 64, 64, 0], vector_common_parallel = [1, 8, 32, 0]
-# AVX2: lowering_config<cache_parallel = [1, 64, 64, 0], distribution = [1, 64, 64, 0], vector_common_parallel = [1, 4, 16, 0]
+# AVX2: lowering_config<cache_parallel = [1, 48, 64, 0], distribution = [1, 48, 64, 0], vector_common_parallel = [1, 6, 16, 0]
 # CHECK: linalg.batch_matmul {compilation_info = {{.*}}} ins(%{{.*}}, %{{.*}} : tensor<36x784x64xf32>, tensor<36x64x64xf32>)
