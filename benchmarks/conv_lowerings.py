@@ -36,7 +36,9 @@ def main() -> None:
     torch = _import_torch()
     names = [*lowerings, "torch"]
     print("ratio = PyTorch median / lowering median")
-    print(f"{'row':46} " + " ".join(f"{n[:11]:>11}" for n in names) + "  " + " ".join(f"{n[:10]:>10}" for n in lowerings))
+    print(
+        f"{'row':46} " + " ".join(f"{n[:11]:>11}" for n in names) + "  " + " ".join(f"{n[:10]:>10}" for n in lowerings)
+    )
     for _, argv in read_suite(args.suite):
         if argv is None:
             continue

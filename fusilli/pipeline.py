@@ -19,10 +19,23 @@ DEFAULT_PASSES = (
 
 # How fusilli-conv-layout computes the convs it rewrites: "auto" (what the target's
 # lowering rules choose, fusilli/backend/rules.py) or, for measuring, "linalg",
-# "im2col", "gemm" or "winograd[2|4|6]" forced on every conv it applies to. Read once from
+# "im2col", "gemm", "winograd[2|4|6]" (3x3 stride-1 convs) or "polyphase[2|4]" (Winograd over
+# the input's phases, 3x3 stride-2 convs) forced on every conv it applies to. Read once from
 # FUSILLI_CONV_LOWERING; it changes the IR, so it is part of every cache key.
 CONV_LOWERING = os.environ.get("FUSILLI_CONV_LOWERING", "auto")
-CONV_LOWERINGS = ("auto", "linalg", "im2col", "gemm", "winograd", "winograd2", "winograd4", "winograd6")
+CONV_LOWERINGS = (
+    "auto",
+    "linalg",
+    "im2col",
+    "gemm",
+    "winograd",
+    "winograd2",
+    "winograd4",
+    "winograd6",
+    "polyphase",
+    "polyphase2",
+    "polyphase4",
+)
 
 # Settings outside the IR that change what a pass emits, by pass name.
 PASS_OPTIONS: dict[str, Callable[[], str]] = {

@@ -233,6 +233,9 @@ def lowering_summary(nodes: Iterable[Any], target: Target) -> str:
             if c.rule is CPU_CONV_WINOGRAD:
                 m = winograd_output_tile(problem, target)
                 name += f" F({m}x{m})"
+            elif c.rule is CPU_CONV_WINOGRAD_STRIDED:
+                m = polyphase_output_tile(problem, target)
+                name += f" F({m}x{m}, 2x2)"
             if name not in names:
                 names.append(name)
     return " + ".join(names)
@@ -523,6 +526,73 @@ def CPU_CONV_WINOGRAD(p: Problem, t: Target) -> str | None:
     )
 
 
+# cpu-conv-winograd-strided: 3x3 stride-2 convs as Winograd over the input's phases
+# (winograd.polyphase_matrices, F(2, 2): 6.25 multiplies per output and channel pair instead
+# of 9), where measured faster than the K-blocked im2col GEMM (python
+# benchmarks/conv_lowerings.py SUITE --lowering gemm --lowering polyphase2, ratio to PyTorch,
+# AMD Zen 5): from this many 2x2 output tiles (batch x ceil(Ho/2) x ceil(Wo/2)); fewer leave
+# the filter transform (25*C*K values every call) a large share: 2x128x28x28->256 (98 tiles)
+# 0.79 -> 0.69 ...
+CPU_CONV_POLYPHASE_MIN_TILES = 128
+# ... while the transformed activations and GEMM results (25 * tiles * (C + K) f32) stay
+# this small; larger ones make their memory traffic the bound: 8x128x28x28->256 (392 tiles,
+# 15 MB) 0.81 -> 0.73, 4x64x56x56->128 (784, 15 MB) 0.86 -> 0.81, 8x128x56x56->128 (1568, 40 MB)
+# 0.65-0.67 -> 0.60-0.63; 2x64x56x56->128 (392, 7.5 MB) 0.77 -> 0.86 ...
+CPU_CONV_POLYPHASE_MAX_TRANSFORMED_BYTES = 8 << 20
+# ... and the transformed filter at most this large (1x512x14x14->512, 26 MB: 0.72 -> 0.25).
+CPU_CONV_POLYPHASE_MAX_FILTER_BYTES = 4 << 20
+# Measured on AMD cores (AVX-512, and AVX2 as x86-64-v3 code, whose Winograd GEMM tiles are the
+# vendor-free ones); not on Intel's, whose strided GEMMs have tiles of their own.
+CPU_CONV_POLYPHASE_EXCLUDED_VENDORS = ("intel",)
+
+
+def polyphase_output_tile(p: Problem, t: Target) -> int | None:
+    """m of the polyphase Winograd F(m, 2) cpu-conv-winograd-strided computes this conv with, or None."""
+    if p.fact("kernel") != (3, 3) or p.fact("stride") != (2, 2) or p.fact("dilation") != (1, 1):
+        return None
+    if p.fact("groups") != 1 or not p.fact("channels_last") or p.element != DataType.FLOAT:
+        return None
+    if vector_isa(t) == "generic" or cpu_vendor(t.cpu) in CPU_CONV_POLYPHASE_EXCLUDED_VENDORS:
+        return None
+    tiles, channels = winograd_tiles(p, 2), int(p.fact("channels", 0))
+    if channels <= 0:
+        return None  # (not known: the transformed sizes cannot be checked)
+    if tiles < CPU_CONV_POLYPHASE_MIN_TILES or 25 * conv_filter_elements(p) * 4 > CPU_CONV_POLYPHASE_MAX_FILTER_BYTES:
+        return None
+    if 25 * tiles * (channels + conv_out_channels(p)) * 4 > CPU_CONV_POLYPHASE_MAX_TRANSFORMED_BYTES:
+        return None
+    return 2
+
+
+@rule(
+    "cpu-conv-winograd-strided",
+    Backend.CPU,
+    ("conv_fprop",),
+    "algorithm",
+    evidence=(
+        "3x3 stride 2, Winograd F(2x2, 2x2) over the input's four phases against the K-blocked im2col GEMM, "
+        "ratio to PyTorch, python benchmarks/conv_lowerings.py (in one process, interleaved), AMD Zen 5 "
+        "(znver5): 3x3 s2 + bias + relu 4x128x28x28->256 0.82-0.91 -> 0.95-1.04, 1x128x56x56->128 0.59-0.71 -> "
+        "0.80-0.87, 1x128x56x56->256 0.79-0.86 -> 0.91-0.93, 1x64x56x56->128 0.70-0.73 -> 0.85-0.86, "
+        "4x96x28x28->192 0.69-0.73 -> 0.77-0.94, 2x64x56x56->128 0.77 -> 0.86; one thread (iree-benchmark-module "
+        "local-sync, dispatches summed) 2.25 -> 1.80 ms; x86-64-v3 code, PyTorch held to AVX2 (6x16 GEMM tile): "
+        "0.82-0.89 -> 0.93-0.97, 1x128x56x56->256 0.87 -> 0.97, 1x128x56x56->128 0.83-0.88 -> 0.85-1.00, "
+        "1x64x56x56->128 0.83-0.89 -> 0.84-0.88"
+    ),
+)
+def CPU_CONV_WINOGRAD_STRIDED(p: Problem, t: Target) -> str | None:
+    m = polyphase_output_tile(p, t)
+    if m is None:
+        return None
+    tiles, isa, vendor = winograd_tiles(p, m), vector_isa(t), cpu_vendor(t.cpu)
+    on = f"{isa}, AMD" if vendor == "amd" else isa
+    return (
+        f"F({m}x{m}, 2x2) over the input's 4 phases, 3x3 stride 2, {tiles} {m}x{m} tiles >= "
+        f"{CPU_CONV_POLYPHASE_MIN_TILES}, transformed data <= {CPU_CONV_POLYPHASE_MAX_TRANSFORMED_BYTES >> 20} MiB, "
+        f"GEMM tuned for {on}"
+    )
+
+
 # Convs (not Winograd's) as an im2col GEMM with an explicit lowering config
 # (fusilli/passes/gemm_config.py) instead of IREE's im2col + data tiling, where
 # measured faster: 1x1 convs with at least this many GEMM rows (N*Ho*Wo) and at
@@ -795,7 +865,7 @@ def CPU_LAYERNORM_FUSED_TWO_PASS(p: Problem, t: Target) -> str | None:
     ),
 )
 def CPU_CONV_IM2COL_DATA_TILING(p: Problem, t: Target) -> str | None:
-    if CPU_CONV_IM2COL_GEMM.applies(p, t) is not None:
+    if CPU_CONV_IM2COL_GEMM.applies(p, t) is not None or CPU_CONV_WINOGRAD_STRIDED.applies(p, t) is not None:
         return None  # its GEMM carries its own lowering config: data tiling would add dispatches
     if CPU_CONV_DIRECT_FEW_CHANNELS.applies(p, t) is not None:
         return None  # IREE's im2col would turn the direct conv back into a GEMM

@@ -38,6 +38,10 @@ f32 ``linalg.matmul`` of the patches (gathered through the padding, a reshape fo
 (fusilli/passes/gemm_config.py): IREE does not data-tile it, so the epilogue fuses
 into the GEMM's dispatch instead of needing an encode dispatch for the bias.
 
+3x3 convs go to Winograd where the rules say it pays (fusilli/passes/winograd.py):
+F(m, 3) for stride 1 (cpu-conv-winograd), and for stride 2 Winograd over the input's
+four phases (cpu-conv-winograd-strided).
+
 IREE's Winograd rewrite was measured too (see below) and is not used.
 """
 
@@ -59,7 +63,8 @@ TO_HWCF = [2, 3, 1, 0]  # logical KCYX filter -> YXCK
 # torch dtype codes of the floating element types this pass computes in f32.
 _FLOAT_CODES = {"f32": 6, "f16": 5, "bf16": 15}
 # How a rewritten conv is computed: "winograd<m>" (Winograd F(m, 3) for 3x3
-# stride-1 convs, fusilli/passes/winograd.py), "im2col" (explicit patch gather + a
+# stride-1 convs, fusilli/passes/winograd.py), "polyphase<m>" (3x3 stride-2 convs as
+# Winograd F(m, 2) over the input's phases), "im2col" (explicit patch gather + a
 # mixed-precision linalg.matmul over a KRSC filter), "gemm" (patches read through
 # the padding x the HWCF filter, an f32 matmul with the ISA's explicit lowering
 # config, no data tiling: cpu-conv-im2col-gemm), "linalg"
@@ -146,17 +151,21 @@ def _rewrite(op: ir.Operation, target: Target) -> bool:
     facts = rules.conv_facts((fy, fx), stride, dilation, 1, True, n, (oh, ow), c)
     problem = rules.Problem("conv_fprop", DataType.from_mlir_name(element), flops, facts)
     winograd_m = winograd_tile(pipeline.CONV_LOWERING, problem, target)
+    polyphase_m = polyphase_tile(pipeline.CONV_LOWERING, problem, target)
+    # Winograd of either stride as (output tile m, stride), or None.
+    wino = (winograd_m, 1) if winograd_m is not None else (polyphase_m, 2) if polyphase_m is not None else None
     compute = rules.choose(problem, target, "compute")
     bf16_matmul = compute is not None and compute.rule is rules.CPU_CONV_BF16_IM2COL_MATMUL
     lowering = pipeline.CONV_LOWERING
-    if lowering.startswith("winograd") and winograd_m is None:
-        # winogradM forces Winograd on 3x3 stride-1 convs only; the others take the rules' choice
-        # (left on the plain linalg conv, a strided conv lost its im2col: 3x3 s2 1x128x56x56 20 ms).
+    if lowering.startswith(("winograd", "polyphase")) and wino is None:
+        # winogradM forces Winograd on 3x3 stride-1 convs only, polyphaseM on 3x3 stride-2 ones;
+        # the others take the rules' choice (left on the plain linalg conv, a strided conv lost
+        # its im2col: 3x3 s2 1x128x56x56 20 ms).
         lowering = "auto"
-    im2col = winograd_m is None and (lowering == "im2col" or (lowering == "auto" and bf16_matmul))
-    gemm = winograd_m is None and not im2col and im2col_gemm(lowering, problem, target)
+    im2col = wino is None and (lowering == "im2col" or (lowering == "auto" and bf16_matmul))
+    gemm = wino is None and not im2col and im2col_gemm(lowering, problem, target)
     direct_info = None
-    if lowering == "auto" and not (winograd_m or im2col or gemm):
+    if lowering == "auto" and not (wino or im2col or gemm):
         choice = rules.choose(problem, target, "algorithm")
         if choice is not None and choice.rule is rules.CPU_CONV_DIRECT_FEW_CHANNELS:
             direct_info = gemm_config.direct_conv_compilation_info(
@@ -174,8 +183,8 @@ def _rewrite(op: ir.Operation, target: Target) -> bool:
         if element != "f32" and not keep_bf16:
             x_nhwc = b.to_dtype(x_nhwc, "f32", _FLOAT_CODES["f32"])
             w_t = b.to_dtype(w_t, "f32", _FLOAT_CODES["f32"])
-        if winograd_m is not None:
-            wplan = winograd.plan((n, h, wd, c), k, (oh, ow), (padding[0], padding[1]), winograd_m)
+        if wino is not None:
+            wplan = winograd.plan((n, h, wd, c), k, (oh, ow), (padding[0], padding[1]), *wino)
             y = winograd.winograd_conv(
                 wplan, b.to_builtin(x_nhwc), b.to_builtin(w_t), rules.vector_isa(target), cpu_vendor(target.cpu)
             )
@@ -238,6 +247,29 @@ def winograd_tile(lowering: str, problem: rules.Problem, target: Target) -> int 
     return (
         rules.winograd_output_tile(problem, target)
         if choice is not None and choice.rule is rules.CPU_CONV_WINOGRAD
+        else None
+    )
+
+
+def polyphase_tile(lowering: str, problem: rules.Problem, target: Target) -> int | None:
+    """The output tile m of the polyphase Winograd F(m, 2) for this conv on ``target``, or None.
+
+    ``FUSILLI_CONV_LOWERING=polyphase<m>`` forces it on every 3x3 stride-2 conv this pass
+    rewrites; ``auto`` asks the target's rules (cpu-conv-winograd-strided).
+    """
+    if lowering.startswith("polyphase"):
+        eligible = (problem.fact("kernel"), problem.fact("stride"), problem.fact("dilation")) == (
+            (3, 3),
+            (2, 2),
+            (1, 1),
+        )
+        return int(lowering[len("polyphase") :] or 2) if eligible else None
+    if lowering != "auto":
+        return None
+    choice = rules.choose(problem, target, "algorithm")
+    return (
+        rules.polyphase_output_tile(problem, target)
+        if choice is not None and choice.rule is rules.CPU_CONV_WINOGRAD_STRIDED
         else None
     )
 

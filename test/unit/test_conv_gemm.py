@@ -95,8 +95,11 @@ def _problem(shape, kernel, stride, padding, channels_last=True, element=F32):
         ((8, 1024, 14, 14, 256), (1, 1), (1, 1), (0, 0), {"znver4": True, "x86-64-v3": False}),
         ((1, 256, 14, 14, 256), (1, 1), (1, 1), (0, 0), False),  # 196 rows
         ((8, 128, 56, 56, 128), (3, 3), (2, 2), (1, 1), True),
-        # 784 rows, 1152 deep: K-blocked GEMMs (AVX2, AMD AVX-512) take it from 512 rows at depth >= 512
-        ((4, 128, 28, 28, 256), (3, 3), (2, 2), (1, 1), True),
+        # 1568 rows, 1152 deep: K-blocked GEMMs (AVX2, AMD AVX-512) take it from 512 rows at depth >= 512
+        # (Winograd over its phases would transform 15 MB: cpu-conv-winograd-strided declines) ...
+        ((8, 128, 28, 28, 256), (3, 3), (2, 2), (1, 1), True),
+        # ... while at 784 rows (196 2x2 tiles, 7.5 MB) the phases' Winograd takes it (test_winograd)
+        ((4, 128, 28, 28, 256), (3, 3), (2, 2), (1, 1), False),
         # stride 1, not Winograd: IREE's im2col on AVX2, a K-blocked GEMM 4608 deep on AMD AVX-512
         ((1, 512, 7, 7, 512), (3, 3), (1, 1), (1, 1), {"znver4": True, "x86-64-v3": False}),
         ((1, 8, 8, 8, 16), (1, 1), (1, 1), (0, 0), False),  # below the im2col size
@@ -108,10 +111,11 @@ def test_auto_choice(shape, kernel, stride, padding, expected, arch):
     target = Target.resolve("cpu", arch)
     problem = _problem(shape, kernel, stride, padding)
     assert conv_layout.im2col_gemm("auto", problem, target) is expected
-    # Data tiling's flags leave a conv the GEMM takes alone (its config is explicit).
+    # Data tiling's flags leave a conv the GEMM (or the phases' Winograd) takes alone (its config is explicit).
     flags = rules.choose(problem, target, "flags")
     data_tiled = flags is not None and flags.rule is rules.CPU_CONV_IM2COL_DATA_TILING
-    assert data_tiled is (not expected and problem.flops >= rules.CPU_CONV_IM2COL_MIN_FLOPS)
+    polyphase = conv_layout.polyphase_tile("auto", problem, target) is not None
+    assert data_tiled is (not expected and not polyphase and problem.flops >= rules.CPU_CONV_IM2COL_MIN_FLOPS)
 
 
 @pytest.mark.parametrize("arch, expected", [("x86-64-v3", False), ("znver4", True)])

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import channels_last_conv_graph, random_array, run_and_check
+from conftest import channels_last_conv_graph, random_array, run_and_check, run_checked
 
 import fusilli as fs
 from fusilli import pipeline, reference
@@ -94,7 +94,7 @@ def test_epilogue_adds_no_dispatch(cpu, lowering):
 def _problem(shape, stride, dilation, kernel, channels_last=True, element=F32):
     n, c, h, w, k = shape
     out = [(d + 2 - kernel[0]) // s + 1 for d, s in zip((h, w), stride)]  # padding 1
-    facts = rules.conv_facts(kernel, stride, dilation, 1, channels_last, n, out)
+    facts = rules.conv_facts(kernel, stride, dilation, 1, channels_last, n, out, c)
     return rules.Problem("conv_fprop", element, 2 * n * out[0] * out[1] * k * c * kernel[0] * kernel[1], facts)
 
 
@@ -171,3 +171,107 @@ def _check_gemm_configs():
 @pytest.mark.parametrize("arch, isa", [("x86-64-v3", "avx2"), ("znver4", "avx512"), ("x86-64", "generic")])
 def test_vector_isa_of_arch(arch, isa):
     assert rules.vector_isa(Target.resolve("cpu", arch)) == isa
+
+
+# ----------------------------------------------------------------------------- stride 2 (polyphase)
+
+
+@pytest.mark.parametrize("m", [2, 4])
+def test_polyphase_matrices_compute_a_2d_stride2_correlation(m):
+    at, g, bt = winograd.polyphase_matrices(m)
+    t = 2 * m + 1
+    assert at.shape == (m, t) and g.shape == (t, 3) and bt.shape == (t, t)
+    rng = np.random.default_rng(m)
+    d = rng.uniform(-1, 1, (t, t))
+    f = rng.uniform(-1, 1, (3, 3))
+    y = at @ ((g @ f @ g.T) * (bt @ d @ bt.T)) @ at.T
+    direct = np.array([[np.sum(d[2 * i : 2 * i + 3, 2 * j : 2 * j + 3] * f) for j in range(m)] for i in range(m)])
+    np.testing.assert_allclose(y, direct, rtol=1e-12, atol=1e-12)
+
+
+def test_polyphase_multiplies_fewer_than_direct():
+    # (2m + 1)^2 products per m x m outputs: 6.25 per output for m = 2, 5.06 for m = 4 (direct: 9).
+    assert [(2 * m + 1) ** 2 / m**2 for m in (2, 4)] == [6.25, 5.0625]
+
+
+# name: x dims (NCHW), K, padding. Odd and even sizes (ragged tiles), every padding the
+# transform folds, and channel counts where the error grows.
+STRIDED_CASES = {
+    "pad1": ([2, 8, 12, 12], 16, [1, 1]),
+    "nopad_odd": ([1, 5, 9, 7], 6, [0, 0]),
+    "pad2_ragged": ([1, 4, 7, 10], 8, [2, 2]),
+    "pad_rect": ([1, 3, 11, 6], 5, [2, 0]),
+    "c256": ([1, 256, 14, 14], 32, [1, 1]),
+    "c512": ([1, 512, 14, 14], 64, [1, 1]),
+}
+# Measured over these cases: at most 1e-6 of max|y| for m = 2, 5.4e-6 for m = 4 (C = 512).
+STRIDED_SCALED_ATOL = {2: 1e-5, 4: 5e-5}
+
+
+@pytest.mark.parametrize("m", [2, 4])
+@pytest.mark.parametrize("case", sorted(STRIDED_CASES))
+def test_polyphase_numerics_f32(cpu, rng, lowering, m, case):
+    lowering(f"polyphase{m}")
+    x_dim, k, padding = STRIDED_CASES[case]
+    g = channels_last_conv_graph(
+        x_dim, k, (3, 3), (2, 2), padding, epilogue=case == "pad1", name=f"polyphase_{case}_m{m}"
+    )
+    t = 2 * m + 1
+    assert "linalg.batch_matmul" in g.mlir("optimized") and f"tensor<{t * t}x" in g.mlir("optimized")
+    inputs = {tensor: random_array(tensor, rng) for tensor in g.input_tensors()}
+    want = np.asarray(reference.run(g, inputs)["y"], np.float64)
+    scale = float(np.abs(want).max())
+    got = np.asarray(run_and_check(g, cpu, inputs, rtol=0, atol=STRIDED_SCALED_ATOL[m] * scale)["y"], np.float64)
+    assert np.linalg.norm(got - want) / np.linalg.norm(want) < 1e-5
+
+
+def test_polyphase_epilogue_adds_no_dispatch(cpu, lowering):
+    lowering("polyphase2")
+    plain = channels_last_conv_graph([1, 16, 16, 16], 16, (3, 3), (2, 2), (1, 1), name="pp_plain").compile(cpu)
+    fused = channels_last_conv_graph([1, 16, 16, 16], 16, (3, 3), (2, 2), (1, 1), epilogue=True, name="pp_epi").compile(
+        cpu
+    )
+    assert fused.compile_stats.dispatch_count == plain.compile_stats.dispatch_count
+
+
+def test_polyphase_forcing_leaves_other_convs_to_the_rules(cpu, lowering):
+    # FUSILLI_CONV_LOWERING=polyphase<m> applies to 3x3 stride-2 convs only.
+    lowering("polyphase2")
+    g = channels_last_conv_graph([1, 8, 12, 12], 8, (3, 3), (1, 1), (1, 1), name="pp_not_strided")
+    assert "tensor<25x" not in g.mlir("optimized")
+    run_checked(g, cpu, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize(
+    "shape, arch, expected",
+    [
+        ((4, 128, 28, 28, 256), "znver4", 2),  # the suite's row: 196 2x2 tiles, 7.5 MB transformed
+        ((4, 128, 28, 28, 256), "x86-64-v3", 2),
+        ((1, 128, 56, 56, 128), "znver5", 2),
+        ((4, 128, 28, 28, 256), "sapphirerapids", None),  # Intel cores: not measured
+        ((4, 128, 28, 28, 256), "haswell", None),
+        ((4, 128, 28, 28, 256), "x86-64-v4", 2),
+        ((4, 128, 28, 28, 256), "x86-64", None),  # no tuned ISA
+        ((2, 128, 28, 28, 256), "znver4", None),  # 98 tiles: the filter transform's share
+        ((8, 128, 28, 28, 256), "znver4", None),  # 15 MB transformed
+        ((8, 128, 56, 56, 128), "znver4", None),  # 40 MB
+        ((1, 512, 14, 14, 512), "znver4", None),  # 26 MB transformed filter
+    ],
+)
+def test_polyphase_auto_choice(shape, arch, expected):
+    problem = _problem(shape, [2, 2], [1, 1], (3, 3))
+    assert conv_layout.polyphase_tile("auto", problem, Target.resolve("cpu", arch)) == expected
+    # Never for stride 1, dilation, other kernels or NCHW.
+    for stride, dilation, kernel in (([1, 1], [1, 1], (3, 3)), ([2, 2], [2, 2], (3, 3)), ([2, 2], [1, 1], (5, 5))):
+        other = _problem(shape, stride, dilation, kernel)
+        assert conv_layout.polyphase_tile("auto", other, Target.resolve("cpu", arch)) is None
+    nchw = _problem(shape, [2, 2], [1, 1], (3, 3), channels_last=False)
+    assert conv_layout.polyphase_tile("auto", nchw, Target.resolve("cpu", arch)) is None
+
+
+def test_explain_and_summary_name_the_strided_rule():
+    g = channels_last_conv_graph([4, 128, 28, 28], 256, (3, 3), (2, 2), (1, 1), epilogue=True, name="pp_explain")
+    text = g.explain(fs.Backend.CPU, arch="znver4")
+    assert "cpu-conv-winograd-strided (F(2x2, 2x2) over the input's 4 phases, 3x3 stride 2, 196 2x2 tiles" in text
+    target = Target.resolve("cpu", "znver4")
+    assert "cpu-conv-winograd-strided F(2x2, 2x2)" in rules.lowering_summary(g.nodes, target)
