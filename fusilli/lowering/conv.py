@@ -28,19 +28,58 @@ def conv_parameters(node: ConvNodeBase, ctx: EmitContext) -> list[ir.Value]:
     ]
 
 
+def unread_input_window(node: ConvNodeBase) -> list[tuple[int, int, int] | None]:
+    """Per spatial dim of a forward conv: None, or (real rows read, padding before, padding
+    after) where its output is one position wide, its filter wider than one tap, and the
+    padded input longer than that one window (rows no window reads).
+
+    IREE 3.13 turns a conv with a one-wide output dim into a lower-rank conv assuming the
+    padded input is exactly one window there, and fails to compile otherwise ("'linalg.generic'
+    op inferred input/output operand #1 has shape's dimension ... to be 4, but found 3": 3x3
+    stride 2 on a 4-row input, on CPU and ROCm alike). Such dims are cut to the window.
+    """
+    x, w, y = node.tensor("X").dim, node.tensor("W").dim, node.tensor("Y").dim
+    out: list[tuple[int, int, int] | None] = []
+    for i in range(len(w) - 2):
+        extent, taps, pad, dil = x[2 + i], w[2 + i], node.padding[i], node.dilation[i]
+        window = dil * (taps - 1) + 1
+        if y[2 + i] != 1 or taps == 1 or extent + 2 * pad <= window:
+            out.append(None)
+            continue
+        before = min(pad, window)
+        rows = min(extent, window - before)
+        out.append((rows, before, window - before - rows))
+    return out
+
+
 @register_lowering(ConvFPropNode)
 def emit_conv_fprop(node: ConvFPropNode, ctx: EmitContext) -> None:
     b = ctx.b
     x, w = ctx.input("X"), ctx.input("W")
-    y = b.op(
-        "torch.aten.convolution",
-        [
-            x,
-            w,
-            *conv_parameters(node, ctx),
-        ],
-        ctx.result_type("Y", element=node.tensor("X").data_type),
-    )
+    params = conv_parameters(node, ctx)
+    cuts = unread_input_window(node)
+    if any(cuts):
+        # The window each cut dim reads: its rows sliced, its padding made explicit (asymmetric).
+        element = node.data_type("X").mlir_name
+        dims = list(node.tensor("X").dim)
+        pads: list[int] = []  # constant_pad_nd's (before, after) pairs, the last dim first
+        for i, cut in enumerate(cuts):
+            if cut is not None and cut[0] < dims[2 + i]:
+                dims[2 + i] = cut[0]
+                x = b.op(
+                    "torch.aten.slice.Tensor",
+                    [x, b.const_int(2 + i), b.const_int(0), b.const_int(cut[0]), b.const_int(1)],
+                    ir.vtensor_type(dims, element),
+                )
+            pads = [*(cut[1:] if cut is not None else (0, 0)), *pads]
+        if any(pads):
+            dims = [*dims[:2], *(d + sum(cut[1:]) if cut else d for d, cut in zip(dims[2:], cuts))]
+            x = b.op(
+                "torch.aten.constant_pad_nd", [x, b.int_list(pads), b.const_float(0.0)], ir.vtensor_type(dims, element)
+            )
+        padding = [0 if cut is not None else p for cut, p in zip(cuts, node.padding)]
+        params[2] = b.int_list(padding)
+    y = b.op("torch.aten.convolution", [x, w, *params], ctx.result_type("Y", element=node.tensor("X").data_type))
     ctx.define("Y", y)
 
 
