@@ -203,8 +203,27 @@ def test_strided_patch_gemm_tile_choice():
 def test_intel_avx512_strided_rows(shape, kernel, expected):
     problem = _problem(shape, kernel, (2, 2), (1, 1) if kernel == (3, 3) else (0, 0))
     assert conv_layout.im2col_gemm("auto", problem, Target.resolve("cpu", "sapphirerapids")) is expected
-    # Generic levels and AMD keep the 4096-row limit.
-    assert conv_layout.im2col_gemm("auto", problem, Target.resolve("cpu", "znver4")) is False
+    # The vendor-free AVX-512 level keeps the 4096-row limit.
+    assert conv_layout.im2col_gemm("auto", problem, Target.resolve("cpu", "x86-64-v4")) is False
+
+
+@pytest.mark.parametrize(
+    "shape, kernel, znver4, avx2",
+    [
+        ((1, 512, 14, 14, 512), (3, 3), True, False),  # 49 rows, 4608 deep (AVX2: 0.83 -> 0.15 as a GEMM)
+        ((1, 256, 28, 28, 256), (3, 3), True, False),  # 196 rows, 2304 deep
+        ((1, 64, 28, 28, 128), (3, 3), True, False),  # 196 rows, 576 deep
+        ((1, 512, 7, 7, 512), (3, 3), True, False),  # 16 rows
+        ((1, 32, 28, 28, 128), (3, 3), False, False),  # 288 deep: below the deep-GEMM depth
+        ((1, 256, 28, 28, 512), (1, 1), False, False),  # 1x1 stride 2, 196 rows: the 1x1 limits
+    ],
+)
+def test_amd_avx512_deep_strided_rows(shape, kernel, znver4, avx2):
+    """cpu-conv-im2col-gemm takes stride-2 convs >= 512 deep from 16 GEMM rows on AMD AVX-512
+    (K-blocked GEMM, measured ahead of data tiling down to 16 rows); AVX2 keeps 512 rows."""
+    problem = _problem(shape, kernel, (2, 2), (1, 1) if kernel == (3, 3) else (0, 0))
+    assert conv_layout.im2col_gemm("auto", problem, Target.resolve("cpu", "znver4")) is znver4
+    assert conv_layout.im2col_gemm("auto", problem, Target.resolve("cpu", "x86-64-v3")) is avx2
 
 
 def test_numerics_avx2_gemm_tile(rng, gemm_lowering):
