@@ -617,10 +617,15 @@ CPU_CONV_GEMM_DEEP_STRIDED_MIN_DEPTH = 512
 # ratio to PyTorch, one run: 3x3 s2 1x512x14x14->512 (49 rows, 4608 deep) 0.72 -> 0.93,
 # 1x256x28x28->256 (196) 0.53 -> 0.71, 2x256x28x28->256 (392) 0.54 -> 0.67, 2x128x28x28->256
 # (392) 0.61 -> 0.69, 8x512x14x14->512 (392) 0.85 -> 0.91, 1x64x28x28->128 (196, 576 deep) 0.62 ->
-# 0.82, 1x512x7x7->512 (16) 1.56 -> 1.71. AVX2 keeps 512 rows: as x86-64-v3 code (PyTorch held to
-# AVX2) the same rows went 0.83 -> 0.15 (49 rows, 4608 deep), 0.66 -> 0.50, 1.07 -> 0.82 as well as
-# 0.64 -> 0.75, 0.63 -> 0.73, 0.39 -> 0.61.
-CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED_AMD_AVX512 = 16
+# 0.82, 1x512x7x7->512 (16) 1.56 -> 1.71. AVX2 (not Intel's, not measured there) takes them from
+# as few rows only up to this depth: as x86-64-v3 code (PyTorch held to AVX2) GEMMs <= 1152 deep
+# went 1x128x28x28->128 (49 rows) 0.46 -> 0.70, 1x64x28x28->128 (196) 0.39-0.48 -> 0.61-0.69,
+# 2x64x28x28->128 (392) 0.62 -> 0.82, 1x96x28x28->96 (196) 0.58 -> 0.72, 4x64x14x14->128 (196)
+# 0.63 -> 0.83, 2x128x28x28->256 (392) 0.60-0.63 -> 0.73-0.78; deeper ones split or lost:
+# 1x256x28x28->256 (2304 deep) 0.64 -> 0.75, 2x256x28x28 0.66 -> 0.50, 1x512x14x14 (4608) 0.83 ->
+# 0.15, 1x512x7x7 1.07 -> 0.82.
+CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED_FEW = 16
+CPU_CONV_GEMM_FEW_ROWS_MAX_DEPTH_AVX2 = 1152
 # On Intel cores IREE's data-tiled GEMM is the slower one at these shapes too: the
 # explicit GEMM takes 1x1 convs up to this many channels (any stride, either ISA) and
 # stride-2 convs from this many rows (cpu-conv-im2col-gemm's evidence).
@@ -715,9 +720,9 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
         min_rows = CPU_CONV_GEMM_MIN_ROWS_STRIDED_INTEL if intel else CPU_CONV_GEMM_MIN_ROWS_STRIDED
         if k_blocked and depth >= CPU_CONV_GEMM_DEEP_STRIDED_MIN_DEPTH:
             amd_avx512 = avx512_k_blocked and vendor == "amd"
-            min_rows = (
-                CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED_AMD_AVX512 if amd_avx512 else CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED
-            )
+            shallow_avx2 = isa == "avx2" and not intel and depth <= CPU_CONV_GEMM_FEW_ROWS_MAX_DEPTH_AVX2
+            few_rows = amd_avx512 or shallow_avx2
+            min_rows = CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED_FEW if few_rows else CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED
     if p.fact("stride") == (2, 2) and rows >= min_rows:
         return f"{kernel[0]}x{kernel[1]} stride 2, {rows} GEMM rows >= {min_rows}, GEMM tuned for {on}"
     if avx512_k_blocked and p.fact("stride") == (1, 1) and depth >= CPU_CONV_GEMM_MIN_DEPTH_AVX512:

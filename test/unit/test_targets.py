@@ -336,7 +336,8 @@ def test_cpu_vendor_follows_the_named_cpu():
 def test_strided_conv_gemm_threshold_is_per_vendor():
     """cpu-conv-im2col-gemm: the GEMM rows of a 3x3 stride-2 conv against the vendor-free AVX-512
     threshold (4096: data tiling below) and the others (explicit GEMM): 512 rows on Intel and,
-    for GEMMs >= 512 deep, on AVX2 (16 on AMD AVX-512 cores; their tiles have K blocks); 192 on
+    for GEMMs >= 512 deep, on AVX2 (16 up to 1152 deep, and on AMD AVX-512 cores; their tiles
+    have K blocks); 192 on
     Intel AVX-512 for convs with >= 128 output channels (their GEMM's wide workgroups). Where
     cpu-conv-winograd-strided takes the conv (not on Intel cores) it goes first."""
 
@@ -355,13 +356,13 @@ def test_strided_conv_gemm_threshold_is_per_vendor():
     for arch in ("znver4", "x86-64-v3", "x86-64-v4"):
         assert "cpu-conv-winograd-strided (F(2x2, 2x2)" in g.explain("cpu", arch)
     # 1568 rows (15 MB transformed: the phases' Winograd declines). K-blocked GEMM tiles take
-    # GEMMs this deep (1152) from 512 rows on AVX2 and from 16 on AMD AVX-512; a vendor-free
-    # AVX-512 level (no K blocks) from 4096.
+    # GEMMs this deep (1152) from 16 rows on AMD AVX-512 and AVX2 (there up to 1152 deep, else
+    # 512); a vendor-free AVX-512 level (no K blocks) from 4096.
     g = conv(8)
     assert "cpu-conv-im2col-gemm (3x3 stride 2, 1568 GEMM rows >= 16, GEMM tuned for avx512, AMD)" in g.explain(
         "cpu", "znver4"
     )
-    assert "cpu-conv-im2col-gemm (3x3 stride 2, 1568 GEMM rows >= 512, GEMM tuned for avx2)" in g.explain(
+    assert "cpu-conv-im2col-gemm (3x3 stride 2, 1568 GEMM rows >= 16, GEMM tuned for avx2)" in g.explain(
         "cpu", "x86-64-v3"
     )
     assert "cpu-conv-im2col-data-tiling" in g.explain("cpu", "x86-64-v4")

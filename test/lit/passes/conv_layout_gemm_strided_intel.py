@@ -9,7 +9,7 @@
 # is an explicit-config GEMM there, with the padded strided gather as its A operand.
 # A 1x1 stride-2 conv (A only C deep) keeps the 60x64 workgroups. On AMD Zen 4 the 3x3
 # one is an explicit-config GEMM too, from 16 rows where it is >= 512 deep (its 8x32 tile in
-# 64x64 workgroups, K in blocks of 256: rules.CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED_AMD_AVX512).
+# 64x64 workgroups, K in blocks of 256: rules.CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED_FEW).
 
 import fusilli as fs
 
