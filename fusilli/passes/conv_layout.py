@@ -47,6 +47,8 @@ IREE's Winograd rewrite was measured too (see below) and is not used.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from fusilli import ir, pipeline
 from fusilli.backend import rules
 from fusilli.backend.targets import Target, cpu_vendor
@@ -234,20 +236,8 @@ def winograd_tile(lowering: str, problem: rules.Problem, target: Target) -> int 
     ``FUSILLI_CONV_LOWERING=winograd<m>`` forces it on every 3x3 stride-1 conv
     this pass rewrites; ``auto`` asks the target's rules (cpu-conv-winograd).
     """
-    if lowering.startswith("winograd"):
-        eligible = (problem.fact("kernel"), problem.fact("stride"), problem.fact("dilation")) == (
-            (3, 3),
-            (1, 1),
-            (1, 1),
-        )
-        return int(lowering[len("winograd") :] or 4) if eligible else None
-    if lowering != "auto":
-        return None
-    choice = rules.choose(problem, target, "algorithm")
-    return (
-        rules.winograd_output_tile(problem, target)
-        if choice is not None and choice.rule is rules.CPU_CONV_WINOGRAD
-        else None
+    return _winograd_family_tile(
+        lowering, problem, target, "winograd", (1, 1), 4, rules.CPU_CONV_WINOGRAD, rules.winograd_output_tile
     )
 
 
@@ -257,21 +247,41 @@ def polyphase_tile(lowering: str, problem: rules.Problem, target: Target) -> int
     ``FUSILLI_CONV_LOWERING=polyphase<m>`` forces it on every 3x3 stride-2 conv this pass
     rewrites; ``auto`` asks the target's rules (cpu-conv-winograd-strided).
     """
-    if lowering.startswith("polyphase"):
+    return _winograd_family_tile(
+        lowering,
+        problem,
+        target,
+        "polyphase",
+        (2, 2),
+        2,
+        rules.CPU_CONV_WINOGRAD_STRIDED,
+        rules.polyphase_output_tile,
+    )
+
+
+def _winograd_family_tile(
+    lowering: str,
+    problem: rules.Problem,
+    target: Target,
+    prefix: str,
+    stride: tuple[int, int],
+    default_m: int,
+    rule: rules.Rule,
+    output_tile: Callable[[rules.Problem, Target], int | None],
+) -> int | None:
+    """``prefix<m>`` forces the lowering (m, else ``default_m``) on 3x3 convs of ``stride`` and
+    dilation 1; ``auto`` takes ``output_tile`` where ``rule`` is the rules' algorithm choice."""
+    if lowering.startswith(prefix):
         eligible = (problem.fact("kernel"), problem.fact("stride"), problem.fact("dilation")) == (
             (3, 3),
-            (2, 2),
+            stride,
             (1, 1),
         )
-        return int(lowering[len("polyphase") :] or 2) if eligible else None
+        return int(lowering[len(prefix) :] or default_m) if eligible else None
     if lowering != "auto":
         return None
     choice = rules.choose(problem, target, "algorithm")
-    return (
-        rules.polyphase_output_tile(problem, target)
-        if choice is not None and choice.rule is rules.CPU_CONV_WINOGRAD_STRIDED
-        else None
-    )
+    return output_tile(problem, target) if choice is not None and choice.rule is rule else None
 
 
 def im2col_gemm(lowering: str, problem: rules.Problem, target: Target) -> bool:

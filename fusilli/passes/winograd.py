@@ -127,9 +127,6 @@ def transform_matrices(m: int, r: int = KERNEL) -> tuple[np.ndarray, np.ndarray,
     every filter tap k (the 1-D correlation identity), solved exactly.
     """
     t = m + r - 1
-    if r == 1:
-        # A single tap: the identity (the filter tap is broadcast over the m outputs).
-        return np.eye(m), np.ones((m, 1)), np.eye(m)
     points = _POINTS[t]
     at = np.zeros((m, t))
     g = np.zeros((t, r))
