@@ -27,6 +27,7 @@ class GemmTile:
     reduction: int  # K per vector step
     cache_reduction: int | None = None  # K per cache block (None: the whole K at once) ...
     cache_reduction_min_depth: int = 0  # ... for GEMMs at least this deep
+    k_blocks_divide: bool = False  # K blocks that divide K where the rows need it (k_block)
 
 
 # Winograd batched GEMM [t*t, tiles, K] x [t*t, C, K], f32, per ISA.
@@ -122,7 +123,9 @@ CONV_GEMM_TILES = {
 # 8x512x7x7 0.66-0.76 -> 0.73-0.81), worse on the 3x3 stride-2 convs by ~5% (0.76-0.78 -> 0.72-0.73).
 CONV_GEMM_TILES_BY_VENDOR = {
     ("avx512", "intel"): GemmTile((60, 64), (6, 64), 8, cache_reduction=256, cache_reduction_min_depth=512),
-    ("avx512", "amd"): GemmTile((64, 64), (8, 32), 8, cache_reduction=256, cache_reduction_min_depth=512),
+    ("avx512", "amd"): GemmTile(
+        (64, 64), (8, 32), 8, cache_reduction=256, cache_reduction_min_depth=512, k_blocks_divide=True
+    ),
 }
 
 
@@ -164,17 +167,63 @@ def deep_gemm_rows(rows: int) -> int:
     return math.ceil(rows / math.ceil(rows / DEEP_GEMM_MAX_ROWS))
 
 
+# A K block that leaves a remainder of K, together with a last row of workgroups shorter than
+# the others by a count that is no multiple of the register tile's rows, runs that remainder
+# at a fraction of the speed: IREE 3.13, AVX-512 8x32 register tile in 64x64 workgroups, K in
+# blocks of 256, one GEMM dispatch alone (iree-benchmark-module local-sync, Zen 5 VM, GFLOP/s):
+# 196x256x1152 73, 98x512x1152 20, 130x512x1152 25, 68x512x1152 22, 196x512x1152 52, while
+# rows a multiple of 64 or 8 past it (128, 136, 200, 104) and K 2304 (9 blocks of 256) ran at
+# 180-230. Blocks that divide K: 196x256x1152 73 -> 191 (192-wide blocks) / 186 (288) / 182
+# (384), 98x256x1152 20 -> 160 / 166 / 172, 130x256x1152 23 -> 147 / 165 / 156. Where the rows
+# are not short that way the table's block stays a little ahead (3x3 s2 1x64x56x56->128, 784
+# rows 576 deep, 256 + 64 against 2 x 288, the two compiled in one process and run interleaved
+# with PyTorch, three runs: 0.82-0.83 against 0.76-0.81 of PyTorch), so only those GEMMs take the
+# divisor of K nearest the table's block (a multiple of the register tile's K step, between half
+# and twice it), and whole K where K has none (tiles with ``k_blocks_divide``). The AVX2 6x16
+# tile in 48x64 had no such loss (98-130 rows: 75-108 GFLOP/s with either block) and keeps its
+# blocks; Intel's 6x64 tile was not measured.
+def k_block(tile: GemmTile, m: int, k: int) -> int | None:
+    """The K cache block of ``tile`` for an ``m`` x ``k`` GEMM (see above), or None for whole K."""
+    want = tile.cache_reduction
+    if want is None or k < max(tile.cache_reduction_min_depth, want):
+        return None
+    dm = min(tile.distribution[0], m)
+    if not tile.k_blocks_divide or k % want == 0 or (m % dm) % min(tile.vector[0], dm) == 0:
+        return want
+    step = tile.reduction
+    divisors = [d for d in range(step, 2 * want + 1, step) if d * 2 >= want and k % d == 0]
+    return min(divisors, key=lambda d: (abs(d - want), d), default=None)
+
+
+# A batched GEMM whose last row of workgroups is short by more than one register tile of rows
+# gets no cache_parallel (the L2 tile of M and N): with it that row ran so slowly that it slowed
+# the whole dispatch by half. Winograd GEMMs alone (iree-benchmark-module local-sync, Zen 5 VM,
+# AVX-512 8x32 in 64x64, two runs each, us, without / with): 25x98x256x128 (a last row of 34)
+# 721-768 / 1094-1126, 36x98x256x256 2167-2200 / 3170-3190; 36x784x64x64 (16) 965-976 / 1010-1012.
+# Rows that divide evenly or leave a short remainder moved within 5% either way alone
+# (25x196x128x128 698-716 / 727-743, 16x128x512x512 5042-5145 / 5063-5105), and in whole graphs
+# on two threads kept it a little ahead (the two compiled in one process and run interleaved with
+# PyTorch, with / without: dgrad 4x64x28x28 2.17 / 2.03 and 1.77 / 1.70, 3x3 1x64x56x56 1.93 /
+# 1.87, 8x128x28x28 1.72 / 1.70). AVX2 6x16 in 48x64, alone: 25x98x256x128 1509 / 1581,
+# 25x196x128x128 1375 / 1482, 36x392x64x64 988 / 973. The 2-D conv GEMMs measured the same with
+# and without it (3136x128x256 815 / 818, 98x256x1024 252 / 249, 392x512x4608 in K blocks 8677 /
+# 8745) and keep it.
+def _cache_parallel(batch: int | None, m: int, dm: int, vm: int) -> bool:
+    return batch is None or m % dm <= vm
+
+
 def _compilation_info(tile: GemmTile, batch: int | None, m: int, n: int, k: int) -> ir.Attribute:
     """``[B,] M, N, K`` tile sizes (B tiled by 1) clamped to the problem, as IREE's ``compilation_info``."""
     dm, dn = min(tile.distribution[0], m), min(tile.distribution[1], n)
     vm, vn = min(tile.vector[0], dm), min(tile.vector[1], dn)
     lead = "1, " if batch is not None else ""
     zero = "0, " if batch is not None else ""
-    blocked = tile.cache_reduction is not None and k >= max(tile.cache_reduction_min_depth, tile.cache_reduction)
+    block = k_block(tile, m, k)
     text = (
         "#iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<"
-        f"distribution = [{lead}{dm}, {dn}, 0], cache_parallel = [{lead}{dm}, {dn}, 0], "
-        + (f"cache_reduction = [{zero}0, 0, {tile.cache_reduction}], " if blocked else "")
+        f"distribution = [{lead}{dm}, {dn}, 0], "
+        + (f"cache_parallel = [{lead}{dm}, {dn}, 0], " if _cache_parallel(batch, m, dm, vm) else "")
+        + (f"cache_reduction = [{zero}0, 0, {block}], " if block is not None else "")
         + f"vector_common_parallel = [{lead}{vm}, {vn}, 0], vector_reduction = [{zero}0, 0, {min(tile.reduction, k)}]>, "
         "translation_info = #iree_codegen.translation_info<pipeline = #iree_cpu.pipeline<DoubleTilingExpert>, "
         "{enable_loop_peeling}>>"

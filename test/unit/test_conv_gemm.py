@@ -72,11 +72,45 @@ def test_gemm_config_per_isa():
         avx512 = str(gemm_config.matmul_compilation_info("avx512", 3136, 128, 256))
         small = str(gemm_config.matmul_compilation_info("avx512", 6, 5, 3))
         assert "vector_common_parallel = [6, 16, 0]" in avx2 and "distribution = [48, 64, 0]" in avx2
-        deep_avx2 = str(gemm_config.matmul_compilation_info("avx2", 3136, 128, 576))
+        deep_avx2 = str(gemm_config.matmul_compilation_info("avx2", 3136, 128, 1024))
         assert "cache_reduction = [0, 0, 256]" in deep_avx2 and "cache_reduction" not in avx2
         assert "vector_common_parallel = [8, 32, 0]" in avx512
+        # 2-D GEMMs name their L2 tile; batched (Winograd) GEMMs only where their last row of
+        # workgroups is short by at most a register tile's rows (gemm_config._cache_parallel).
+        assert "cache_parallel = [64, 64, 0]" in avx512
+        short_by_34 = str(gemm_config.batch_matmul_compilation_info("avx512", 25, 98, 256, 128))
+        assert "cache_parallel" not in short_by_34 and "distribution = [1, 64, 64, 0]" in short_by_34
+        short_by_4 = str(gemm_config.batch_matmul_compilation_info("avx512", 25, 196, 256, 128))
+        assert "cache_parallel = [1, 64, 64, 0]" in short_by_4
         assert "distribution = [6, 5, 0]" in small and "vector_reduction = [0, 0, 3]" in small
         assert gemm_config.matmul_compilation_info("generic", 3136, 128, 256) is None
+
+
+@pytest.mark.parametrize(
+    "m, k, block",
+    [
+        (196, 256, None),  # shallower than the table's depth (512): the whole K
+        (196, 512, 256),  # K a multiple of the table's block
+        (98, 4608, 256),
+        (784, 576, 256),  # 784 = 12 x 64 + 16: a last row of workgroups short by 2 register tiles
+        (49, 1152, 256),  # one row of workgroups
+        (196, 576, 288),  # 196 = 3 x 64 + 4: K blocks that divide K (2 x 288; 192 is further off)
+        (98, 1152, 288),  # 98 = 64 + 34: 4 x 288, not 4.5 x 256
+        (130, 1728, 288),  # 6 x 288 (216 is 40 from 256, 288 32)
+        (98, 536, None),  # 8 x 67: no multiple of 8 in [128, 512] divides it
+        (98, 900, None),  # not a multiple of 8
+    ],
+)
+def test_k_block(m, k, block):
+    """K cache blocks divide K where the GEMM's last row of workgroups is short by a count no
+    multiple of the register tile's rows (gemm_config.k_block): such a remainder with a K
+    remainder ran at a tenth of the speed on the AMD AVX-512 tile. The AVX2 tile keeps 256."""
+    tile = gemm_config.CONV_GEMM_TILES_BY_VENDOR[("avx512", "amd")]
+    assert gemm_config.k_block(tile, m, k) == block
+    avx2 = gemm_config.CONV_GEMM_TILES["avx2"]
+    assert gemm_config.k_block(avx2, m, k) == (None if k < 512 else 256)
+    if block not in (None, 256):
+        assert k % block == 0 and block % tile.reduction == 0
 
 
 def _problem(shape, kernel, stride, padding, channels_last=True, element=F32):
@@ -159,6 +193,22 @@ def test_numerics_k_blocked_deep_gemm(cpu, rng, gemm_lowering, monkeypatch):
     monkeypatch.setenv("FUSILLI_DISABLE_CACHE", "1")  # the tile tables are not in the cache key
     g = build([1, 256, 8, 8], 32, (3, 3), (1, 1), (1, 1), (1, 1), epilogue=True, name="gemm_k_blocked")
     assert "cache_reduction = [0, 0, 256]" in g.mlir("optimized")
+    run_and_check(g, cpu, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
+
+
+def test_numerics_k_blocks_that_divide_k(cpu, rng, gemm_lowering, monkeypatch):
+    """A 3x3 stride-2 conv 1152 deep over 98 GEMM rows (a short last row of workgroups) as the
+    K-blocked GEMM: its K blocks are 288 wide (gemm_config.k_block), with bias + relu."""
+    target = Target.resolve("cpu", None)
+    isa, vendor = rules.vector_isa(target), targets.cpu_vendor(target.cpu)
+    if isa == "generic":
+        pytest.skip("no tuned GEMM for a CPU without AVX2")
+    base = gemm_config.CONV_GEMM_TILES[isa]
+    blocked = gemm_config.GemmTile(base.distribution, base.vector, base.reduction, 256, 512, k_blocks_divide=True)
+    monkeypatch.setitem(gemm_config.CONV_GEMM_TILES_BY_VENDOR, (isa, vendor or ""), blocked)
+    monkeypatch.setenv("FUSILLI_DISABLE_CACHE", "1")  # the tile tables are not in the cache key
+    g = build([2, 128, 14, 14], 32, (3, 3), (2, 2), (1, 1), (1, 1), epilogue=True, name="gemm_k_divides")
+    assert "cache_reduction = [0, 0, 288]" in g.mlir("optimized")
     run_and_check(g, cpu, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
 
 

@@ -9,7 +9,9 @@
 # is an explicit-config GEMM there, with the padded strided gather as its A operand.
 # A 1x1 stride-2 conv (A only C deep) keeps the 60x64 workgroups. On AMD Zen 4 the 3x3
 # one is an explicit-config GEMM too, from 16 rows where it is >= 512 deep (its 8x32 tile in
-# 64x64 workgroups, K in blocks of 256: rules.CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED_FEW).
+# 64x64 workgroups, K in blocks of 256: rules.CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED_FEW); where
+# its 196 rows (a last row of workgroups short by 4) meet a K of 1152 the AMD blocks divide K
+# (4 x 288, gemm_config.k_block); Intel's tile keeps 256.
 
 import fusilli as fs
 
@@ -24,6 +26,7 @@ def conv(g, name, c, h, k, r, pad):
 g = fs.Graph(name="conv_gemm_strided")
 conv(g, "conv3x3", 256, 28, 256, 3, 1)
 conv(g, "conv1x1", 256, 56, 512, 1, 0)
+conv(g, "conv3x3_c128", 128, 28, 256, 3, 1)
 print(g.to_json())
 
 # INTEL-DAG: #[[WIDE:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [24, 256, 0], cache_reduction = [0, 0, 256], distribution = [24, 256, 0], vector_common_parallel = [6, 64, 0], vector_reduction = [0, 0, 8]>
@@ -32,10 +35,14 @@ print(g.to_json())
 # INTEL-DAG: #[[NARROW_INFO:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[NARROW]],
 # AMD-DAG: #[[KBLOCKED:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [64, 64, 0], cache_reduction = [0, 0, 256], distribution = [64, 64, 0], vector_common_parallel = [8, 32, 0], vector_reduction = [0, 0, 8]>
 # AMD-DAG: #[[KBLOCKED_INFO:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[KBLOCKED]],
+# AMD-DAG: #[[DIVIDING:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [64, 64, 0], cache_reduction = [0, 0, 288], distribution = [64, 64, 0], vector_common_parallel = [8, 32, 0], vector_reduction = [0, 0, 8]>
+# AMD-DAG: #[[DIVIDING_INFO:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[DIVIDING]],
 # CHECK-LABEL: func.func @main(
 # INTEL: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x14x14x3x3x256xf32>)
 # INTEL: linalg.matmul {compilation_info = #[[WIDE_INFO]]} ins(%{{.*}}, %{{.*}} : tensor<196x2304xf32>, tensor<2304x256xf32>)
 # INTEL: linalg.matmul {compilation_info = #[[NARROW_INFO]]} ins(%{{.*}}, %{{.*}} : tensor<784x256xf32>, tensor<256x512xf32>)
+# INTEL: linalg.matmul {compilation_info = #[[WIDE_INFO]]} ins(%{{.*}}, %{{.*}} : tensor<196x1152xf32>, tensor<1152x256xf32>)
 # INTEL-NOT: linalg.conv_2d_nhwc_hwcf
 # AMD: linalg.matmul {compilation_info = #[[KBLOCKED_INFO]]} ins(%{{.*}}, %{{.*}} : tensor<196x2304xf32>, tensor<2304x256xf32>)
+# AMD: linalg.matmul {compilation_info = #[[DIVIDING_INFO]]} ins(%{{.*}}, %{{.*}} : tensor<196x1152xf32>, tensor<1152x256xf32>)
 # AMD-NOT: linalg.conv_2d_nhwc_hwcf
