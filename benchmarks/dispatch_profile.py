@@ -127,12 +127,9 @@ def profile(argv: list[str], lowering: str, device: str, repetitions: int, arch:
     whole_us = float(median.group(1)) * (1e3 if median.group(2) == "ms" else 1.0)
     rows = _dispatches(summary)
     print(f"== {ns.label or ' '.join(argv)}")
-    rules = graph.explain(None, arch or ns.arch).splitlines()[1]
-    print(
-        f"   {rules}"
-        if lowering == "auto"
-        else f"   FUSILLI_CONV_LOWERING={lowering} (the rules would choose: {rules})"
-    )
+    for line in graph.explain(None, arch or ns.arch).splitlines()[1:]:
+        if not line.startswith("execution:"):  # fusilli's executor; here the tool runs the module
+            print(f"   {line}")
     print(f"   {device}, lowering {lowering}: {stats.dispatch_count} dispatches, whole call median {whole_us:.1f} us")
     print(f"   {'dispatch':72} {'mean us':>9} {'min us':>9} {'share':>6}")
     for name, mean, minimum in rows:

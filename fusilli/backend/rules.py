@@ -212,11 +212,27 @@ def compile_flags(nodes: Iterable[Any], target: Target) -> list[str]:
 def explain(nodes: Iterable[Any], target: Target) -> str:
     """One line per node: each aspect's rule for ``target`` and the fact that chose it."""
     lines = [f"target: {target.describe()}; features: {describe_features(target)}"]
+    nodes = list(nodes)
     for node in nodes:
         cs = choices(problem_of(node), target)
         what = "; ".join(f"{c.name} ({c.fact})" for c in cs) or "no target-specific rule"
         lines.append(f"{node.name} [{node.kind}]: {what}")
+    forced = forced_conv_lowering(nodes)
+    if forced:
+        lines.append(
+            f"FUSILLI_CONV_LOWERING={forced} forces the conv lowering where it applies "
+            "(the conv rules above are what auto would take)"
+        )
     return "\n".join(lines)
+
+
+def forced_conv_lowering(nodes: Iterable[Any]) -> str | None:
+    """``FUSILLI_CONV_LOWERING`` where it is set (not ``auto``) and ``nodes`` hold a conv."""
+    from fusilli import pipeline
+
+    if pipeline.CONV_LOWERING == "auto" or not any(node.kind.startswith("conv_") for node in nodes):
+        return None
+    return pipeline.CONV_LOWERING
 
 
 def lowering_summary(nodes: Iterable[Any], target: Target) -> str:
@@ -224,7 +240,8 @@ def lowering_summary(nodes: Iterable[Any], target: Target) -> str:
     node order, as one short line (``cpu-conv-winograd F(4x4)``, ``cpu-conv-im2col-gemm``);
     the benchmark tables' lowering column. Empty where no such rule applies."""
     names: list[str] = []
-    for node in nodes or ():
+    nodes = list(nodes or ())
+    for node in nodes:
         problem = problem_of(node)
         for c in choices(problem, target):
             if c.rule.aspect == "compute":
@@ -238,7 +255,8 @@ def lowering_summary(nodes: Iterable[Any], target: Target) -> str:
                 name += f" F({m}x{m}, 2x2)"
             if name not in names:
                 names.append(name)
-    return " + ".join(names)
+    forced = forced_conv_lowering(nodes)
+    return " + ".join([f"FUSILLI_CONV_LOWERING={forced}"] * bool(forced) + names)
 
 
 # The features explain lists (all a rule looks at).

@@ -171,6 +171,20 @@ def test_explain_names_the_gemm_rule():
     assert "cpu-conv-im2col-gemm" not in g.explain(fs.Backend.CPU, arch="x86-64")
 
 
+def test_explain_names_a_forced_conv_lowering(monkeypatch):
+    """Under FUSILLI_CONV_LOWERING explain and the benchmarks' lowering column say so: the conv
+    rules they list are then what auto would take, not what compiles."""
+    g = build([4, 256, 28, 28], 128, (1, 1), (1, 1), (0, 0), name="gemm_forced_explain")
+    target = Target.resolve("cpu", "znver4")
+    assert "FUSILLI_CONV_LOWERING" not in g.explain(fs.Backend.CPU, arch="znver4")
+    assert rules.lowering_summary(g.nodes, target) == "cpu-conv-im2col-gemm"
+    monkeypatch.setattr(pipeline, "CONV_LOWERING", "linalg")
+    assert g.explain(fs.Backend.CPU, arch="znver4").splitlines()[-2].startswith(
+        "FUSILLI_CONV_LOWERING=linalg forces the conv lowering where it applies"
+    )
+    assert rules.lowering_summary(g.nodes, target) == "FUSILLI_CONV_LOWERING=linalg + cpu-conv-im2col-gemm"
+
+
 def test_auto_lowering_is_the_gemm_with_its_epilogue_in_one_dispatch(cpu, rng):
     # 1x1 1x64x32x32->32 (1024 rows): the filter's HWCF copy and the GEMM + bias + relu.
     g = build([1, 64, 32, 32], 32, (1, 1), (1, 1), (0, 0), epilogue=True, name="gemm_auto")
