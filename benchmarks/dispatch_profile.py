@@ -121,7 +121,10 @@ def profile(argv: list[str], lowering: str, device: str, repetitions: int, arch:
         summary = subprocess.run(
             [_tool("iree-profile"), "dispatch", bundle], capture_output=True, text=True, check=True
         ).stdout
-    median = re.search(r"real_time_median\s+([\d.]+) (ms|us)", run.stdout)
+    # One repetition prints the run's time alone; more print their median too.
+    median = re.search(r"real_time_median\s+([\d.]+) (ms|us)", run.stdout) or re.search(
+        r"/real_time\s+([\d.]+) (ms|us)", run.stdout
+    )
     if median is None:
         raise SystemExit(f"no median in iree-benchmark-module's output:\n{run.stdout[-2000:]}")
     whole_us = float(median.group(1)) * (1e3 if median.group(2) == "ms" else 1.0)
