@@ -179,8 +179,10 @@ def test_explain_names_a_forced_conv_lowering(monkeypatch):
     assert "FUSILLI_CONV_LOWERING" not in g.explain(fs.Backend.CPU, arch="znver4")
     assert rules.lowering_summary(g.nodes, target) == "cpu-conv-im2col-gemm"
     monkeypatch.setattr(pipeline, "CONV_LOWERING", "linalg")
-    assert g.explain(fs.Backend.CPU, arch="znver4").splitlines()[-2].startswith(
-        "FUSILLI_CONV_LOWERING=linalg forces the conv lowering where it applies"
+    assert (
+        g.explain(fs.Backend.CPU, arch="znver4")
+        .splitlines()[-2]
+        .startswith("FUSILLI_CONV_LOWERING=linalg forces the conv lowering where it applies")
     )
     assert rules.lowering_summary(g.nodes, target) == "FUSILLI_CONV_LOWERING=linalg + cpu-conv-im2col-gemm"
 
