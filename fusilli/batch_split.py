@@ -17,6 +17,11 @@ split or read whole by every node that touches it, every graph output is split, 
 every split tensor has the same even dim 0, outermost in memory, whose halves start
 64-byte aligned (IREE's CPU kernels need that; no staging copy). fusilli/backend/runtime.py
 runs the plan; ``choose_cpu_executor`` there says when.
+
+A batch-1 graph has no batch to split; ``plan_row_split`` cuts its rows instead (H, dim 2 of
+rank-4 NCHW-ordered dims) where every node's output rows each read the same input row
+(``Node.row_split_slots``: 1x1 stride-1 unpadded convs, pointwise ops) and the cut tensors
+are channels-last, so that each half of the caller's array is again one dense block.
 """
 
 from __future__ import annotations
@@ -40,74 +45,102 @@ class BatchSplitPlan:
     """How a graph runs as two half-batch calls: the tensors cut along dim 0 (by name) and
     the batch extent they share. Every other tensor is read whole by both halves."""
 
-    batch: int
+    batch: int  # the extent cut in half: dim 0, or H for a row split
     split: frozenset[str]
     # Bytes of the bound tensors cut in half, and of those both halves read whole (work on
     # them, a filter's transform or packing, say, is done by both halves).
     split_bytes: int = 0
     whole_bytes: int = 0
+    # The logical dim cut: 0 (the batch), or 2 (H of a batch-1 graph's rank-4 tensors).
+    axis: int = 0
 
     @property
     def half(self) -> int:
         return self.batch // 2
 
     def half_graph(self, graph: Graph) -> Graph:
-        """A validated copy of ``graph`` at half the batch: the split tensors' dim 0 halved.
+        """A validated copy of ``graph`` at half the batch: the split tensors' dim ``axis`` halved.
 
-        Bound tensors keep their strides (dim 0 is outermost, so the other strides do not
-        depend on it and each half of the caller's array is exactly such a tensor);
+        Bound tensors keep their strides, but for a row split the batch-1 dim's, which spans
+        the whole tensor (the cut dim is outermost after it in memory, so the other strides do
+        not depend on it and each half of the caller's array is exactly such a tensor);
         intermediate tensors have theirs inferred again.
         """
         doc = graph.to_dict()
         for t in (*doc["inputs"], *(t for node in doc["nodes"] for t in node["output_tensors"])):
             if t["name"] in self.split:
-                t["dim"] = [self.half, *t["dim"][1:]]
+                t["dim"] = [self.half if i == self.axis else d for i, d in enumerate(t["dim"])]
                 if t["is_virtual"]:
                     t["stride"] = None
+                elif self.axis:
+                    t["stride"] = [self.half * t["stride"][self.axis], *t["stride"][1:]]
         half = type(graph)._from_dict(doc)
         half.validate()
         return half
 
     def describe(self) -> str:
+        if self.axis:
+            return (
+                f"two calls of {self.half} of its {self.batch} rows at once ({len(self.split)} tensors split along H)"
+            )
         return f"two calls of batch {self.half} at once ({len(self.split)} tensors split along dim 0)"
+
+    def physical_axis(self, t: TensorAttr) -> int:
+        """Where the cut dim sits in ``t``'s physical (memory-order) view."""
+        return t.physical_order.index(self.axis)
 
 
 def plan_batch_split(graph: Graph) -> tuple[BatchSplitPlan | None, str]:
     """The plan for running a validated ``graph`` as two half-batch calls, or None with the
     reason it cannot (naming the node or tensor); the second item describes the plan."""
-    split: dict[str, bool] = {}  # tensor name -> cut along dim 0 (True) or read whole
+    return _plan(graph, 0, lambda node: node.batch_split_slots(), "dim 0")
+
+
+def plan_row_split(graph: Graph) -> tuple[BatchSplitPlan | None, str]:
+    """The plan for running a validated batch-1 ``graph`` as two calls over half its rows (H,
+    dim 2 of its rank-4 tensors), or None with the reason it cannot. Only nodes whose output
+    rows each read the same input row split so (``Node.row_split_slots``: 1x1 stride-1
+    unpadded convs, pointwise ops), and the cut tensors must have dim 0 of 1 with H next
+    outermost in memory (NHWC), so each half of the caller's array is one dense block."""
+    return _plan(graph, 2, lambda node: node.row_split_slots(), "H")
+
+
+def _plan(graph: Graph, axis: int, slots_of, what: str) -> tuple[BatchSplitPlan | None, str]:
+    split: dict[str, bool] = {}  # tensor name -> cut along ``axis`` (True) or read whole
     tensors: dict[str, TensorAttr] = {}
     for node in graph.nodes:
-        slots = node.batch_split_slots()
+        slots = slots_of(node)
         if slots is None:
-            return None, f"{node.kind} '{node.name}' mixes rows of dim 0"
+            return None, f"{node.kind} '{node.name}' mixes rows of {what}"
         for slot, t in (*node.inputs.items(), *node.outputs.items()):
             if t is None:
                 continue
             cut = slot in slots and not t.is_scalar
             if split.setdefault(t.name, cut) != cut:
-                return None, f"tensor '{t.name}' is cut along dim 0 by one node and read whole by another"
+                return None, f"tensor '{t.name}' is cut along {what} by one node and read whole by another"
             tensors[t.name] = t
     for t in graph.output_tensors():
         if not split.get(t.name, False):
-            return None, f"output '{t.name}' does not carry the batch"
-    batches = {tensors[name].dim[0] for name, cut in split.items() if cut}
-    if len(batches) != 1:
-        return None, f"the split tensors' dim 0 differ ({sorted(batches)})"
-    (batch,) = batches
-    if batch < 2 or batch % 2:
-        return None, f"dim 0 is {batch}, not an even number >= 2"
+            return None, f"output '{t.name}' does not carry the {'batch' if axis == 0 else 'rows'}"
+    extents = {tensors[name].dim[axis] for name, cut in split.items() if cut}
+    if len(extents) != 1:
+        return None, f"the split tensors' {what} differ ({sorted(extents)})"
+    (extent,) = extents
+    if extent < 2 or extent % 2:
+        return None, f"{what} is {extent}, not an even number >= 2"
     for name, cut in split.items():
         t = tensors[name]
         if t.dynamic_dims:
             return None, f"tensor '{name}' has dynamic dims"
         if data_type_of(t) == DataType.INT4:
             return None, f"tensor '{name}' is int4 (packed two to a byte)"
+        if cut and axis and t.dim[0] != 1:
+            return None, f"tensor '{name}' has batch {t.dim[0]}, not 1"
         if not cut or t.is_virtual:
             continue
-        if not _dim0_outermost(t):
-            return None, f"dim 0 of tensor '{name}' is not outermost in memory (stride {t.stride})"
-        offset = batch // 2 * t.stride[0] * max(data_type_of(t).bits // 8, 1)
+        if not _outermost(t, axis):
+            return None, f"{what} of tensor '{name}' is not outermost in memory (stride {t.stride})"
+        offset = extent // 2 * t.stride[axis] * max(data_type_of(t).bits // 8, 1)
         if offset % HALF_ALIGNMENT:
             return (
                 None,
@@ -115,10 +148,11 @@ def plan_batch_split(graph: Graph) -> tuple[BatchSplitPlan | None, str]:
             )
     bound = [(tensors[name], cut) for name, cut in split.items() if not tensors[name].is_virtual]
     plan = BatchSplitPlan(
-        batch,
+        extent,
         frozenset(name for name, cut in split.items() if cut),
         split_bytes=sum(_nbytes(t) for t, cut in bound if cut),
         whole_bytes=sum(_nbytes(t) for t, cut in bound if not cut and not t.is_scalar),
+        axis=axis,
     )
     return plan, plan.describe()
 
@@ -127,6 +161,10 @@ def _nbytes(t: TensorAttr) -> int:
     return t.num_elements * max(data_type_of(t).bits // 8, 1)
 
 
-def _dim0_outermost(t: TensorAttr) -> bool:
-    """Dim 0 is the slowest in memory: each half of it is one dense block."""
-    return t.stride[0] > 0 and t.physical_order[0] == 0 and t.stride[0] == math.prod(t.dim[1:])
+def _outermost(t: TensorAttr, axis: int) -> bool:
+    """Dim ``axis`` is the slowest in memory (for axis > 0: after dims of extent 1, which come
+    first), so each half of it is one dense block."""
+    order = t.physical_order
+    if t.stride[axis] <= 0 or any(t.dim[i] != 1 for i in order[: order.index(axis)]):
+        return False
+    return t.stride[axis] == math.prod(t.dim[i] for i in order[order.index(axis) + 1 :])

@@ -56,7 +56,7 @@ from fusilli import tensor as _tensor_module
 from fusilli.arrays import torch_tensor_type
 from fusilli.backend.cache import Artifact
 from fusilli.backend.targets import Backend, Target, default_cpu_arch, named_cpu, resolve_amdgpu_arch
-from fusilli.batch_split import BatchSplitPlan, plan_batch_split
+from fusilli.batch_split import BatchSplitPlan, plan_batch_split, plan_row_split
 from fusilli.errors import ErrorCode, FusilliError, fail
 from fusilli.log import logger
 from fusilli.tensor import TensorAttr, as_numpy, data_type_of, physical_order
@@ -303,7 +303,13 @@ def cpu_execution(graph: Any, arch: str | None = None) -> CpuExecution:
     it splits a graph that can be split where the process runs on ``SPLIT_CPUS`` CPUs, the
     tensors both halves read whole hold at most ``SPLIT_MAX_WHOLE_FRACTION`` of the bytes
     of the split ones, and the half graph gets the same lowering rules as the whole one;
-    else the pool. ``split`` for a graph that cannot be split runs it on the pool (logged).
+    else the pool. A batch-1 graph whose rows split (``plan_row_split``) splits them without
+    the byte limits: measured on the 2-core Zen 5 VM, ResNet-50's batch-1 1x1 convs, row
+    split against the pool, three in-process runs (benchmarks/conv_lowerings.py, ``auto``
+    against ``auto@local-task``), ms: 1x64x56x56->64 0.082-0.099 / 0.109-0.121,
+    1x256x56x56->64 0.243-0.283 / 0.275-0.302 (both ahead in each run), 1x1024x14x14->256
+    (its 1 MB filter read by both halves) 0.310-0.635 / 0.353-0.629 (ahead in two runs, even
+    in the third), 1x64x56x56->256 0.265-0.328 / 0.287-0.338 (even). ``split`` for a graph that cannot be split runs it on the pool (logged).
     """
     choice = os.environ.get("FUSILLI_CPU_EXECUTOR", "auto")
     if choice not in _EXECUTORS:
@@ -329,6 +335,9 @@ def cpu_execution(graph: Any, arch: str | None = None) -> CpuExecution:
         if cpus != SPLIT_CPUS:
             return CpuExecution("local-task", f"{cpus} CPUs (the split executor is for {SPLIT_CPUS})")
     plan, why = plan_batch_split(graph)
+    if plan is None and all(t.rank == 4 and t.dim[0] == 1 for t in graph.output_tensors()):  # its rows may split
+        row_plan, row_why = plan_row_split(graph)
+        plan, why = (row_plan, row_why) if row_plan is not None else (None, f"{why}; rows: {row_why}")
     if plan is None:
         if choice == "split":
             logger.info("graph '%s': FUSILLI_CPU_EXECUTOR=split, but it runs on the pool: %s", graph.name, why)
@@ -361,9 +370,9 @@ SPLIT_MIN_BYTES = 4 << 20
 def _split_does_not_pay(graph: Any, plan: BatchSplitPlan, half: Any, arch: str | None) -> str | None:
     from fusilli.backend import rules
 
-    if plan.split_bytes < SPLIT_MIN_BYTES:
+    if plan.axis == 0 and plan.split_bytes < SPLIT_MIN_BYTES:
         return f"{plan.split_bytes} bytes split < {SPLIT_MIN_BYTES}"
-    if plan.whole_bytes > SPLIT_MAX_WHOLE_FRACTION * plan.split_bytes:
+    if plan.axis == 0 and plan.whole_bytes > SPLIT_MAX_WHOLE_FRACTION * plan.split_bytes:
         return (
             f"both halves would read {plan.whole_bytes} bytes whole, > {SPLIT_MAX_WHOLE_FRACTION} of the "
             f"{plan.split_bytes} bytes split"
@@ -861,10 +870,18 @@ class CompiledGraph:
     def _import(self, t: TensorAttr, phys: np.ndarray):
         if self.split is None:
             return self._import_flat(t, phys.reshape(-1).view(np.uint8), phys.shape)
-        # Split: (inline half's view, worker half's view), each imported on its device.
-        # Dim 0 is outermost in memory (the plan checked), so it leads the physical view too.
+        # Split: (inline half's view, worker half's view), each imported on its device. The
+        # cut dim is outermost in memory but for dims of extent 1 (the plan checked), so each
+        # half is one dense block of the physical view.
         h = self.split.half
-        parts = (phys[:h], phys[h:]) if t.name in self.split.split else (phys, phys)
+        if t.name in self.split.split:
+            axis = self.split.physical_axis(t)
+            lead = (slice(None),) * axis
+            parts = (phys[(*lead, slice(0, h))], phys[(*lead, slice(h, None))])
+            if not all(part.flags.c_contiguous for part in parts):
+                raise fail(ErrorCode.INTERNAL_ERROR, f"tensor '{t.name}': a split half is not dense")
+        else:
+            parts = (phys, phys)
         return tuple(
             self._import_flat(t, part.reshape(-1).view(np.uint8), part.shape, device)
             for part, device in zip(parts, (self.device, self._worker_device))

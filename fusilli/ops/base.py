@@ -145,6 +145,13 @@ class Node:
         batch, batch statistics), so the node cannot run on half batches. After validate."""
         return None
 
+    def row_split_slots(self) -> frozenset[str] | None:
+        """For running a batch-1 graph as two calls over half its rows (fusilli/batch_split.py,
+        ``plan_row_split``): the slots whose rank-4 tensors are cut in half along dim 2 (H of
+        NCHW dims), every other tensor being read whole; or None when a row of the result
+        reads other rows (any spatial window). After validate."""
+        return None
+
     # ---- helpers for subclasses ----------------------------------------------------
     def infer_output_stride(self, out: TensorAttr, like: TensorAttr | None = None) -> None:
         """Unset output strides follow ``like``'s dim order, else contiguous."""

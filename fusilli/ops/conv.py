@@ -187,6 +187,12 @@ class ConvFPropNode(ConvNodeBase):
     def batch_split_slots(self) -> frozenset[str]:
         return frozenset({"X", "Y"})  # each image's output reads that image only
 
+    def row_split_slots(self) -> frozenset[str] | None:
+        """A 2-D 1x1 stride-1 unpadded conv: each output row reads that input row only."""
+        w = self.tensor("W")
+        pointwise = w.rank == 4 and w.dim[2:] == [1, 1] and self.stride == [1, 1] and not any(self.padding)
+        return frozenset({"X", "Y"}) if pointwise else None
+
 
 class ConvGradNodeBase(ConvNodeBase):
     """dgrad/wgrad: DY plus one forward operand in, the other forward operand's gradient out.

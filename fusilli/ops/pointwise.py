@@ -230,6 +230,21 @@ class PointwiseNode(Node):
         }
         return frozenset({"OUT_0", *carried})
 
+    def row_split_slots(self) -> frozenset[str] | None:
+        """A rank-4 output and the inputs that carry its dim 2 (H); inputs broadcast along it
+        are read whole."""
+        out = self.tensor("OUT_0")
+        if out.rank != 4:
+            return None
+        carried = set()
+        for slot, t in zip(INPUT_SLOTS, self.operands()):
+            h = t.rank - 2  # the input's dim lined up with the output's H (broadcasting right-aligns)
+            if h >= 0 and t.dim[h] == out.dim[2] != 1:
+                if t.rank != 4:
+                    return None  # it carries H but has no dim 2 to cut
+                carried.add(slot)
+        return frozenset({"OUT_0", *carried})
+
     def infer(self) -> None:
         ins = self.operands()
         out = self.tensor("OUT_0")

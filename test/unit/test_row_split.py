@@ -1,0 +1,131 @@
+"""The ``split`` CPU executor's row split: a batch-1 graph whose output rows each read the
+same input row (1x1 stride-1 unpadded convs, pointwise ops) runs as two calls over half its
+rows (H) at once (fusilli/batch_split.py ``plan_row_split``). Plans, numerics against the
+reference, and when ``auto`` takes it. Timing is BENCHMARKS.md's (none is asserted here)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import channels_last_conv_graph, random_array, run_and_check
+
+import fusilli as fs
+from fusilli import reference
+from fusilli.backend import runtime
+from fusilli.batch_split import plan_batch_split, plan_row_split
+
+
+@pytest.fixture
+def split_executor(monkeypatch):
+    monkeypatch.setenv("FUSILLI_CPU_EXECUTOR", "split")
+
+
+def inputs_of(g: fs.Graph, rng) -> dict:
+    return {t: random_array(t, rng) for t in g.input_tensors() if not t.is_scalar}
+
+
+# ----------------------------------------------------------------------------- plans
+def test_1x1_conv_bias_relu_splits_its_rows():
+    g = channels_last_conv_graph([1, 16, 12, 10], 24, (1, 1), (1, 1), (0, 0), epilogue=True, name="rows_plan")
+    assert plan_batch_split(g)[0] is None  # batch 1
+    plan, why = plan_row_split(g)
+    intermediates = {n.output_tensors()[0].name for n in g.nodes[:2]}
+    assert plan is not None and plan.axis == 2 and plan.batch == 12 and plan.half == 6
+    assert set(plan.split) == {"x", "y", *intermediates} and "6 of its 12 rows" in why
+    half = plan.half_graph(g)
+    dims = {t.name: t.dim for t in half.all_tensors() if not t.is_scalar}
+    assert dims["x"] == [1, 16, 6, 10] and dims["y"] == [1, 24, 6, 10]
+    assert dims["w"] == [24, 16, 1, 1] and dims["b"] == [1, 24, 1, 1]  # read whole
+    strides = {t.name: t.stride for t in half.input_tensors()}
+    assert strides["x"] == fs.strides([1, 16, 6, 10], "NHWC")  # the caller's half, as laid out
+
+
+@pytest.mark.parametrize(
+    "graph, reason",
+    [
+        (
+            lambda: channels_last_conv_graph([1, 8, 12, 12], 8, (3, 3), (1, 1), (1, 1), name="rows_3x3"),
+            "mixes rows of H",
+        ),
+        (
+            lambda: channels_last_conv_graph([1, 8, 12, 12], 8, (1, 1), (2, 2), (0, 0), name="rows_s2"),
+            "mixes rows of H",
+        ),
+        (
+            lambda: channels_last_conv_graph([1, 8, 12, 12], 8, (1, 1), (1, 1), (1, 1), name="rows_pad"),
+            "mixes rows of H",
+        ),
+        (lambda: channels_last_conv_graph([1, 8, 11, 12], 8, (1, 1), (1, 1), (0, 0), name="rows_odd"), "H is 11"),
+        (lambda: channels_last_conv_graph([2, 8, 12, 12], 8, (1, 1), (1, 1), (0, 0), name="rows_b2"), "has batch 2"),
+    ],
+    ids=["3x3", "stride-2", "padded", "odd-H", "batch-2"],
+)
+def test_graphs_whose_rows_cannot_split_say_why(graph, reason):
+    plan, why = plan_row_split(graph())
+    assert plan is None and reason in why, why
+
+
+def test_nchw_rows_are_not_dense_halves():
+    g = fs.Graph(name="rows_nchw")
+    x = g.tensor(name="x", dim=[1, 8, 12, 12], stride=fs.strides([1, 8, 12, 12], "NCHW"))
+    g.relu(x, name="r").set_output(True).set_name("y")
+    plan, why = plan_row_split(g.validate())
+    assert plan is None and "H of tensor 'x' is not outermost in memory" in why
+
+
+def test_pointwise_operand_carrying_h_without_a_dim_2_cannot_split():
+    g = fs.Graph(name="rows_rank3")
+    x = g.tensor(name="x", dim=[1, 8, 12, 12], stride=fs.strides([1, 8, 12, 12], "NHWC"))
+    s = g.tensor(name="s", dim=[8, 12, 12])  # right-aligned: its dim 1 is the output's H
+    g.add(x, s, name="add").set_output(True).set_name("y")
+    plan, why = plan_row_split(g.validate())
+    assert plan is None and "pointwise 'add' mixes rows of H" in why
+
+
+# ----------------------------------------------------------------------------- numerics
+@pytest.mark.parametrize("epilogue", [False, True])
+def test_1x1_conv_row_split_matches_reference(cpu, rng, split_executor, epilogue):
+    g = channels_last_conv_graph([1, 32, 16, 12], 48, (1, 1), (1, 1), (0, 0), epilogue=epilogue, name="rows_num")
+    run_and_check(g, cpu, inputs_of(g, rng), rtol=1e-4, atol=1e-4)
+    assert g._compiled.executor == "split" and g._compiled.split.axis == 2
+
+
+def test_row_split_calls_see_new_input_values(cpu, rng, split_executor):
+    g = channels_last_conv_graph([1, 16, 8, 8], 16, (1, 1), (1, 1), (0, 0), epilogue=True, name="rows_repeat")
+    g.compile(cpu)
+    (yt,) = g.output_tensors()
+    for _ in range(3):
+        inputs = inputs_of(g, rng)
+        y = fs.empty(yt)
+        g.execute({**inputs, yt: y})
+        np.testing.assert_allclose(y, reference.run(g, inputs)["y"], rtol=1e-4, atol=1e-4)
+
+
+# ----------------------------------------------------------------------------- when
+def test_auto_row_splits_a_batch_1_1x1_conv_on_two_cpus(monkeypatch):
+    monkeypatch.delenv("FUSILLI_CPU_EXECUTOR", raising=False)
+    monkeypatch.setattr(runtime, "usable_cpus", lambda: 2)
+    # ResNet-50's 1x1 1x64x56x56->64: 25.7 MFLOP, above the inline threshold.
+    g = channels_last_conv_graph([1, 64, 56, 56], 64, (1, 1), (1, 1), (0, 0), name="rows_auto")
+    execution = runtime.cpu_execution(g, "znver4")
+    assert execution.executor == "split" and "28 of its 56 rows" in execution.why
+    assert g.explain(fs.Backend.CPU, "znver4").endswith("split along H))")
+    strided = channels_last_conv_graph([1, 64, 56, 56], 128, (1, 1), (2, 2), (0, 0), name="rows_auto_s2")
+    execution = runtime.cpu_execution(strided, "znver4")
+    assert execution.executor == "local-task" and "dim 0 is 1" in execution.why and "rows:" in execution.why
+
+
+def test_misaligned_arrays_go_through_staging_and_both_row_halves_land(cpu, rng, split_executor):
+    g = channels_last_conv_graph([1, 16, 8, 8], 16, (1, 1), (1, 1), (0, 0), epilogue=True, name="rows_misaligned")
+    g.compile(cpu)
+    inputs = {}
+    for t, arr in inputs_of(g, rng).items():
+        raw = np.empty(arr.size + 1, np.float32)[1:]  # 4 bytes off a 64-byte boundary at best
+        view = np.lib.stride_tricks.as_strided(raw, arr.shape, arr.strides)
+        view[...] = arr
+        inputs[t] = view
+    (yt,) = g.output_tensors()
+    raw = np.empty(fs.empty(yt).size + 1, np.float32)[1:]
+    y = np.lib.stride_tricks.as_strided(raw, fs.empty(yt).shape, fs.empty(yt).strides)
+    g.execute({**inputs, yt: y})
+    np.testing.assert_allclose(y, reference.run(g, inputs)["y"], rtol=1e-4, atol=1e-4)
