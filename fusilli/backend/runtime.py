@@ -304,12 +304,12 @@ def cpu_execution(graph: Any, arch: str | None = None) -> CpuExecution:
     tensors both halves read whole hold at most ``SPLIT_MAX_WHOLE_FRACTION`` of the bytes
     of the split ones, and the half graph gets the same lowering rules as the whole one;
     else the pool. A batch-1 graph whose rows split (``plan_row_split``) splits them without
-    the byte limits: measured on the 2-core Zen 5 VM, ResNet-50's batch-1 1x1 convs, row
+    the byte limits, unless it writes more than it reads (``ROW_SPLIT_MAX_WRITE_RATIO``): measured on the 2-core Zen 5 VM, ResNet-50's batch-1 1x1 convs, row
     split against the pool, three in-process runs (benchmarks/conv_lowerings.py, ``auto``
     against ``auto@local-task``), ms: 1x64x56x56->64 0.082-0.099 / 0.109-0.121,
     1x256x56x56->64 0.243-0.283 / 0.275-0.302 (both ahead in each run), 1x1024x14x14->256
     (its 1 MB filter read by both halves) 0.310-0.635 / 0.353-0.629 (ahead in two runs, even
-    in the third), 1x64x56x56->256 0.265-0.328 / 0.287-0.338 (even). ``split`` for a graph that cannot be split runs it on the pool (logged).
+    in the third), 1x64x56x56->256 0.265-0.328 / 0.287-0.338 (even; on AVX2, behind). ``split`` for a graph that cannot be split runs it on the pool (logged).
     """
     choice = os.environ.get("FUSILLI_CPU_EXECUTOR", "auto")
     if choice not in _EXECUTORS:
@@ -367,6 +367,14 @@ SPLIT_MAX_WHOLE_FRACTION = 0.25
 SPLIT_MIN_BYTES = 4 << 20
 
 
+# A row split (a batch-1 graph's rows in two halves) is kept off graphs whose split outputs
+# outweigh their split inputs: 1x1 1x64x56x56->256 (writes 3.2 MB, reads 0.8 MB) as x86-64-v3
+# code ran 0.71-0.72 ms split against 0.54 on the pool in two of three runs (even on AVX-512:
+# 0.27-0.33 against 0.29-0.34), while those that write at most what they read gained (see
+# cpu_execution).
+ROW_SPLIT_MAX_WRITE_RATIO = 1.0
+
+
 def _split_does_not_pay(graph: Any, plan: BatchSplitPlan, half: Any, arch: str | None) -> str | None:
     from fusilli.backend import rules
 
@@ -377,6 +385,15 @@ def _split_does_not_pay(graph: Any, plan: BatchSplitPlan, half: Any, arch: str |
             f"both halves would read {plan.whole_bytes} bytes whole, > {SPLIT_MAX_WHOLE_FRACTION} of the "
             f"{plan.split_bytes} bytes split"
         )
+    if plan.axis:
+        nbytes = {
+            t.name: t.num_elements * max(data_type_of(t).bits // 8, 1)
+            for t in (*graph.input_tensors(), *graph.output_tensors())
+        }
+        written = sum(nbytes[t.name] for t in graph.output_tensors())
+        read = sum(n for name, n in nbytes.items() if name in plan.split) - written
+        if written > ROW_SPLIT_MAX_WRITE_RATIO * read:
+            return f"its rows' halves would write {written} bytes, > {ROW_SPLIT_MAX_WRITE_RATIO} x the {read} they read"
     # An im2col GEMM over a spatial filter gathers a patch matrix R*S/stride^2 times its
     # input: two halves streaming theirs at once lose to the pool (7x7 s2 stem
     # 8x3x224x224->64: 13.4-13.7 vs 10.5-11.0 ms).

@@ -129,3 +129,11 @@ def test_misaligned_arrays_go_through_staging_and_both_row_halves_land(cpu, rng,
     y = np.lib.stride_tricks.as_strided(raw, fs.empty(yt).shape, fs.empty(yt).strides)
     g.execute({**inputs, yt: y})
     np.testing.assert_allclose(y, reference.run(g, inputs)["y"], rtol=1e-4, atol=1e-4)
+
+
+def test_auto_keeps_a_row_split_that_writes_more_than_it_reads_on_the_pool(monkeypatch):
+    monkeypatch.delenv("FUSILLI_CPU_EXECUTOR", raising=False)
+    monkeypatch.setattr(runtime, "usable_cpus", lambda: 2)
+    g = channels_last_conv_graph([1, 64, 56, 56], 256, (1, 1), (1, 1), (0, 0), name="rows_wide")
+    execution = runtime.cpu_execution(g, "x86-64-v3")
+    assert execution.executor == "local-task" and "would write 3211264 bytes" in execution.why
