@@ -18,14 +18,13 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import time
 
 import fusilli as fs
 from fusilli.backend import rules
 from fusilli.backend.targets import Target, cpu_vendor
 from fusilli.passes import gemm_config
 from fusilli.tools.benchmark import parse_command, read_suite
-from fusilli.tools.benchmark.measure import _import_torch
+from fusilli.tools.benchmark.measure import _import_torch, interleaved_ms
 from fusilli.tools.benchmark.ops import SUBCOMMANDS
 
 
@@ -78,14 +77,8 @@ def main() -> None:
         with torch.inference_mode():
             fns = {name: (lambda p=p: p.graph.execute(p.pack)) for name, p in runs.items()}
             fns["torch"] = runs["current"].torch_builder(torch)
-            times: dict[str, list[float]] = {name: [] for name in fns}
-            for block in range(args.blocks):
-                for name in names if block % 2 == 0 else names[::-1]:
-                    fns[name]()  # untimed: absorbs the switch
-                    for _ in range(args.iters):
-                        t0 = time.perf_counter()
-                        fns[name]()
-                        times[name].append((time.perf_counter() - t0) * 1e3)
+            # One untimed call absorbs the switch.
+            times = interleaved_ms(fns, args.blocks, args.iters, switch=lambda fn: fn())
         med = {name: statistics.median(t) for name, t in times.items()}
         cells = " ".join(f"{med[n]:12.3f}" for n in names)
         ratios = " ".join(f"{med['torch'] / med[n]:8.2f}" for n in variants)

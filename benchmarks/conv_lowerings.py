@@ -16,12 +16,11 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import time
 
 import fusilli as fs
 from fusilli import pipeline
 from fusilli.tools.benchmark import parse_command, read_suite
-from fusilli.tools.benchmark.measure import _import_torch, _switch_to
+from fusilli.tools.benchmark.measure import _import_torch, interleaved_ms
 from fusilli.tools.benchmark.ops import SUBCOMMANDS
 
 
@@ -65,14 +64,7 @@ def main() -> None:
         with torch.inference_mode():
             fns = {name: (lambda p=p: p.graph.execute(p.pack)) for name, p in runs.items()}
             fns["torch"] = runs[lowerings[0]].torch_builder(torch)
-            times: dict[str, list[float]] = {name: [] for name in fns}
-            for block in range(args.blocks):
-                for name in names if block % 2 == 0 else names[::-1]:
-                    _switch_to(fns[name])
-                    for _ in range(args.iters):
-                        t0 = time.perf_counter()
-                        fns[name]()
-                        times[name].append((time.perf_counter() - t0) * 1e3)
+            times = interleaved_ms(fns, args.blocks, args.iters)
         med = {name: statistics.median(t) for name, t in times.items()}
         cells = " ".join(f"{med[n]:11.3f}" for n in names)
         ratios = " ".join(f"{med['torch'] / med[n]:10.2f}" for n in lowerings)

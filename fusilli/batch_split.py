@@ -150,14 +150,15 @@ def _plan(graph: Graph, axis: int, slots_of, what: str) -> tuple[BatchSplitPlan 
     plan = BatchSplitPlan(
         extent,
         frozenset(name for name, cut in split.items() if cut),
-        split_bytes=sum(_nbytes(t) for t, cut in bound if cut),
-        whole_bytes=sum(_nbytes(t) for t, cut in bound if not cut and not t.is_scalar),
+        split_bytes=sum(tensor_bytes(t) for t, cut in bound if cut),
+        whole_bytes=sum(tensor_bytes(t) for t, cut in bound if not cut and not t.is_scalar),
         axis=axis,
     )
     return plan, plan.describe()
 
 
-def _nbytes(t: TensorAttr) -> int:
+def tensor_bytes(t: TensorAttr) -> int:
+    """The bytes a bound tensor of ``t``'s dims holds (int4 counted a byte per element, as bound)."""
     return t.num_elements * max(data_type_of(t).bits // 8, 1)
 
 

@@ -56,7 +56,7 @@ from fusilli import tensor as _tensor_module
 from fusilli.arrays import torch_tensor_type
 from fusilli.backend.cache import Artifact
 from fusilli.backend.targets import Backend, Target, default_cpu_arch, named_cpu, resolve_amdgpu_arch
-from fusilli.batch_split import BatchSplitPlan, plan_batch_split, plan_row_split
+from fusilli.batch_split import BatchSplitPlan, plan_batch_split, plan_row_split, tensor_bytes
 from fusilli.errors import ErrorCode, FusilliError, fail
 from fusilli.log import logger
 from fusilli.tensor import TensorAttr, as_numpy, data_type_of, physical_order
@@ -324,11 +324,7 @@ def cpu_execution(graph: Any, arch: str | None = None) -> CpuExecution:
         # The rules' count, which covers attention too (its node has no workload: sdpa f16
         # 1x8x512x64, 1 MiB of I/O, ran inline at 9.0-9.5 ms against 5.2 on the pool).
         flops = sum(problem_of(node).flops for node in graph.nodes)
-        io_bytes = sum(
-            t.num_elements * max(data_type_of(t).bits // 8, 1)
-            for t in (*graph.input_tensors(), *graph.output_tensors())
-            if not t.is_scalar
-        )
+        io_bytes = sum(tensor_bytes(t) for t in (*graph.input_tensors(), *graph.output_tensors()) if not t.is_scalar)
         if flops <= INLINE_MAX_FLOPS and io_bytes <= INLINE_MAX_BYTES:
             return CpuExecution("local-sync", f"{flops} FLOP <= 2^23, {io_bytes} bytes of inputs and outputs <= 2 MiB")
         cpus = usable_cpus()
@@ -386,12 +382,8 @@ def _split_does_not_pay(graph: Any, plan: BatchSplitPlan, half: Any, arch: str |
             f"{plan.split_bytes} bytes split"
         )
     if plan.axis:
-        nbytes = {
-            t.name: t.num_elements * max(data_type_of(t).bits // 8, 1)
-            for t in (*graph.input_tensors(), *graph.output_tensors())
-        }
-        written = sum(nbytes[t.name] for t in graph.output_tensors())
-        read = sum(n for name, n in nbytes.items() if name in plan.split) - written
+        written = sum(tensor_bytes(t) for t in graph.output_tensors())  # every output is split
+        read = plan.split_bytes - written
         if written > ROW_SPLIT_MAX_WRITE_RATIO * read:
             return f"its rows' halves would write {written} bytes, > {ROW_SPLIT_MAX_WRITE_RATIO} x the {read} they read"
     # An im2col GEMM over a spatial filter gathers a patch matrix R*S/stride^2 times its

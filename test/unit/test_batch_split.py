@@ -193,8 +193,14 @@ def test_repeated_split_calls_see_new_input_values(cpu, rng, split_executor):
         np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
 
 
-def test_misaligned_arrays_go_through_staging_and_both_halves_land(cpu, rng, split_executor):
-    g = channels_last_conv_graph([4, 8, 8, 8], 16, (3, 3), (1, 1), (1, 1), epilogue=True, name="split_misaligned")
+@pytest.mark.parametrize(
+    "x_dim, kernel, padding",
+    [([4, 8, 8, 8], (3, 3), (1, 1)), ([1, 16, 8, 8], (1, 1), (0, 0))],
+    ids=["batch-halves", "row-halves"],  # the second: plan_row_split
+)
+def test_misaligned_arrays_go_through_staging_and_both_halves_land(cpu, rng, split_executor, x_dim, kernel, padding):
+    name = f"split_misaligned_{x_dim[0]}"
+    g = channels_last_conv_graph(x_dim, 16, kernel, (1, 1), padding, epilogue=True, name=name)
     g.compile(cpu)
     inputs = {}
     for t, arr in inputs_of(g, rng).items():

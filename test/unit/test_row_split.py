@@ -1,7 +1,7 @@
 """The ``split`` CPU executor's row split: a batch-1 graph whose output rows each read the
 same input row (1x1 stride-1 unpadded convs, pointwise ops) runs as two calls over half its
 rows (H) at once (fusilli/batch_split.py ``plan_row_split``). Plans, numerics against the
-reference, and when ``auto`` takes it. Timing is BENCHMARKS.md's (none is asserted here)."""
+reference (misaligned arrays: test_batch_split.py's staging test), and when ``auto`` takes it. Timing is BENCHMARKS.md's (none is asserted here)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,12 @@ from fusilli.batch_split import plan_batch_split, plan_row_split
 @pytest.fixture
 def split_executor(monkeypatch):
     monkeypatch.setenv("FUSILLI_CPU_EXECUTOR", "split")
+
+
+@pytest.fixture
+def auto_on_two_cpus(monkeypatch):
+    monkeypatch.delenv("FUSILLI_CPU_EXECUTOR", raising=False)
+    monkeypatch.setattr(runtime, "usable_cpus", lambda: 2)
 
 
 def inputs_of(g: fs.Graph, rng) -> dict:
@@ -102,9 +108,7 @@ def test_row_split_calls_see_new_input_values(cpu, rng, split_executor):
 
 
 # ----------------------------------------------------------------------------- when
-def test_auto_row_splits_a_batch_1_1x1_conv_on_two_cpus(monkeypatch):
-    monkeypatch.delenv("FUSILLI_CPU_EXECUTOR", raising=False)
-    monkeypatch.setattr(runtime, "usable_cpus", lambda: 2)
+def test_auto_row_splits_a_batch_1_1x1_conv_on_two_cpus(auto_on_two_cpus):
     # ResNet-50's 1x1 1x64x56x56->64: 25.7 MFLOP, above the inline threshold.
     g = channels_last_conv_graph([1, 64, 56, 56], 64, (1, 1), (1, 1), (0, 0), name="rows_auto")
     execution = runtime.cpu_execution(g, "znver4")
@@ -115,25 +119,7 @@ def test_auto_row_splits_a_batch_1_1x1_conv_on_two_cpus(monkeypatch):
     assert execution.executor == "local-task" and "dim 0 is 1" in execution.why and "rows:" in execution.why
 
 
-def test_misaligned_arrays_go_through_staging_and_both_row_halves_land(cpu, rng, split_executor):
-    g = channels_last_conv_graph([1, 16, 8, 8], 16, (1, 1), (1, 1), (0, 0), epilogue=True, name="rows_misaligned")
-    g.compile(cpu)
-    inputs = {}
-    for t, arr in inputs_of(g, rng).items():
-        raw = np.empty(arr.size + 1, np.float32)[1:]  # 4 bytes off a 64-byte boundary at best
-        view = np.lib.stride_tricks.as_strided(raw, arr.shape, arr.strides)
-        view[...] = arr
-        inputs[t] = view
-    (yt,) = g.output_tensors()
-    raw = np.empty(fs.empty(yt).size + 1, np.float32)[1:]
-    y = np.lib.stride_tricks.as_strided(raw, fs.empty(yt).shape, fs.empty(yt).strides)
-    g.execute({**inputs, yt: y})
-    np.testing.assert_allclose(y, reference.run(g, inputs)["y"], rtol=1e-4, atol=1e-4)
-
-
-def test_auto_keeps_a_row_split_that_writes_more_than_it_reads_on_the_pool(monkeypatch):
-    monkeypatch.delenv("FUSILLI_CPU_EXECUTOR", raising=False)
-    monkeypatch.setattr(runtime, "usable_cpus", lambda: 2)
+def test_auto_keeps_a_row_split_that_writes_more_than_it_reads_on_the_pool(auto_on_two_cpus):
     g = channels_last_conv_graph([1, 64, 56, 56], 256, (1, 1), (1, 1), (0, 0), name="rows_wide")
     execution = runtime.cpu_execution(g, "x86-64-v3")
     assert execution.executor == "local-task" and "would write 3211264 bytes" in execution.why

@@ -59,6 +59,25 @@ def _switch_to(fn: Callable[[], Any]) -> None:
         fn()
 
 
+def interleaved_ms(
+    fns: dict[str, Callable[[], Any]], blocks: int, iters: int, switch: Callable[[Callable[[], Any]], Any] = _switch_to
+) -> dict[str, list[float]]:
+    """Each of ``fns`` timed in ``blocks`` alternating blocks of ``iters`` calls (the order
+    reversed every other block, so no one always follows the same neighbour), each block
+    started by ``switch(fn)``; per name, every call's time in ms. For the in-process A/B
+    scripts of benchmarks/."""
+    names = list(fns)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for block in range(blocks):
+        for name in names if block % 2 == 0 else names[::-1]:
+            switch(fns[name])
+            for _ in range(iters):
+                t0 = time.perf_counter()
+                fns[name]()
+                times[name].append((time.perf_counter() - t0) * 1e3)
+    return times
+
+
 def _timed_block(fn: Callable[[], Any], n: int, out: list[float]) -> None:
     clock = time.perf_counter
     for _ in range(n):
