@@ -3,8 +3,8 @@
 A 3x3, stride-1, dilation-1 NHWC convolution ``y = x * g`` becomes, with
 ``t = m + 2`` and the output cut into ``m x m`` tiles,
 
-1. the **filter transform** ``U = G g G^T`` (two separable all-parallel
-   ``linalg.generic`` stages over the HWCF filter, inside the graph: it is cheap),
+1. the **filter transform** ``U = G g G^T`` over the HWCF filter, inside the graph:
+   one ``linalg.generic`` with a result per row of ``G`` (``filter_transform``),
 2. the **input transform** ``V = B^T d B`` of every ``t x t`` input tile (tiles
    overlap by 2), again two separable stages; the first reads the unpadded input
    with clamped ``tensor.extract`` and zeroes the taps that fall into the
@@ -283,6 +283,14 @@ def _slice(value: ir.Value, dim: int, offset: int) -> ir.Value:
     return ir.tensor.ExtractSliceOp(result, value, [], [], [], offsets, full, [1] * src.rank).result
 
 
+def _tap(w_hwcf: ir.Value, r: int, s: int) -> ir.Value:
+    """The ``[C, K]`` tap ``(r, s)`` of an HWCF filter (a rank-reducing slice)."""
+    src = ir.RankedTensorType(w_hwcf.type)
+    c, k = src.get_dim_size(2), src.get_dim_size(3)
+    result = ir.RankedTensorType.get([c, k], src.element_type)
+    return ir.tensor.ExtractSliceOp(result, w_hwcf, [], [], [], [r, s, 0, 0], [1, 1, c, k], [1] * 4).result
+
+
 def _strided_slice(value: ir.Value, dim: int, offset: int, count: int, stride: int) -> ir.Value:
     """``value[..., offset : offset + stride * count : stride, ...]`` along ``dim``."""
     src = ir.RankedTensorType(value.type)
@@ -309,18 +317,56 @@ def _expand(value: ir.Value, groups: list[list[int]], shape: list[int]) -> ir.Va
 # ----------------------------------------------------------------------------- the stages
 
 
+def _constant_combination(coefs: np.ndarray, values: list[ir.Value]) -> ir.Value:
+    """``sum_i coefs[i] * values[i]`` with the coefficients as constants: zero terms dropped,
+    +-1 ones added or subtracted, the others fused multiply-adds."""
+    acc = None
+    for coef, value in zip(coefs.tolist(), values):
+        if coef == 0.0:
+            continue
+        if acc is None:
+            acc = value if coef == 1.0 else ir.arith.MulFOp(ir.arith.ConstantOp(_f32(), coef).result, value).result
+        elif coef in (1.0, -1.0):
+            acc = (ir.arith.AddFOp if coef == 1.0 else ir.arith.SubFOp)(acc, value).result
+        else:
+            acc = ir.math.FmaOp(ir.arith.ConstantOp(_f32(), coef).result, value, acc).result
+    return acc if acc is not None else ir.arith.ConstantOp(_f32(), 0.0).result
+
+
 def filter_transform(p: WinogradPlan, w_hwcf: ir.Value) -> ir.Value:
-    """``U[t*t, C, K] = G g G^T`` of the HWCF filter ``g``."""
+    """``U[t*t, C, K] = G g G^T`` of the HWCF filter ``g``, in one dispatch.
+
+    One ``linalg.generic`` iterating ``(b, c, k)`` reads the nine ``[C, K]`` taps once and
+    has ``t`` results, one per row ``a`` of ``G``: the column transform
+    ``sum_s G[b, s] g[r, s]`` reads ``G[:, s]`` along ``b`` (three fused multiply-adds per
+    row ``r``), the row transform is unrolled with ``G[a, r]`` as constants. The results,
+    ``[t, C, K]`` each, are concatenated along the outermost dim, so each is written in
+    place. Why not two all-parallel stages like the data's transforms (as before): with
+    ``C * K`` large and few tiles the filter transform is most of the conv. Zen 4 VM, one
+    thread (benchmarks/dispatch_profile.py --device local-sync), 3x3 8x512x7x7->512 F(2x2):
+    the two stages 1.6 + 2.3 ms min, this 1.7 ms; whole call 19.9 -> 15.9 ms (PyTorch one
+    thread 16.6). One generic over ``(a, b, c, k)`` with ``G[a, r] G[b, s]`` read from
+    tensors ran at 3.0 ms (9 loaded coefficients per output); one with ``t * t`` results
+    exceeds IREE's 32 bindings per dispatch at ``t = 6``.
+    """
     _, g, _ = p.matrices
     t, c, k = p.t, p.c, p.k
-    # Filter rows: U1[a, s, c, k] = sum_r G[a, r] g[r, s, c, k], iterating (s, c, a, k).
-    s_, c_, a_, k_ = _dims(4)
-    taps = [_slice(w_hwcf, 0, r) for r in range(KERNEL)]
-    u1 = _separable_stage(taps, g, 2, [t, KERNEL, c, k], _map(4, [a_, s_, c_, k_]))
-    # Filter columns: U[a, b, c, k] = sum_s G[b, s] U1[a, s, c, k], iterating (a, c, b, k).
-    a_, c_, b_, k_ = _dims(4)
-    taps = [_slice(u1, 1, s) for s in range(KERNEL)]
-    u = _separable_stage(taps, g, 2, [t, t, c, k], _map(4, [a_, b_, c_, k_]))
+    taps = [_tap(w_hwcf, r, s) for r in range(KERNEL) for s in range(KERNEL)]
+    columns = [_coefficients(g[:, s]) for s in range(KERNEL)]
+    outs = [_empty([t, c, k]) for _ in range(t)]
+    b_, c_, k_ = _dims(3)
+    maps = [_map(3, [c_, k_])] * len(taps) + [_map(3, [b_])] * KERNEL + [_map(3, [b_, c_, k_])] * t
+    generic = ir.linalg.GenericOp(
+        [o.type for o in outs], taps + columns, outs, ir.indexing_maps(*maps), ir.iterator_types(*["parallel"] * 3)
+    )
+    block = generic.regions[0].blocks.append(*[_f32()] * (len(taps) + KERNEL + t))
+    with ir.InsertionPoint(block):
+        args = list(block.arguments)
+        column_coefs = args[len(taps) : len(taps) + KERNEL]
+        rows = [_fma_chain(column_coefs, args[r * KERNEL : (r + 1) * KERNEL]) for r in range(KERNEL)]
+        ir.linalg.YieldOp([_constant_combination(g[a], rows) for a in range(t)])
+    parts = [_expand(u_a, [[0, 1], [2], [3]], [1, t, c, k]) for u_a in generic.results]
+    u = ir.tensor.ConcatOp(ir.RankedTensorType.get([t, t, c, k], _f32()), 0, parts).result
     return _collapse(u, [[0, 1], [2], [3]], [t * t, c, k])
 
 

@@ -79,18 +79,24 @@ def polyphase_conv_bias_relu():
 # CHECK-NOT: torch.aten.convolution
 # CHECK-NOT: linalg.conv_2d
 #
-# Filter transform, rows then columns, over the HWCF filter: G's columns per filter tap are
-# F(2, 2)'s G on taps 0 and 2 (rows 0-2) and ones on tap 1 (rows 3-4).
+# Filter transform in one generic over the HWCF filter's nine taps: G's columns, read along
+# the generic's first dim, are F(2, 2)'s G on taps 0 and 2 (rows 0-2) and ones on tap 1
+# (rows 3-4); one [5, C, K] result per row of G, its entries folded in as constants.
 # CHECK: %[[HWCF:.*]] = torch_c.to_builtin_tensor %{{.*}} : !torch.vtensor<[3,3,8,32],f32> -> tensor<3x3x8x32xf32>
-# CHECK: tensor.extract_slice %[[HWCF]][2, 0, 0, 0] [1, 3, 8, 32] [1, 1, 1, 1] : tensor<3x3x8x32xf32> to tensor<3x8x32xf32>
+# CHECK: tensor.extract_slice %[[HWCF]][2, 2, 0, 0] [1, 1, 8, 32] [1, 1, 1, 1] : tensor<3x3x8x32xf32> to tensor<8x32xf32>
 # CHECK: arith.constant dense<[1.000000e+00, -1.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00]> : tensor<5xf32>
 # CHECK: arith.constant dense<[0.000000e+00, 0.000000e+00, 0.000000e+00, 1.000000e+00, 1.000000e+00]> : tensor<5xf32>
 # CHECK: arith.constant dense<[0.000000e+00, 1.000000e+00, 1.000000e+00, 0.000000e+00, 0.000000e+00]> : tensor<5xf32>
-# CHECK: %[[F1:.*]] = linalg.generic
-# CHECK-SAME: outs(%{{.*}} : tensor<5x3x8x32xf32>)
-# CHECK: %[[F2:.*]] = linalg.generic
-# CHECK-SAME: outs(%{{.*}} : tensor<5x5x8x32xf32>)
-# CHECK: %[[U:.*]] = tensor.collapse_shape %[[F2]] {{\[}}[0, 1], [2], [3]] : tensor<5x5x8x32xf32> into tensor<25x8x32xf32>
+# CHECK: %[[F:.*]]:5 = linalg.generic
+# CHECK-SAME: outs({{.*}} : tensor<5x8x32xf32>, tensor<5x8x32xf32>, tensor<5x8x32xf32>, tensor<5x8x32xf32>, tensor<5x8x32xf32>)
+# Row 1 of G is [-1, 0, 1]: a negation and an add, no multiply by 0 or 1.
+# CHECK: %[[NEG:.*]] = arith.constant -1.000000e+00 : f32
+# CHECK-NEXT: %[[R1:.*]] = arith.mulf %[[NEG]], %{{.*}} : f32
+# CHECK-NEXT: arith.addf %[[R1]], %{{.*}} : f32
+# CHECK: linalg.yield
+# CHECK: %[[FC:.*]] = tensor.concat dim(0)
+# CHECK-SAME: -> tensor<5x5x8x32xf32>
+# CHECK: %[[U:.*]] = tensor.collapse_shape %[[FC]] {{\[}}[0, 1], [2], [3]] : tensor<5x5x8x32xf32> into tensor<25x8x32xf32>
 #
 # Input transform rows: B^T's columns per tap of the 5-row tile (F(2, 2)'s B^T on the even
 # taps, the identity on the odd ones), clamped reads of the unpadded input at rows 4*th + i - 1,

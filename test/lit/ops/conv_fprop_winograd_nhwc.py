@@ -35,8 +35,10 @@ if len(sys.argv) > 1 and sys.argv[1] == "stats":
     def stats_conv():
         print_stats(build(epilogue=False))
 
+    # Seven dispatches: the filter's HWCF transpose, the filter transform (one), the input
+    # transform's rows and columns, the GEMM, the output transform's rows and columns.
     # STATS-LABEL: TEST: stats_conv
-    # STATS: dispatch-count: [[N:[0-9]+]]
+    # STATS: dispatch-count: [[N:7]]
 
     @run
     def stats_conv_bias_relu():
@@ -60,8 +62,9 @@ def winograd_conv_bias_relu():
 # AVX512: #iree_cpu.lowering_config<cache_parallel = [1, 16, 32, 0], distribution = [1, 16, 32, 0], vector_common_parallel = [1, 8, 32, 0], vector_reduction = [0, 0, 0, 8]>
 # INTEL: #iree_cpu.lowering_config<cache_parallel = [1, 16, 32, 0], distribution = [1, 16, 32, 0], vector_common_parallel = [1, 8, 32, 0], vector_reduction = [0, 0, 0, 8]>
 # GENERIC-NOT: lowering_config
-# CHECK-DAG: #[[TAP3:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
-# CHECK-DAG: #[[COEF4:.*]] = affine_map<(d0, d1, d2, d3) -> (d2)>
+# CHECK-DAG: #[[FTAP:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
+# CHECK-DAG: #[[FCOL:.*]] = affine_map<(d0, d1, d2) -> (d0)>
+# CHECK-DAG: #[[FOUT:.*]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 # CHECK-DAG: #[[COEF5:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d3)>
 # CHECK-DAG: #[[TH:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d1)>
 # CHECK-DAG: #[[PW:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d2)>
@@ -71,17 +74,23 @@ def winograd_conv_bias_relu():
 # CHECK-NOT: torch.aten.convolution
 # CHECK-NOT: linalg.conv_2d
 #
-# Filter transform, rows then columns (G g G^T), over the HWCF filter:
+# Filter transform in one generic over (b, c, k): the nine [C, K] taps of the HWCF filter,
+# G's columns read along b, one [6, C, K] result per row of G (its entries constants),
+# concatenated:
 # CHECK: %[[HWCF:.*]] = torch_c.to_builtin_tensor %{{.*}} : !torch.vtensor<[3,3,8,32],f32> -> tensor<3x3x8x32xf32>
-# CHECK: tensor.extract_slice %[[HWCF]][2, 0, 0, 0] [1, 3, 8, 32] [1, 1, 1, 1] : tensor<3x3x8x32xf32> to tensor<3x8x32xf32>
+# CHECK: tensor.extract_slice %[[HWCF]][2, 2, 0, 0] [1, 1, 8, 32] [1, 1, 1, 1] : tensor<3x3x8x32xf32> to tensor<8x32xf32>
 # CHECK: arith.constant dense<[2.500000e-01, -0.166666672, -0.166666672, 0.0416666679, 0.0416666679, 0.000000e+00]> : tensor<6xf32>
-# CHECK: %[[F1:.*]] = linalg.generic {indexing_maps = [#[[TAP3]], #[[TAP3]], #[[TAP3]], #[[COEF4]], #[[COEF4]], #[[COEF4]], #{{.*}}]
-# CHECK-SAME: outs(%{{.*}} : tensor<6x3x8x32xf32>)
+# CHECK: %[[F:.*]]:6 = linalg.generic {indexing_maps = [#[[FTAP]], #[[FTAP]], #[[FTAP]], #[[FTAP]], #[[FTAP]], #[[FTAP]], #[[FTAP]], #[[FTAP]], #[[FTAP]], #[[FCOL]], #[[FCOL]], #[[FCOL]], #[[FOUT]], #[[FOUT]], #[[FOUT]], #[[FOUT]], #[[FOUT]], #[[FOUT]]]
+# CHECK-SAME: outs({{.*}} : tensor<6x8x32xf32>, tensor<6x8x32xf32>, tensor<6x8x32xf32>, tensor<6x8x32xf32>, tensor<6x8x32xf32>, tensor<6x8x32xf32>)
 # CHECK: math.fma
-# CHECK: tensor.extract_slice %[[F1]][0, 2, 0, 0] [6, 1, 8, 32]
-# CHECK: %[[F2:.*]] = linalg.generic
-# CHECK-SAME: outs(%{{.*}} : tensor<6x6x8x32xf32>)
-# CHECK: %[[U:.*]] = tensor.collapse_shape %[[F2]] {{\[}}[0, 1], [2], [3]] : tensor<6x6x8x32xf32> into tensor<36x8x32xf32>
+# Row a = 0 of G is [1/4, 0, 0]: one multiply by a constant.
+# CHECK: %[[G00:.*]] = arith.constant 2.500000e-01 : f32
+# CHECK-NEXT: arith.mulf %[[G00]], %{{.*}} : f32
+# CHECK: linalg.yield
+# CHECK: tensor.expand_shape %[[F]]#5 {{\[}}[0, 1], [2], [3]] output_shape [1, 6, 8, 32]
+# CHECK: %[[FC:.*]] = tensor.concat dim(0)
+# CHECK-SAME: -> tensor<6x6x8x32xf32>
+# CHECK: %[[U:.*]] = tensor.collapse_shape %[[FC]] {{\[}}[0, 1], [2], [3]] : tensor<6x6x8x32xf32> into tensor<36x8x32xf32>
 #
 # Input transform rows: B^T coefficients along the coefficient dim (next to channels),
 # clamped reads of the unpadded input, padding zeroed by 1-D masks over tile rows and
