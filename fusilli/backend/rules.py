@@ -428,6 +428,18 @@ CPU_CONV_WINOGRAD_MIN_FLOPS = 1 << 24
 # tiles) 0.41 vs 1.35, 8x14x14 (128) 8.6 vs 17.8; 1x14x14 (16) 1.30 vs 0.90, 8x7x7 (32)
 # 29.8 vs 19.5, 1x7x7 (4) 9.8 vs 1.6.
 CPU_CONV_WINOGRAD_MIN_TILES = 48
+# ... or, for forward and data-gradient convs on cores not Intel's, from this many: with the
+# filter transform one dispatch reading the filter once (winograd.filter_transform; dgrad's
+# flipped filter read in place, conv_layout.FORWARD_TO_RSKC) it pays from far fewer tiles.
+# AMD Zen 4 VM (znver4), in one process, interleaved, ratio to PyTorch, im2col GEMM ->
+# F(4x4) / F(2x2), AVX-512 and x86-64-v3 code (PyTorch held to AVX2): 3x3 1x256x14x14->256
+# (16 tiles) 0.64 -> 1.30 / 1.34 and 0.81 -> 1.06 / 1.15; 8x512x7x7->512 (32) 0.70 -> 0.90-1.09 /
+# 0.97-1.06 and 0.65 -> 1.18-1.24 / 0.98-1.09; dgrad 1x256x14x14 0.61 -> 0.85 and 0.05 -> 0.59 (before
+# its filter was read in place), 8x512x7x7 0.75 -> 1.01 and 0.03 -> 1.00. Fewer lose: 2x512x7x7
+# (8 tiles) 0.74 -> 0.46 / 0.63 and 0.81 -> 0.61 / 0.85, 1x512x7x7 (4) 1.02 -> 0.33 / 0.70.
+# The weight gradient (no filter transform) and Intel's cores (F(2x2) below) keep 48.
+CPU_CONV_WINOGRAD_MIN_TILES_ONE_PASS_FILTER = 16
+CPU_CONV_WINOGRAD_ONE_PASS_FILTER_KINDS = ("conv_fprop", "conv_dgrad")
 
 
 def winograd_tiles(p: Problem, m: int = 4) -> int:
@@ -457,7 +469,11 @@ def winograd_output_tile(p: Problem, t: Target) -> int | None:
         return None
     if winograd_tiles(p) >= CPU_CONV_WINOGRAD_MIN_TILES:
         return 4
-    intel_avx512 = isa == "avx512" and cpu_vendor(t.cpu) == "intel"
+    vendor = cpu_vendor(t.cpu)
+    one_pass_filter = vendor != "intel" and p.kind in CPU_CONV_WINOGRAD_ONE_PASS_FILTER_KINDS
+    if one_pass_filter and winograd_tiles(p) >= CPU_CONV_WINOGRAD_MIN_TILES_ONE_PASS_FILTER:
+        return 4
+    intel_avx512 = isa == "avx512" and vendor == "intel"
     f32_fprop = p.kind == "conv_fprop" and p.element == DataType.FLOAT  # as measured
     if f32_fprop and intel_avx512 and winograd_tiles(p, 2) >= CPU_CONV_WINOGRAD_MIN_TILES:
         if 16 * conv_filter_elements(p) * 4 <= CPU_CONV_WINOGRAD_F2_MAX_FILTER_BYTES:
@@ -538,9 +554,13 @@ def CPU_CONV_WINOGRAD(p: Problem, t: Target) -> str | None:
         return None
     tiles, isa = winograd_tiles(p, m), vector_isa(t)
     on = f"{isa}, Intel" if m == 2 else isa
+    limit = CPU_CONV_WINOGRAD_MIN_TILES
+    if m == 4 and tiles < limit:
+        limit = CPU_CONV_WINOGRAD_MIN_TILES_ONE_PASS_FILTER
+        on += ", not Intel"
     return (
         f"F({m}x{m}, 3x3), 3x3 stride 1, {_mflop(p.flops)} >= {_mflop(CPU_CONV_WINOGRAD_MIN_FLOPS)}, {tiles} "
-        f"{m}x{m} tiles >= {CPU_CONV_WINOGRAD_MIN_TILES}, GEMM tuned for {on}"
+        f"{m}x{m} tiles >= {limit}, GEMM tuned for {on}"
     )
 
 

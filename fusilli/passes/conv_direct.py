@@ -57,8 +57,9 @@ def padded_direct_conv(x_nhwc: ir.Value, w_hwcf: ir.Value, out_dims, stride, pad
     return conv.result
 
 
-def padded_patches(x_nhwc: ir.Value, out_hw, kernel, stride, padding, dilation) -> ir.Value:
-    """The im2col patches ``p[n, oh, ow, r, s, c] = x_padded[n, oh*st + r*dil, ow*st + s*dil, c]``.
+def padded_patches(x_nhwc: ir.Value, out_hw, kernel, stride, padding, dilation, flipped: bool = False) -> ir.Value:
+    """The im2col patches ``p[n, oh, ow, r, s, c] = x_padded[n, oh*st + r*dil, ow*st + s*dil, c]``
+    (``flipped``: tap ``(R-1-r, S-1-s)`` at ``(r, s)``, for a spatially flipped filter).
 
     One all-parallel generic reading the unpadded input like ``padded_direct_conv``:
     no padded copy of the input is made.
@@ -74,6 +75,9 @@ def padded_patches(x_nhwc: ir.Value, out_hw, kernel, stride, padding, dilation) 
     block = gather.regions[0].blocks.append(elem)
     with ir.InsertionPoint(block):
         b, oh, ow, r, s, ch = (ir.linalg.IndexOp(i).result for i in range(6))
+        if flipped:
+            r = ir.arith.SubIOp(_index(kernel[0] - 1), r).result
+            s = ir.arith.SubIOp(_index(kernel[1] - 1), s).result
         row, row_ok = _tap(oh, r, stride[0], dilation[0], padding[0], h)
         col, col_ok = _tap(ow, s, stride[1], dilation[1], padding[1], w)
         v = ir.tensor.ExtractOp(x_nhwc, [b, row, col, ch]).result

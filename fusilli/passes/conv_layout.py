@@ -53,7 +53,15 @@ from fusilli import ir, pipeline
 from fusilli.backend import rules
 from fusilli.backend.targets import Target, cpu_vendor
 from fusilli.errors import ErrorCode, fail
-from fusilli.ir.rewrite import block_ops, constant_value, defining_op, func_blocks, int_list_value, permutation_of
+from fusilli.ir.rewrite import (
+    block_ops,
+    constant_value,
+    defining_op,
+    erase_dead,
+    func_blocks,
+    int_list_value,
+    permutation_of,
+)
 from fusilli.ir.torch import DYNAMIC, builtin_element_type
 from fusilli.passes import Pass, conv_direct, gemm_config, register_pass, winograd
 from fusilli.passes.layout import FoldPermutesPass
@@ -173,28 +181,45 @@ def _rewrite(op: ir.Operation, target: Target) -> bool:
             direct_info = gemm_config.direct_conv_compilation_info(
                 rules.vector_isa(target), (n, oh, ow, k), c, cpu_vendor(target.cpu)
             )
+    # bf16 operands stay bf16 on the im2col path of a CPU with native bf16
+    # dot products (a bf16 x bf16 -> f32 matmul); everything else computes
+    # in f32 (no fast f16 matmul on CPU, emulated bf16 without avx512bf16).
+    keep_bf16 = im2col and element == "bf16" and rules.native_dot(target, DataType.BFLOAT16) is not None
     with ir.InsertionPoint(op), op.location:
         x_nhwc = b.permute(x, TO_NHWC)
-        # The im2col matmul reads the filter as KRSC (this permute cancels a
-        # channels-last filter's), the linalg conv as HWCF.
-        w_t = b.permute(w, TO_NHWC if im2col else TO_HWCF)
-        # bf16 operands stay bf16 on the im2col path of a CPU with native bf16
-        # dot products (a bf16 x bf16 -> f32 matmul); everything else computes
-        # in f32 (no fast f16 matmul on CPU, emulated bf16 without avx512bf16).
-        keep_bf16 = im2col and element == "bf16" and rules.native_dot(target, DataType.BFLOAT16) is not None
         if element != "f32" and not keep_bf16:
             x_nhwc = b.to_dtype(x_nhwc, "f32", _FLOAT_CODES["f32"])
+        # dgrad's filter is its forward filter flipped (FORWARD_TO_RSKC says how each path reads it).
+        forward_filter = _dgrad_forward_filter(w) if wino is not None or gemm else None
+        if forward_filter is not None:
+            w_t = b.permute(forward_filter, TO_NHWC if wino is not None else FORWARD_TO_RSKC)
+        else:
+            # The im2col matmul reads the filter as KRSC (this permute cancels a
+            # channels-last filter's), the linalg conv as HWCF.
+            w_t = b.permute(w, TO_NHWC if im2col else TO_HWCF)
+        if element != "f32" and not keep_bf16:
             w_t = b.to_dtype(w_t, "f32", _FLOAT_CODES["f32"])
         if wino is not None:
             wplan = winograd.plan((n, h, wd, c), k, (oh, ow), (padding[0], padding[1]), *wino)
+            w_builtin = b.to_builtin(w_t)
+            taps = _flipped_taps(w_builtin) if forward_filter is not None else winograd.hwcf_taps(w_builtin)
             y = winograd.winograd_conv(
-                wplan, b.to_builtin(x_nhwc), b.to_builtin(w_t), rules.vector_isa(target), cpu_vendor(target.cpu)
+                wplan, b.to_builtin(x_nhwc), taps, rules.vector_isa(target), cpu_vendor(target.cpu)
             )
             y_nhwc = b.op("torch_c.from_builtin_tensor", [y], ir.vtensor_type([n, oh, ow, k], "f32"))
         elif im2col:
             y_nhwc = _im2col_matmul(b, x_nhwc, w_t, (n, oh, ow, k), stride, padding, dilation, (fy, fx))
         elif gemm:
-            y = _im2col_gemm(b.to_builtin(x_nhwc), b.to_builtin(w_t), (n, oh, ow, k), stride, padding, dilation, target)
+            y = _im2col_gemm(
+                b.to_builtin(x_nhwc),
+                b.to_builtin(w_t),
+                (n, oh, ow, k),
+                stride,
+                padding,
+                dilation,
+                target,
+                flipped_taps=forward_filter is not None,
+            )
             y_nhwc = b.op("torch_c.from_builtin_tensor", [y], ir.vtensor_type([n, oh, ow, k], "f32"))
         elif direct_info is not None:
             y_nhwc = _linalg_conv(b, x_nhwc, w_t, (n, oh, ow, k), stride, padding, dilation, (fy, fx), direct_info)
@@ -212,7 +237,48 @@ def _rewrite(op: ir.Operation, target: Target) -> bool:
         y = b.permute(y_nhwc, TO_NCHW)
     op.results[0].replace_all_uses_with(y)
     op.erase()
+    if forward_filter is not None:
+        erase_dead([defining_op(w)])  # the flip and transpose the slices replaced
     return True
+
+
+def _dgrad_forward_filter(w: ir.Value) -> ir.Value | None:
+    """The forward filter ``w0`` where ``w`` is dgrad's ``transpose(flip(w0, [2, 3]), 0, 1)``
+    (fusilli/lowering/conv.py, one group), else None."""
+    transpose = defining_op(w)
+    if transpose is None or transpose.name != "torch.aten.transpose.int":
+        return None
+    if sorted(constant_value(v) for v in transpose.operands[1:3]) != [0, 1]:
+        return None
+    flip = defining_op(transpose.operands[0])
+    if flip is None or flip.name != "torch.aten.flip" or int_list_value(flip.operands[1]) != [2, 3]:
+        return None
+    return flip.operands[0]
+
+
+# dgrad (stride 1) is a forward conv of DY with the forward filter w0 [K, C, R, S] flipped
+# spatially and its channels swapped: w[r, s, k, c] = w0[k, c, R-1-r, S-1-s] in HWCF. Read
+# as KRSC (its permute cancels a channels-last filter's), every tap (r, s) of that is a
+# [K, C] slice of w0 whose rows are contiguous along C: Winograd's filter transform reads
+# those slices (_flipped_taps), and the im2col GEMM takes w0 as RSKC (a transpose that
+# keeps C contiguous) with its patches gathered in flipped tap order, the same sum. As
+# torch.aten.flip + transpose (kept for the linalg conv) they become one scalar gather
+# over the whole filter: 3x3 8x512x7x7 dgrad, 3.4-4.0 ms of a 21 ms call (one thread).
+# (A copy whose read map flips r and s, (k, R-1-r, S-1-s, c), fails IREE's tiling.)
+FORWARD_TO_RSKC = [2, 3, 0, 1]
+
+
+def _flipped_taps(krsc: ir.Value) -> list[ir.Value]:
+    """dgrad's filter taps ``[K, C]`` in ``(r, s)`` order from the forward filter as KRSC."""
+    st = ir.RankedTensorType(krsc.type)
+    k, r, s, c = (st.get_dim_size(i) for i in range(4))
+    tap_type = ir.RankedTensorType.get([k, c], st.element_type)
+    return [
+        ir.tensor.ExtractSliceOp(
+            tap_type, krsc, [], [], [], [0, r - 1 - i // s, s - 1 - i % s, 0], [k, 1, 1, c], [1] * 4
+        ).result
+        for i in range(r * s)
+    ]
 
 
 def _static_conv_params(op: ir.Operation, first: int) -> tuple[list[int], list[int], list[int]] | None:
@@ -443,8 +509,13 @@ def _im2col_matmul(b: ir.TorchBuilder, x_nhwc, w_krsc, out_dims, stride, padding
     return b.op("torch_c.from_builtin_tensor", [y], ir.vtensor_type([n, oh, ow, k], "f32"))
 
 
-def _im2col_gemm(x_nhwc: ir.Value, w_hwcf: ir.Value, out_dims, stride, padding, dilation, target: Target) -> ir.Value:
+def _im2col_gemm(
+    x_nhwc: ir.Value, w_hwcf: ir.Value, out_dims, stride, padding, dilation, target: Target, flipped_taps: bool = False
+) -> ir.Value:
     """``y[N*Ho*Wo, K] = patches(x)[N*Ho*Wo, R*S*C] x w[R*S*C, K]`` in f32, with the ISA's GEMM config.
+
+    ``flipped_taps``: the patches hold tap ``(R-1-r, S-1-s)`` where ``w`` holds ``(r, s)``
+    (dgrad's spatially flipped filter, read unflipped).
 
     The patch gather reads through the padding (no padded copy of the input; a
     reshape for 1x1 unit-stride unpadded convs). The matmul carries an explicit
@@ -460,7 +531,8 @@ def _im2col_gemm(x_nhwc: ir.Value, w_hwcf: ir.Value, out_dims, stride, padding, 
         patches = _collapse(x_nhwc, [[0, 1, 2], [3]])
     else:
         patches = _collapse(
-            conv_direct.padded_patches(x_nhwc, (oh, ow), (fy, fx), stride, padding, dilation), [[0, 1, 2], [3, 4, 5]]
+            conv_direct.padded_patches(x_nhwc, (oh, ow), (fy, fx), stride, padding, dilation, flipped_taps),
+            [[0, 1, 2], [3, 4, 5]],
         )
     filt = _collapse(w_hwcf, [[0, 1, 2], [3]])
     # Left to itself IREE folds the filter permute into the GEMM, which then reads B

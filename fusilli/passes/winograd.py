@@ -333,8 +333,14 @@ def _constant_combination(coefs: np.ndarray, values: list[ir.Value]) -> ir.Value
     return acc if acc is not None else ir.arith.ConstantOp(_f32(), 0.0).result
 
 
-def filter_transform(p: WinogradPlan, w_hwcf: ir.Value) -> ir.Value:
-    """``U[t*t, C, K] = G g G^T`` of the HWCF filter ``g``, in one dispatch.
+def hwcf_taps(w_hwcf: ir.Value) -> list[ir.Value]:
+    """The nine ``[C, K]`` taps of a 3x3 HWCF filter, in ``(r, s)`` order."""
+    return [_tap(w_hwcf, r, s) for r in range(KERNEL) for s in range(KERNEL)]
+
+
+def filter_transform(p: WinogradPlan, taps: list[ir.Value]) -> ir.Value:
+    """``U[t*t, C, K] = G g G^T`` of the 3x3 filter ``g`` given as its nine ``[C, K]`` taps
+    (``hwcf_taps``; dgrad's are slices of its forward filter), in one dispatch.
 
     One ``linalg.generic`` iterating ``(b, c, k)`` reads the nine ``[C, K]`` taps once and
     has ``t`` results, one per row ``a`` of ``G``: the column transform
@@ -351,7 +357,6 @@ def filter_transform(p: WinogradPlan, w_hwcf: ir.Value) -> ir.Value:
     """
     _, g, _ = p.matrices
     t, c, k = p.t, p.c, p.k
-    taps = [_tap(w_hwcf, r, s) for r in range(KERNEL) for s in range(KERNEL)]
     columns = [_coefficients(g[:, s]) for s in range(KERNEL)]
     outs = [_empty([t, c, k]) for _ in range(t)]
     b_, c_, k_ = _dims(3)
@@ -482,9 +487,12 @@ def _crop(y: ir.Value, out_h: int, out_w: int) -> ir.Value:
     return ir.tensor.ExtractSliceOp(result, y, [], [], [], [0, 0, 0, 0], [n, out_h, out_w, k], [1] * 4).result
 
 
-def winograd_conv(p: WinogradPlan, x_nhwc: ir.Value, w_hwcf: ir.Value, isa: str, vendor: str | None = None) -> ir.Value:
-    """The f32 NHWC result of the 3x3 conv (the plan's stride) of builtin f32 tensors ``x_nhwc`` and ``w_hwcf``."""
-    u = filter_transform(p, w_hwcf)
+def winograd_conv(
+    p: WinogradPlan, x_nhwc: ir.Value, w_taps: list[ir.Value], isa: str, vendor: str | None = None
+) -> ir.Value:
+    """The f32 NHWC result of the 3x3 conv (the plan's stride) of builtin f32 tensors: ``x_nhwc``
+    and the filter's nine ``[C, K]`` taps ``w_taps`` (``hwcf_taps``)."""
+    u = filter_transform(p, w_taps)
     v = input_transform(p, x_nhwc)
     return output_transform(p, batched_gemm(p, v, u, isa, vendor))
 

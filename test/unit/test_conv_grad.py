@@ -217,3 +217,32 @@ def test_grad_result_rank_must_match_dy():
     dy, w = g.tensor(name="dy", dim=Y2), g.tensor(name="w", dim=W2)
     g.conv_dgrad(dy, w, name="dgrad", **CASES_2D).set_dim([2, 4, 30]).set_output(True).set_name("dx")
     _expect(g, fs.ErrorCode.INVALID_ATTRIBUTE, "conv_dgrad 'dgrad'", "DX 'dx'", "rank")
+
+
+# Channels-last stride-1 dgrad reads its forward filter unflipped (fusilli/passes/conv_layout.py,
+# FORWARD_TO_RSKC): Winograd slices its taps in flipped order, the im2col GEMM gathers its
+# patches in flipped order. A 3x5 filter and uneven padding catch a swapped or unflipped tap.
+@pytest.mark.parametrize(
+    "lowering, kernel, padding",
+    [
+        ("gemm", [3, 5], [1, 2]),
+        ("gemm", [3, 3], [0, 1]),
+        ("winograd4", [3, 3], [1, 1]),
+        ("winograd2", [3, 3], [0, 2]),
+        ("linalg", [3, 5], [1, 2]),
+    ],
+)
+def test_dgrad_flipped_filter_paths(cpu, rng, monkeypatch, lowering, kernel, padding):
+    from fusilli import pipeline
+
+    monkeypatch.setattr(pipeline, "CONV_LOWERING", lowering)
+    n, k, c, h, w = 2, 12, 10, 9, 11
+    attrs = dict(padding=padding, stride=[1, 1], dilation=[1, 1])
+    x_dim, w_dim = [n, c, h, w], [k, c, *kernel]
+    y_dim = list(conv_forward(np.zeros(x_dim), np.zeros(w_dim), groups=1, **attrs).shape)
+    g, ins, _ = _dgrad_graph(f"dgrad_flip_{lowering}_{kernel[1]}_{padding[0]}", y_dim, w_dim, x_dim, attrs, True)
+    g.validate()
+    ir = g.mlir("optimized")
+    # The Winograd and GEMM paths leave no flip (a scalar gather over the filter in IREE).
+    assert ("torch.aten.flip" in ir) == (lowering == "linalg")
+    run_and_check(g, cpu, {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4)

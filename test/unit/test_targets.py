@@ -257,7 +257,8 @@ def test_amdgpu_conv_stays_in_its_own_type_and_cpu_keeps_its_rules():
     conv = next(line for line in gpu.splitlines() if "torch.aten.convolution" in line)
     assert "f16>" in conv and "f32>" not in conv and "linalg.conv" not in gpu
     cpu_ir = g.mlir("optimized", backend=fs.Backend.CPU, arch="znver4")
-    assert "linalg.conv_2d_nhwc_hwcf" in cpu_ir and "tensor<2x18x18x64xf32>" in cpu_ir  # f32, channels-last
+    # f32, channels-last: Winograd F(4x4)'s batched GEMM (32 tiles, cpu-conv-winograd).
+    assert "linalg.batch_matmul" in cpu_ir and "tensor<36x32x64xf32>" in cpu_ir
     flags = g.target("amdgpu", "gfx942").flags
     assert "--iree-global-opt-use-im2col-for-convs" not in flags and "--iree-opt-data-tiling=true" not in flags
 
@@ -320,9 +321,17 @@ def test_explain_names_every_nodes_rule_per_target():
             assert rule_name in by_node[node], (backend, arch, by_node[node])
         assert "no target-specific rule" in by_node["relu"]
     host = g.explain()
-    if "avx512bf16" in host_cpu().features:
-        assert "cpu-conv-bf16-im2col-matmul (bf16, 37.7 MFLOP >= 1.05 MFLOP, avx512bf16)" in host
+    if "avx512bf16" in host_cpu().features and targets.cpu_vendor(host_cpu()) != "intel":
+        # Winograd in f32 goes before the bf16 im2col matmul (cpu-conv-bf16-im2col-matmul).
+        assert "cpu-conv-winograd (F(4x4, 3x3), 3x3 stride 1, 37.7 MFLOP >= 16.8 MFLOP, 32 4x4 tiles >= 16" in host
     assert "avx512bf16" in g.explain(arch="x86-64-v3")  # the fact: which feature it lacks
+    # Where Winograd does not apply (4 4x4 tiles), a bf16 conv keeps bf16 operands for avx512bf16.
+    small = fs.Graph("explain_bf16_im2col", io_data_type=BF16, compute_data_type=F32)
+    xs = small.tensor("x", [1, 64, 8, 8], stride=fs.strides([1, 64, 8, 8], "NHWC"))
+    ws = small.tensor("w", [64, 64, 3, 3], stride=fs.strides([64, 64, 3, 3], "NHWC"))
+    small.conv_fprop(xs, ws, padding=[1, 1], stride=[1, 1], dilation=[1, 1], name="conv").set_output(True)
+    small.validate()
+    assert "cpu-conv-bf16-im2col-matmul (bf16, 4.72 MFLOP >= 1.05 MFLOP, avx512bf16)" in small.explain(arch="znver4")
 
 
 def test_cpu_vendor_follows_the_named_cpu():
@@ -371,10 +380,10 @@ def test_strided_conv_gemm_threshold_is_per_vendor():
 @pytest.mark.parametrize(
     "n, c, hw, want, amd_want",
     [
-        # 4 MiB transformed filter: F(2x2) on Intel (measured there only); AMD: too few 4x4 tiles
-        # for F(4x4), and the GEMM is 2304 deep: the K-blocked GEMM.
-        (1, 256, 14, "cpu-conv-winograd (F(2x2, 3x3)", "cpu-conv-im2col-gemm (3x3, GEMM depth 2304 >= 2304"),
-        (8, 512, 7, "cpu-conv-im2col-gemm (3x3, GEMM depth 4608 >= 2304", "GEMM depth 4608"),  # 16 MiB filter
+        # 4 MiB transformed filter: F(2x2) on Intel (measured there only); AMD: 16 4x4 tiles are
+        # enough for F(4x4) with the one-pass filter transform (not measured on Intel).
+        (1, 256, 14, "cpu-conv-winograd (F(2x2, 3x3)", "cpu-conv-winograd (F(4x4, 3x3)"),
+        (8, 512, 7, "cpu-conv-im2col-gemm (3x3, GEMM depth 4608 >= 2304", "32 4x4 tiles >= 16"),  # 16 MiB filter
         (1, 512, 7, "cpu-conv-im2col-gemm (3x3, GEMM depth 4608 >= 2304", "GEMM depth 4608"),  # 16 2x2 tiles
         (8, 256, 14, "cpu-conv-winograd (F(4x4, 3x3)", "cpu-conv-winograd (F(4x4, 3x3)"),  # 128 4x4 tiles
     ],
