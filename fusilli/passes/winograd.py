@@ -6,10 +6,11 @@ A 3x3, stride-1, dilation-1 NHWC convolution ``y = x * g`` becomes, with
 1. the **filter transform** ``U = G g G^T`` over the HWCF filter, inside the graph:
    one ``linalg.generic`` with a result per row of ``G`` (``filter_transform``),
 2. the **input transform** ``V = B^T d B`` of every ``t x t`` input tile (tiles
-   overlap by 2), again two separable stages; the first reads the unpadded input
-   with clamped ``tensor.extract`` and zeroes the taps that fall into the
-   padding (``arith.select`` on 1-D masks along tile rows and padded columns),
-   so no padded copy of the input is made,
+   overlap by 2), one ``linalg.generic`` with a result per row of ``B^T``
+   (``one_pass_tile_transform``) that reads the unpadded input with clamped
+   ``tensor.extract`` and zeroes the taps that fall into the padding
+   (``arith.select`` on 1-D masks along tile rows and tile columns), so no
+   padded copy of the input is made,
 3. one batched GEMM ``M[t*t, tiles, K] = V[t*t, tiles, C] x U[t*t, C, K]``
    carrying an explicit CPU lowering config (fusilli/passes/gemm_config.py),
 4. the **output transform** ``Y = A^T M A``: two separable stages writing
@@ -29,16 +30,17 @@ The weight gradient of such a conv (``winograd_wgrad``) is Winograd F(3x3, 4x4):
 the same 6x6 input tiles, DY's 4x4 tiles as the "filter", the sum over tiles
 done by one batched GEMM in the transformed domain.
 
-Every stage is a ``linalg.generic`` whose iteration space puts the transform's
+Every stage is a ``linalg.generic`` whose iteration space puts a transform's
 coefficient dimension right outside the channel dimension (the channels are
-the vectorized, contiguous dimension) and whose body is a chain of
-``math.fma`` with the coefficients read from a small constant tensor
-broadcast by the indexing maps (source indices of the reads come from
-``linalg.index``, so the loads stay contiguous along channels). This shape of
+the vectorized, contiguous dimension): one transform is applied with its
+coefficients read from a small constant tensor broadcast by the indexing maps,
+the other (in the one-pass filter and input transforms) unrolled with them as
+constants, one result per row; source indices of the reads come from
+``linalg.index``, so the loads stay contiguous along channels. This shape of
 IR is what IREE 3.13 vectorizes well; its own Winograd pass (scalar
-transforms) lost to im2col (BENCHMARKS.md). Measured per dispatch on
-4x64x56x56->64 (AVX-512 host, iree-benchmark-module, loaded): input rows
-0.23 ms, input columns 0.44, GEMM 1.4, output 0.35 + 0.14, filter 0.08.
+transforms) lost to im2col (BENCHMARKS.md). Per dispatch, one thread, Zen 4
+VM (benchmarks/dispatch_profile.py --device local-sync), 4x64x56x56->64:
+filter 0.02 ms, input 0.64-0.72, GEMM 2.1-2.4, output 0.31-0.44 + 0.21-0.35.
 
 The transform matrices are the Cook-Toom ones for the interpolation points
 of Lavin & Gray (0, +-1, +-2, +-1/2, ... and infinity); ``transform_matrices``
@@ -107,11 +109,6 @@ class WinogradPlan:
     @property
     def tiles_w(self) -> int:
         return -(-self.out_w // self.m)
-
-    @property
-    def padded_w(self) -> int:
-        """Width of the (virtually) padded input the row stage produces."""
-        return self.tiles_w * self.step + self.t - self.step
 
     @property
     def tiles(self) -> int:
@@ -393,7 +390,79 @@ def _clamped(i: ir.Value, extent: int) -> ir.Value:
 def input_transform(p: WinogradPlan, x_nhwc: ir.Value) -> ir.Value:
     """``V[t*t, tiles, C] = B^T d B`` of every t x t input tile, padding folded into the reads."""
     _, _, bt = p.matrices
-    return tile_transform(x_nhwc, bt, p.step, p.pad, (p.tiles_h, p.tiles_w), p.padded_w)
+    return one_pass_tile_transform(x_nhwc, bt, p.step, p.pad, (p.tiles_h, p.tiles_w))
+
+
+def one_pass_tile_transform(src: ir.Value, matrix: np.ndarray, step: int, pad, tiles) -> ir.Value:
+    """``tile_transform`` in one dispatch: the forward conv's input transform.
+
+    Like ``filter_transform``: one ``linalg.generic`` iterating ``(b, n, th, tw, c)``
+    with a result per row ``a`` of ``M``. Each tap row ``i`` of the tile is combined along
+    its columns with ``M[b, :]`` (read along ``b``), then the rows with ``M[a, :]`` as
+    constants; the results, ``[t, N, TH, TW, C]`` each, are concatenated along the
+    outermost dim. The input is read with clamped ``tensor.extract`` at indices from
+    ``linalg.index`` (uniform along the channel dim, so IREE emits contiguous loads, not
+    gathers); taps in the padding are zeroed by 1-D masks along tile rows and tile columns,
+    one per tap row (column) that reaches outside the input in some tile (with 1-D operands
+    per dim IREE keeps the dims apart instead of collapsing them into scalar code). ``b`` iterates right outside the channels, so a tile's taps stay in L1
+    across it. Against ``tile_transform`` (rows into a ``[N, TH, W', t, C]`` intermediate,
+    then columns): one dispatch less and no intermediate, at ``t`` times the tap reads; Zen 4
+    VM, ratio to PyTorch in one process (2 threads), separable -> one pass: 3x3 s2 + bias +
+    relu 4x128x28x28->256 0.84 -> 0.95, 3x3 s2 1x128x56x56->128 0.87 -> 1.19, 3x3
+    8x256x14x14->256 1.47 -> 1.59, the other Winograd rows of benchmarks/cpu.txt and
+    resnet50_conv.txt even; one thread, the 4x128x28x28 s2 transform 226 + 133 us -> 123 us.
+    The weight gradient's transforms lost so (4x64x28x28 wgrad 2.11 -> 1.06) and stay
+    separable.
+    """
+    st = ir.RankedTensorType(src.type)
+    n, h, w, c = (st.get_dim_size(i) for i in range(4))
+    t, taps = matrix.shape
+    th, tw = tiles
+    i1 = ir.IntegerType.get_signless(1)
+    n_, th_, tw_, b_, c_ = _dims(5)
+    ins = [_coefficients(matrix[:, j]) for j in range(taps)]
+    maps = [_map(5, [b_])] * taps
+    # A mask operand per tap row (column) that reaches outside the input in some tile: its
+    # block argument's index, or None where every tile's tap is inside.
+    row_mask: list[int | None] = []
+    col_mask: list[int | None] = []
+    for masks, extent, count, p, dim in ((row_mask, h, th, pad[0], th_), (col_mask, w, tw, pad[1], tw_)):
+        for tap in range(taps):
+            ok = _in_bounds(extent, count, step, tap, p)
+            masks.append(None if ok.all() else len(ins))
+            if not ok.all():
+                ins.append(_dense(ok, i1))
+                maps.append(_map(5, [dim]))
+    outs = [_empty([t, n, th, tw, c]) for _ in range(t)]
+    maps += [_map(5, [b_, n_, th_, tw_, c_])] * t
+    generic = ir.linalg.GenericOp(
+        [o.type for o in outs], ins, outs, ir.indexing_maps(*maps), ir.iterator_types(*["parallel"] * 5)
+    )
+    block = generic.regions[0].blocks.append(*[ir.RankedTensorType(v.type).element_type for v in ins + outs])
+    with ir.InsertionPoint(block):
+        args = list(block.arguments)
+        coefs = args[:taps]
+        batch, tile_row, tile_col, ch = (ir.linalg.IndexOp(d).result for d in (0, 1, 2, 4))
+        row0 = ir.arith.MulIOp(tile_row, _index(step)).result
+        col0 = ir.arith.MulIOp(tile_col, _index(step)).result
+        cols = [_clamped(ir.arith.AddIOp(col0, _index(j - pad[1])).result, w) for j in range(taps)]
+        zero = ir.arith.ConstantOp(_f32(), 0.0).result
+        rows = []
+        for i in range(taps):
+            row = _clamped(ir.arith.AddIOp(row0, _index(i - pad[0])).result, h)
+            values = []
+            for j in range(taps):
+                v = ir.tensor.ExtractOp(src, [batch, row, cols[j], ch]).result
+                masks = [args[m] for m in (row_mask[i], col_mask[j]) if m is not None]
+                if masks:
+                    ok = masks[0] if len(masks) == 1 else ir.arith.AndIOp(*masks).result
+                    v = ir.arith.SelectOp(ok, v, zero).result
+                values.append(v)
+            rows.append(_fma_chain(coefs, values))
+        ir.linalg.YieldOp([_constant_combination(matrix[a], rows) for a in range(t)])
+    parts = [_expand(v_a, [[0, 1], [2], [3], [4], [5]], [1, t, n, th, tw, c]) for v_a in generic.results]
+    v = ir.tensor.ConcatOp(ir.RankedTensorType.get([t, t, n, th, tw, c], _f32()), 0, parts).result
+    return _collapse(v, [[0, 1], [2, 3, 4], [5]], [t * t, n * th * tw, c])
 
 
 def tile_transform(src: ir.Value, matrix: np.ndarray, step: int, pad, tiles, width: int) -> ir.Value:

@@ -98,24 +98,26 @@ def polyphase_conv_bias_relu():
 # CHECK-SAME: -> tensor<5x5x8x32xf32>
 # CHECK: %[[U:.*]] = tensor.collapse_shape %[[FC]] {{\[}}[0, 1], [2], [3]] : tensor<5x5x8x32xf32> into tensor<25x8x32xf32>
 #
-# Input transform rows: B^T's columns per tap of the 5-row tile (F(2, 2)'s B^T on the even
-# taps, the identity on the odd ones), clamped reads of the unpadded input at rows 4*th + i - 1,
-# the padding zeroed by masks (tap 0 of the first tile row; column 0 of the 17-wide padded row):
+# Input transform in one generic: B^T's columns per tap of the 5-wide tile (F(2, 2)'s B^T on
+# the even taps, the identity on the odd ones) read along b, one [5, N, TH, TW, C] result per
+# row of B^T; clamped reads of the unpadded input at rows (columns) 4*t + i - 1; only tap row
+# (column) 0 reaches into the padding, in the first tile row (column): two masks, and 9
+# selects for the 25 reads.
 # CHECK: arith.constant dense<[1.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00]> : tensor<5xf32>
 # CHECK: arith.constant dense<[0.000000e+00, 0.000000e+00, 0.000000e+00, 1.000000e+00, 0.000000e+00]> : tensor<5xf32>
 # CHECK: arith.constant dense<[false, true, true, true]> : tensor<4xi1>
-# CHECK: arith.constant dense<[false, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true]> : tensor<17xi1>
-# CHECK: %[[I1:.*]] = linalg.generic
-# CHECK-SAME: outs(%{{.*}} : tensor<1x4x17x5x8xf32>)
+# CHECK-NEXT: arith.constant dense<[false, true, true, true]> : tensor<4xi1>
+# CHECK-NOT: tensor<4xi1>
+# CHECK: %[[I:.*]]:5 = linalg.generic
+# CHECK-SAME: outs({{.*}} : tensor<5x1x4x4x8xf32>, tensor<5x1x4x4x8xf32>, tensor<5x1x4x4x8xf32>, tensor<5x1x4x4x8xf32>, tensor<5x1x4x4x8xf32>)
 # CHECK: arith.muli %{{.*}}, %c4
 # CHECK: tensor.extract %{{.*}} : tensor<1x16x16x8xf32>
-# CHECK: arith.select
-# CHECK: math.fma
-# Input transform columns: the 5-wide tiles start 4 columns apart (stride-4 slices, overlapping by 1).
-# CHECK: tensor.extract_slice %[[I1]][0, 0, 4, 0, 0] [1, 4, 4, 5, 8] [1, 1, 4, 1, 1] : tensor<1x4x17x5x8xf32> to tensor<1x4x4x5x8xf32>
-# CHECK: %[[I2:.*]] = linalg.generic
-# CHECK-SAME: outs(%{{.*}} : tensor<5x5x1x4x4x8xf32>)
-# CHECK: %[[V:.*]] = tensor.collapse_shape %[[I2]] {{\[}}[0, 1], [2, 3, 4], [5]] : tensor<5x5x1x4x4x8xf32> into tensor<25x16x8xf32>
+# CHECK-COUNT-9: arith.select
+# CHECK-NOT: arith.select
+# CHECK: linalg.yield
+# CHECK: %[[VC:.*]] = tensor.concat dim(0)
+# CHECK-SAME: -> tensor<5x5x1x4x4x8xf32>
+# CHECK: %[[V:.*]] = tensor.collapse_shape %[[VC]] {{\[}}[0, 1], [2, 3, 4], [5]] : tensor<5x5x1x4x4x8xf32> into tensor<25x16x8xf32>
 #
 # One batched GEMM: the four phases' 9 + 6 + 6 + 4 products of every tile.
 # AVX2: %[[M:.*]] = linalg.batch_matmul {compilation_info = #{{.*}}} ins(%[[V]], %[[U]] : tensor<25x16x8xf32>, tensor<25x8x32xf32>)

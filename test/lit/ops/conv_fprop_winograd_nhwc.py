@@ -35,10 +35,10 @@ if len(sys.argv) > 1 and sys.argv[1] == "stats":
     def stats_conv():
         print_stats(build(epilogue=False))
 
-    # Seven dispatches: the filter's HWCF transpose, the filter transform (one), the input
-    # transform's rows and columns, the GEMM, the output transform's rows and columns.
+    # Six dispatches: the filter's HWCF transpose, the filter transform, the input
+    # transform, the GEMM, the output transform's rows and columns.
     # STATS-LABEL: TEST: stats_conv
-    # STATS: dispatch-count: [[N:7]]
+    # STATS: dispatch-count: [[N:6]]
 
     @run
     def stats_conv_bias_relu():
@@ -67,8 +67,8 @@ def winograd_conv_bias_relu():
 # CHECK-DAG: #[[FOUT:.*]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 # CHECK-DAG: #[[COEF5:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d3)>
 # CHECK-DAG: #[[TH:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d1)>
-# CHECK-DAG: #[[PW:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d2)>
-# CHECK-DAG: #[[ID5:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
+# CHECK-DAG: #[[TW:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d2)>
+# CHECK-DAG: #[[VOUT:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d3, d0, d1, d2, d4)>
 # CHECK-DAG: #[[NHWC:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
 # CHECK-DAG: #[[BIAS:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, 0, 0)>
 # CHECK-NOT: torch.aten.convolution
@@ -92,25 +92,33 @@ def winograd_conv_bias_relu():
 # CHECK-SAME: -> tensor<6x6x8x32xf32>
 # CHECK: %[[U:.*]] = tensor.collapse_shape %[[FC]] {{\[}}[0, 1], [2], [3]] : tensor<6x6x8x32xf32> into tensor<36x8x32xf32>
 #
-# Input transform rows: B^T coefficients along the coefficient dim (next to channels),
-# clamped reads of the unpadded input, padding zeroed by 1-D masks over tile rows and
-# padded columns:
+# Input transform in one generic over (n, th, tw, b, c) (b right outside the channels),
+# B^T's columns read along b, one [6, N, TH, TW, C] result per row of B^T; clamped reads
+# of the unpadded input, the taps in the padding zeroed by 1-D masks over tile rows and
+# tile columns, only for tap rows (columns) that reach outside the input (the first and
+# the last of the six here; the middle four have no mask and no select):
 # CHECK: arith.constant dense<[4.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00]> : tensor<6xf32>
 # CHECK: arith.constant dense<[false, true, true, true]> : tensor<4xi1>
-# CHECK: arith.constant dense<[false, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, false]> : tensor<18xi1>
-# CHECK: %[[I1:.*]] = linalg.generic {indexing_maps = [#[[COEF5]], #[[COEF5]], #[[COEF5]], #[[COEF5]], #[[COEF5]], #[[COEF5]], #[[TH]], #[[TH]], #[[TH]], #[[TH]], #[[TH]], #[[TH]], #[[PW]], #[[ID5]]]
-# CHECK-SAME: outs(%{{.*}} : tensor<1x4x18x6x8xf32>)
-# CHECK: linalg.index 2 : index
+# CHECK-NEXT: arith.constant dense<[true, true, true, false]> : tensor<4xi1>
+# CHECK-NEXT: arith.constant dense<[false, true, true, true]> : tensor<4xi1>
+# CHECK-NEXT: arith.constant dense<[true, true, true, false]> : tensor<4xi1>
+# CHECK-NOT: tensor<4xi1>
+# CHECK: %[[I:.*]]:6 = linalg.generic {indexing_maps = [#[[COEF5]], #[[COEF5]], #[[COEF5]], #[[COEF5]], #[[COEF5]], #[[COEF5]], #[[TH]], #[[TH]], #[[TW]], #[[TW]], #[[VOUT]], #[[VOUT]], #[[VOUT]], #[[VOUT]], #[[VOUT]], #[[VOUT]]]
+# CHECK-SAME: outs({{.*}} : tensor<6x1x4x4x8xf32>, tensor<6x1x4x4x8xf32>, tensor<6x1x4x4x8xf32>, tensor<6x1x4x4x8xf32>, tensor<6x1x4x4x8xf32>, tensor<6x1x4x4x8xf32>)
+# CHECK: linalg.index 4 : index
 # CHECK: arith.maxsi
 # CHECK: arith.minsi
-# CHECK: tensor.extract %{{.*}} : tensor<1x16x16x8xf32>
-# CHECK: arith.select
-# CHECK: math.fma
-# Input transform columns: stride-4 slices of the row stage read the overlapping tiles.
-# CHECK: tensor.extract_slice %[[I1]][0, 0, 5, 0, 0] [1, 4, 4, 6, 8] [1, 1, 4, 1, 1] : tensor<1x4x18x6x8xf32> to tensor<1x4x4x6x8xf32>
-# CHECK: %[[I2:.*]] = linalg.generic
-# CHECK-SAME: outs(%{{.*}} : tensor<6x6x1x4x4x8xf32>)
-# CHECK: %[[V:.*]] = tensor.collapse_shape %[[I2]] {{\[}}[0, 1], [2, 3, 4], [5]] : tensor<6x6x1x4x4x8xf32> into tensor<36x16x8xf32>
+# Tap (0, 0): masked by its row and its column.
+# CHECK: %[[X0:.*]] = tensor.extract %{{.*}} : tensor<1x16x16x8xf32>
+# CHECK-NEXT: %[[OK:.*]] = arith.andi %{{.*}}, %{{.*}} : i1
+# CHECK-NEXT: arith.select %[[OK]], %[[X0]], %{{.*}} : f32
+# The 16 taps of rows and columns 1-4 are always inside: 20 selects for the 36 reads.
+# CHECK-COUNT-19: arith.select
+# CHECK-NOT: arith.select
+# CHECK: linalg.yield
+# CHECK: %[[VC:.*]] = tensor.concat dim(0)
+# CHECK-SAME: -> tensor<6x6x1x4x4x8xf32>
+# CHECK: %[[V:.*]] = tensor.collapse_shape %[[VC]] {{\[}}[0, 1], [2, 3, 4], [5]] : tensor<6x6x1x4x4x8xf32> into tensor<36x16x8xf32>
 #
 # The batched GEMM (one per transform coefficient), with the target's config:
 # AVX2: %[[M:.*]] = linalg.batch_matmul {compilation_info = #{{.*}}} ins(%[[V]], %[[U]] : tensor<36x16x8xf32>, tensor<36x8x32xf32>)
