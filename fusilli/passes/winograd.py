@@ -428,10 +428,10 @@ def one_pass_tile_transform(src: ir.Value, matrix: np.ndarray, step: int, pad, t
     col_mask: list[int | None] = []
     for masks, extent, count, p, dim in ((row_mask, h, th, pad[0], th_), (col_mask, w, tw, pad[1], tw_)):
         for tap in range(taps):
-            ok = _in_bounds(extent, count, step, tap, p)
-            masks.append(None if ok.all() else len(ins))
-            if not ok.all():
-                ins.append(_dense(ok, i1))
+            inside = _in_bounds(extent, count, step, tap, p)
+            masks.append(None if inside.all() else len(ins))
+            if not inside.all():
+                ins.append(_dense(inside, i1))
                 maps.append(_map(5, [dim]))
     outs = [_empty([t, n, th, tw, c]) for _ in range(t)]
     maps += [_map(5, [b_, n_, th_, tw_, c_])] * t
