@@ -573,10 +573,14 @@ def CPU_CONV_WINOGRAD(p: Problem, t: Target) -> str | None:
 # 0.79 -> 0.69 ...
 CPU_CONV_POLYPHASE_MIN_TILES = 128
 # ... while the transformed activations and GEMM results (25 * tiles * (C + K) f32) stay
-# this small; larger ones make their memory traffic the bound: 8x128x28x28->256 (392 tiles,
-# 15 MB) 0.81 -> 0.73, 4x64x56x56->128 (784, 15 MB) 0.86 -> 0.81, 8x128x56x56->128 (1568, 40 MB)
-# 0.65-0.67 -> 0.60-0.63; 2x64x56x56->128 (392, 7.5 MB) 0.77 -> 0.86 ...
-CPU_CONV_POLYPHASE_MAX_TRANSFORMED_BYTES = 8 << 20
+# this small. With the input transform in two dispatches the limit was 8 MiB (larger ones
+# were bound by its memory traffic: 8x128x28x28->256 (392 tiles, 15 MB) 0.81 -> 0.73,
+# 8x128x56x56->128 (1568, 40 MB) 0.65-0.67 -> 0.60-0.63); in one (winograd.one_pass_tile_transform)
+# they win up to the largest measured, Zen 4 VM, in one process, ratio to PyTorch, auto (the
+# im2col GEMM) -> polyphase on the pool, AVX-512 / x86-64-v3 code (PyTorch held to AVX2):
+# 8x128x56x56->128 0.68 -> 0.78 / 0.80 -> 0.85, 4x128x56x56->128 (784, 20 MB) 0.75 -> 0.80 /
+# 0.82 -> 0.98, 8x128x28x28->256 1.13 -> 1.21 / 0.78 -> 0.92 ...
+CPU_CONV_POLYPHASE_MAX_TRANSFORMED_BYTES = 40 << 20
 # ... and the transformed filter at most this large (1x512x14x14->512, 26 MB: 0.72 -> 0.25).
 CPU_CONV_POLYPHASE_MAX_FILTER_BYTES = 4 << 20
 # Measured on AMD cores (AVX-512, and AVX2 as x86-64-v3 code, whose Winograd GEMM tiles are the

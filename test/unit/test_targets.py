@@ -364,17 +364,22 @@ def test_strided_conv_gemm_threshold_is_per_vendor():
     assert "cpu-conv-im2col-gemm (3x3 stride 2, 784 GEMM rows >= 512" in intel_avx2 and "Intel" in intel_avx2
     for arch in ("znver4", "x86-64-v3", "x86-64-v4"):
         assert "cpu-conv-winograd-strided (F(2x2, 2x2)" in g.explain("cpu", arch)
-    # 1568 rows (15 MB transformed: the phases' Winograd declines). K-blocked GEMM tiles take
+    g = conv(8)  # 1568 rows, 392 tiles, 15 MB transformed: the phases' Winograd takes it too
+    for arch in ("znver4", "x86-64-v3", "x86-64-v4"):
+        assert "cpu-conv-winograd-strided (F(2x2, 2x2)" in g.explain("cpu", arch)
+    # 4704 rows (45 MB transformed: the phases' Winograd declines). K-blocked GEMM tiles take
     # GEMMs this deep (1152) from 16 rows on AMD AVX-512 and AVX2 (there up to 1152 deep, else
     # 512); a vendor-free AVX-512 level (no K blocks) from 4096.
-    g = conv(8)
-    assert "cpu-conv-im2col-gemm (3x3 stride 2, 1568 GEMM rows >= 16, GEMM tuned for avx512, AMD)" in g.explain(
+    g = conv(24)
+    assert "cpu-conv-im2col-gemm (3x3 stride 2, 4704 GEMM rows >= 16, GEMM tuned for avx512, AMD)" in g.explain(
         "cpu", "znver4"
     )
-    assert "cpu-conv-im2col-gemm (3x3 stride 2, 1568 GEMM rows >= 16, GEMM tuned for avx2)" in g.explain(
+    assert "cpu-conv-im2col-gemm (3x3 stride 2, 4704 GEMM rows >= 16, GEMM tuned for avx2)" in g.explain(
         "cpu", "x86-64-v3"
     )
-    assert "cpu-conv-im2col-data-tiling" in g.explain("cpu", "x86-64-v4")
+    assert "cpu-conv-im2col-gemm (3x3 stride 2, 4704 GEMM rows >= 4096, GEMM tuned for avx512)" in g.explain(
+        "cpu", "x86-64-v4"
+    )
 
 
 @pytest.mark.parametrize(

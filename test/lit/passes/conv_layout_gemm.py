@@ -4,7 +4,8 @@
 # RUN: %fusilli-opt %t.json --backend cpu --arch x86-64 --pass-pipeline=default | filecheck %s --check-prefix=GENERIC
 
 # cpu-conv-im2col-gemm (fusilli/passes/conv_layout.py): on AVX2 and AVX-512 a
-# 1x1 conv with >= 512 GEMM rows and a 3x3 stride-2 conv with >= 4096 rows become
+# 1x1 conv with >= 512 GEMM rows and a 3x3 stride-2 conv with >= 4096 rows (here
+# 20480, its 5120 2x2 tiles too many for the phases' Winograd: 49 MB transformed) become
 # an f32 linalg.matmul of the im2col patches (a reshape for the 1x1; for the
 # strided conv one all-parallel generic reading the unpadded input through
 # clamped tensor.extract, taps in the padding zeroed) and the HWCF filter,
@@ -17,7 +18,7 @@
 import fusilli as fs
 
 g = fs.Graph(name="conv_gemm")
-n, c, h, w, k = 16, 64, 32, 32, 32
+n, c, h, w, k = 20, 64, 64, 64, 32
 x = g.tensor(name="x", dim=[n, c, h, w], stride=fs.strides([n, c, h, w], "NHWC"))
 w1 = g.tensor(name="w1", dim=[k, c, 1, 1], stride=fs.strides([k, c, 1, 1], "NHWC"))
 w3 = g.tensor(name="w3", dim=[k, c, 3, 3], stride=fs.strides([k, c, 3, 3], "NHWC"))
@@ -40,23 +41,23 @@ print(g.to_json())
 # CHECK-DAG: #[[INFO_DEEP:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[CFG_DEEP]], translation_info = #[[TRANSLATION]]>
 # CHECK-LABEL: func.func @main(
 # The 1x1 conv: the input reshaped, the filter's HWCF copy kept, the GEMM, the epilogue.
-# CHECK: %[[X1:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0, 1, 2], [3]] : tensor<16x32x32x64xf32> into tensor<16384x64xf32>
+# CHECK: %[[X1:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0, 1, 2], [3]] : tensor<20x64x64x64xf32> into tensor<81920x64xf32>
 # CHECK: %[[W1:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0, 1, 2], [3]] : tensor<1x1x64x32xf32> into tensor<64x32xf32>
 # CHECK: %[[W1B:.*]] = util.optimization_barrier %[[W1]] : tensor<64x32xf32>
-# CHECK: linalg.matmul {compilation_info = #[[INFO]]} ins(%[[X1]], %[[W1B]] : tensor<16384x64xf32>, tensor<64x32xf32>) outs(%{{.*}} : tensor<16384x32xf32>)
+# CHECK: linalg.matmul {compilation_info = #[[INFO]]} ins(%[[X1]], %[[W1B]] : tensor<81920x64xf32>, tensor<64x32xf32>) outs(%{{.*}} : tensor<81920x32xf32>)
 # CHECK: linalg.generic
 # CHECK: arith.addf
 # CHECK: arith.maximumf
 # The strided conv: patches gathered through the padding, no tensor.pad.
 # CHECK-NOT: tensor.pad
-# CHECK: %[[P:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<16x16x16x3x3x64xf32>)
+# CHECK: %[[P:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<20x32x32x3x3x64xf32>)
 # CHECK: arith.cmpi ult
 # CHECK: tensor.extract
 # CHECK: arith.select
-# CHECK: %[[P2:.*]] = tensor.collapse_shape %[[P]] {{\[}}[0, 1, 2], [3, 4, 5]] : tensor<16x16x16x3x3x64xf32> into tensor<4096x576xf32>
+# CHECK: %[[P2:.*]] = tensor.collapse_shape %[[P]] {{\[}}[0, 1, 2], [3, 4, 5]] : tensor<20x32x32x3x3x64xf32> into tensor<20480x576xf32>
 # CHECK: %[[W3:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0, 1, 2], [3]] : tensor<3x3x64x32xf32> into tensor<576x32xf32>
 # CHECK: %[[W3B:.*]] = util.optimization_barrier %[[W3]] : tensor<576x32xf32>
-# CHECK: linalg.matmul {compilation_info = #[[INFO_DEEP]]} ins(%[[P2]], %[[W3B]] : tensor<4096x576xf32>, tensor<576x32xf32>)
+# CHECK: linalg.matmul {compilation_info = #[[INFO_DEEP]]} ins(%[[P2]], %[[W3B]] : tensor<20480x576xf32>, tensor<576x32xf32>)
 # CHECK-NOT: torch.aten.convolution
 # CHECK-NOT: linalg.conv_2d
 

@@ -48,11 +48,12 @@ def conv1x1():
 # TILED-NEXT: dispatch-count: 4
 
 
-# 16 images of 32x32 -> 16x16: 4096 GEMM rows, the strided threshold.
+# 80 images of 32x32 -> 16x16: 20480 GEMM rows, above the strided threshold (4096 rows), and
+# 5120 2x2 tiles whose transformed data (49 MB) is above the phases' Winograd limit (40 MiB).
 @run
 def conv3x3_s2():
-    print_dispatches(build("gemm_3x3s2", 3, 2, 1, False, n=16))
-    print_dispatches(build("gemm_3x3s2_bias_relu", 3, 2, 1, True, n=16))
+    print_dispatches(build("gemm_3x3s2", 3, 2, 1, False, n=80))
+    print_dispatches(build("gemm_3x3s2_bias_relu", 3, 2, 1, True, n=80))
 
 
 # CHECK-LABEL: TEST: conv3x3_s2
