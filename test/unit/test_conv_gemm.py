@@ -128,12 +128,15 @@ def _problem(shape, kernel, stride, padding, channels_last=True, element=F32):
         # 1024 channels: data tiling wins on AVX2; AMD AVX-512's K-blocked GEMM wins
         ((8, 1024, 14, 14, 256), (1, 1), (1, 1), (0, 0), {"znver4": True, "x86-64-v3": False}),
         ((1, 256, 14, 14, 256), (1, 1), (1, 1), (0, 0), False),  # 196 rows
-        ((8, 128, 56, 56, 128), (3, 3), (2, 2), (1, 1), True),
-        # 1568 rows, 1152 deep: K-blocked GEMMs (AVX2, AMD AVX-512) take it from 512 rows at depth >= 512
-        # (Winograd over its phases would transform 15 MB: cpu-conv-winograd-strided declines) ...
-        ((8, 128, 28, 28, 256), (3, 3), (2, 2), (1, 1), True),
-        # ... while at 784 rows (196 2x2 tiles, 7.5 MB) the phases' Winograd takes it (test_winograd)
+        # Winograd over the phases takes strided 3x3 convs whose transformed data stays <= 40 MiB
+        # (cpu-conv-winograd-strided goes first; test_winograd): 38 MiB, 15 MB, 7.5 MB ...
+        ((8, 128, 56, 56, 128), (3, 3), (2, 2), (1, 1), False),
+        ((8, 128, 28, 28, 256), (3, 3), (2, 2), (1, 1), False),
         ((4, 128, 28, 28, 256), (3, 3), (2, 2), (1, 1), False),
+        # ... above it (4704 rows, 1152 deep, 45 MB) K-blocked GEMMs (AVX2, AMD AVX-512) take them
+        # from 512 rows at depth >= 512.
+        ((24, 128, 28, 28, 256), (3, 3), (2, 2), (1, 1), True),
+        ((16, 128, 56, 56, 128), (3, 3), (2, 2), (1, 1), True),
         # stride 1, not Winograd: IREE's im2col on AVX2, a K-blocked GEMM 4608 deep on AMD AVX-512
         ((1, 512, 7, 7, 512), (3, 3), (1, 1), (1, 1), {"znver4": True, "x86-64-v3": False}),
         ((1, 8, 8, 8, 16), (1, 1), (1, 1), (0, 0), False),  # below the im2col size
