@@ -248,7 +248,11 @@ def _dgrad_forward_filter(w: ir.Value) -> ir.Value | None:
     transpose = defining_op(w)
     if transpose is None or transpose.name != "torch.aten.transpose.int":
         return None
-    if sorted(constant_value(v) for v in transpose.operands[1:3]) != [0, 1]:
+    try:
+        dims = sorted(constant_value(v) for v in transpose.operands[1:3])
+    except (ValueError, KeyError, TypeError):
+        return None  # dims that are not constants: not dgrad's
+    if dims != [0, 1]:
         return None
     flip = defining_op(transpose.operands[0])
     if flip is None or flip.name != "torch.aten.flip" or int_list_value(flip.operands[1]) != [2, 3]:
