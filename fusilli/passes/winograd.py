@@ -3,8 +3,9 @@
 A 3x3, stride-1, dilation-1 NHWC convolution ``y = x * g`` becomes, with
 ``t = m + 2`` and the output cut into ``m x m`` tiles,
 
-1. the **filter transform** ``U = G g G^T`` over the HWCF filter, inside the graph:
-   one ``linalg.generic`` with a result per row of ``G`` (``filter_transform``),
+1. the **filter transform** ``U = G g G^T`` over the filter's nine ``[C, K]`` taps
+   (slices of the HWCF filter; dgrad's, of its forward filter read flipped), inside the
+   graph: one ``linalg.generic`` with a result per row of ``G`` (``filter_transform``),
 2. the **input transform** ``V = B^T d B`` of every ``t x t`` input tile (tiles
    overlap by 2), one ``linalg.generic`` with a result per row of ``B^T``
    (``one_pass_tile_transform``) that reads the unpadded input with clamped
@@ -396,7 +397,7 @@ def input_transform(p: WinogradPlan, x_nhwc: ir.Value) -> ir.Value:
 def one_pass_tile_transform(src: ir.Value, matrix: np.ndarray, step: int, pad, tiles) -> ir.Value:
     """``tile_transform`` in one dispatch: the forward conv's input transform.
 
-    Like ``filter_transform``: one ``linalg.generic`` iterating ``(b, n, th, tw, c)``
+    Like ``filter_transform``: one ``linalg.generic`` iterating ``(n, th, tw, b, c)``
     with a result per row ``a`` of ``M``. Each tap row ``i`` of the tile is combined along
     its columns with ``M[b, :]`` (read along ``b``), then the rows with ``M[a, :]`` as
     constants; the results, ``[t, N, TH, TW, C]`` each, are concatenated along the
