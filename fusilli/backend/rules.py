@@ -775,6 +775,32 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
 
 
 @rule(
+    "cpu-conv-dgrad-flipped-gemm",
+    Backend.CPU,
+    ("conv_dgrad",),
+    "algorithm",
+    evidence=(
+        "AVX2 (x86-64-v3 code, PyTorch held to AVX2), Zen 4 VM, one process, ratio to PyTorch, IREE's "
+        "conv of the flipped filter (torch.aten.flip: a scalar gather, then im2col) -> the explicit GEMM over "
+        "flipped patches: 3x3 dgrad 1x512x7x7 0.03 -> 0.25-0.42, 1x256x7x7 0.04 -> 0.54, 2x512x7x7 0.02 -> "
+        "0.31, 5x5 2x32x28x28->64 0.37 -> 0.87, 1x64x8x8 0.36 -> 0.62; on AVX-512 even or worse (5x5 0.91 -> "
+        "0.58), so AVX2 only"
+    ),
+)
+def CPU_CONV_DGRAD_FLIPPED_GEMM(p: Problem, t: Target) -> str | None:
+    if vector_isa(t) != "avx2" or not p.fact("channels_last") or p.fact("groups") != 1:
+        return None
+    if p.fact("kernel") == (1, 1) or p.fact("dilation") != (1, 1) or p.fact("stride") != (1, 1):
+        return None  # a 1x1 filter needs no flip; strided dgrad is a transposed conv
+    if p.element not in (DataType.FLOAT, *_LOW_PRECISION) or p.flops < CPU_CONV_IM2COL_MIN_FLOPS:
+        return None
+    if CPU_CONV_WINOGRAD.applies(p, t) is not None:
+        return None
+    kernel = p.fact("kernel")
+    return f"{kernel[0]}x{kernel[1]} stride 1 on avx2: the im2col GEMM over flipped patches, no filter flip"
+
+
+@rule(
     "cpu-conv-channels-last-linalg",
     Backend.CPU,
     CPU_CONV_KINDS,

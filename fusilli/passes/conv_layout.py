@@ -47,6 +47,7 @@ IREE's Winograd rewrite was measured too (see below) and is not used.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 from fusilli import ir, pipeline
@@ -173,7 +174,7 @@ def _rewrite(op: ir.Operation, target: Target) -> bool:
         # its im2col: 3x3 s2 1x128x56x56 20 ms).
         lowering = "auto"
     im2col = wino is None and (lowering == "im2col" or (lowering == "auto" and bf16_matmul))
-    gemm = wino is None and not im2col and im2col_gemm(lowering, problem, target)
+    gemm = wino is None and not im2col and (im2col_gemm(lowering, problem, target) or _dgrad_gemm(op, problem, target))
     direct_info = None
     if lowering == "auto" and not (wino or im2col or gemm):
         choice = rules.choose(problem, target, "algorithm")
@@ -240,6 +241,16 @@ def _rewrite(op: ir.Operation, target: Target) -> bool:
     if forward_filter is not None:
         erase_dead([defining_op(w)])  # the flip and transpose the slices replaced
     return True
+
+
+def _dgrad_gemm(op: ir.Operation, problem: rules.Problem, target: Target) -> bool:
+    """Whether this conv is a dgrad (its filter flipped) that cpu-conv-dgrad-flipped-gemm sends
+    to the im2col GEMM over flipped patches (only under ``FUSILLI_CONV_LOWERING=auto``)."""
+    if pipeline.CONV_LOWERING != "auto" or _dgrad_forward_filter(op.operands[1]) is None:
+        return False
+    return (
+        rules.CPU_CONV_DGRAD_FLIPPED_GEMM.applies(dataclasses.replace(problem, kind="conv_dgrad"), target) is not None
+    )
 
 
 def _dgrad_forward_filter(w: ir.Value) -> ir.Value | None:

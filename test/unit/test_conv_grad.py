@@ -246,3 +246,29 @@ def test_dgrad_flipped_filter_paths(cpu, rng, monkeypatch, lowering, kernel, pad
     # The Winograd and GEMM paths leave no flip (a scalar gather over the filter in IREE).
     assert ("torch.aten.flip" in ir) == (lowering == "linalg")
     run_and_check(g, cpu, {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("kernel", [3, 5])
+def test_dgrad_takes_the_flipped_patch_gemm_on_avx2(rng, kernel):
+    """cpu-conv-dgrad-flipped-gemm: as x86-64-v3 code a stride-1 dgrad Winograd does not take
+    (4 tiles here; a 5x5 filter) is the im2col GEMM over flipped patches, no torch.aten.flip;
+    numerics against the reference. On AVX-512 the rule does not apply."""
+    from fusilli.backend.targets import Target
+
+    try:
+        Target.resolve("cpu", "x86-64-v3").check_runs_here("x86-64-v3 code")
+    except fs.FusilliError:
+        pytest.skip("this CPU cannot run x86-64-v3 code")
+    n, k, c, hw = 1, 96, 80, 8
+    attrs = dict(padding=[kernel // 2] * 2, stride=[1, 1], dilation=[1, 1])
+    g, ins, _ = _dgrad_graph(
+        f"dgrad_avx2_gemm_{kernel}", [n, k, hw, hw], [k, c, kernel, kernel], [n, c, hw, hw], attrs, True
+    )
+    g.validate()
+    assert "cpu-conv-dgrad-flipped-gemm" in g.explain(arch="x86-64-v3")
+    assert "cpu-conv-dgrad-flipped-gemm" not in g.explain(arch="znver4")
+    optimized = g.mlir("optimized", fs.Backend.CPU, "x86-64-v3")
+    assert "linalg.matmul" in optimized and "torch.aten.flip" not in optimized
+    run_and_check(
+        g, fs.Handle(fs.Backend.CPU, arch="x86-64-v3"), {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4
+    )
