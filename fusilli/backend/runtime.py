@@ -304,12 +304,14 @@ def cpu_execution(graph: Any, arch: str | None = None) -> CpuExecution:
     tensors both halves read whole hold at most ``SPLIT_MAX_WHOLE_FRACTION`` of the bytes
     of the split ones, and the half graph gets the same lowering rules as the whole one;
     else the pool. A batch-1 graph whose rows split (``plan_row_split``) splits them without
-    the byte limits, unless it writes more than it reads (``ROW_SPLIT_MAX_WRITE_RATIO``): measured on the 2-core Zen 5 VM, ResNet-50's batch-1 1x1 convs, row
-    split against the pool, three in-process runs (benchmarks/conv_lowerings.py, ``auto``
-    against ``auto@local-task``), ms: 1x64x56x56->64 0.082-0.099 / 0.109-0.121,
-    1x256x56x56->64 0.243-0.283 / 0.275-0.302 (both ahead in each run), 1x1024x14x14->256
-    (its 1 MB filter read by both halves) 0.310-0.635 / 0.353-0.629 (ahead in two runs, even
-    in the third), 1x64x56x56->256 0.265-0.328 / 0.287-0.338 (even; on AVX2, behind). ``split`` for a graph that cannot be split runs it on the pool (logged).
+    the byte limits, unless it writes more than it reads (``ROW_SPLIT_MAX_WRITE_RATIO``):
+    measured on the 2-core Zen 5 VM, ResNet-50's batch-1 1x1 convs, row split against the
+    pool, three in-process runs (benchmarks/conv_lowerings.py, ``auto`` against
+    ``auto@local-task``), ms: 1x64x56x56->64 0.082-0.099 / 0.109-0.121, 1x256x56x56->64
+    0.243-0.283 / 0.275-0.302 (both ahead in each run), 1x1024x14x14->256 (its 1 MB filter
+    read by both halves) 0.310-0.635 / 0.353-0.629 (ahead in two runs, even in the third),
+    1x64x56x56->256 0.265-0.328 / 0.287-0.338 (even; on AVX2, behind). ``split`` for a
+    graph that cannot be split runs it on the pool (logged).
     """
     choice = os.environ.get("FUSILLI_CPU_EXECUTOR", "auto")
     if choice not in _EXECUTORS:

@@ -174,7 +174,13 @@ def _rewrite(op: ir.Operation, target: Target) -> bool:
         # its im2col: 3x3 s2 1x128x56x56 20 ms).
         lowering = "auto"
     im2col = wino is None and (lowering == "im2col" or (lowering == "auto" and bf16_matmul))
-    gemm = wino is None and not im2col and (im2col_gemm(lowering, problem, target) or _dgrad_gemm(op, problem, target))
+    # dgrad's forward filter, flipped in w (FORWARD_TO_RSKC says how each path reads it), or None.
+    dgrad_filter = _dgrad_forward_filter(w)
+    gemm = (
+        wino is None
+        and not im2col
+        and (im2col_gemm(lowering, problem, target) or _dgrad_gemm(dgrad_filter, problem, target))
+    )
     direct_info = None
     if lowering == "auto" and not (wino or im2col or gemm):
         choice = rules.choose(problem, target, "algorithm")
@@ -190,8 +196,7 @@ def _rewrite(op: ir.Operation, target: Target) -> bool:
         x_nhwc = b.permute(x, TO_NHWC)
         if element != "f32" and not keep_bf16:
             x_nhwc = b.to_dtype(x_nhwc, "f32", _FLOAT_CODES["f32"])
-        # dgrad's filter is its forward filter flipped (FORWARD_TO_RSKC says how each path reads it).
-        forward_filter = _dgrad_forward_filter(w) if wino is not None or gemm else None
+        forward_filter = dgrad_filter if wino is not None or gemm else None
         if forward_filter is not None:
             w_t = b.permute(forward_filter, TO_NHWC if wino is not None else FORWARD_TO_RSKC)
         else:
@@ -243,10 +248,11 @@ def _rewrite(op: ir.Operation, target: Target) -> bool:
     return True
 
 
-def _dgrad_gemm(op: ir.Operation, problem: rules.Problem, target: Target) -> bool:
-    """Whether this conv is a dgrad (its filter flipped) that cpu-conv-dgrad-flipped-gemm sends
-    to the im2col GEMM over flipped patches (only under ``FUSILLI_CONV_LOWERING=auto``)."""
-    if pipeline.CONV_LOWERING != "auto" or _dgrad_forward_filter(op.operands[1]) is None:
+def _dgrad_gemm(dgrad_filter: ir.Value | None, problem: rules.Problem, target: Target) -> bool:
+    """Whether this conv is a dgrad (``dgrad_filter``: its forward filter) that
+    cpu-conv-dgrad-flipped-gemm sends to the im2col GEMM over flipped patches (only under
+    ``FUSILLI_CONV_LOWERING=auto``)."""
+    if pipeline.CONV_LOWERING != "auto" or dgrad_filter is None:
         return False
     return (
         rules.CPU_CONV_DGRAD_FLIPPED_GEMM.applies(dataclasses.replace(problem, kind="conv_dgrad"), target) is not None

@@ -237,6 +237,29 @@ def _generic(ins: list[ir.Value], maps: list[ir.AffineMap], out_shape: list[int]
     return generic.result
 
 
+def _stacked_generic(
+    ins: list[ir.Value], maps: list[ir.AffineMap], out_shape: list[int], out_map: ir.AffineMap, count: int, body
+) -> ir.Value:
+    """An all-parallel ``linalg.generic`` with ``count`` f32 results of ``out_shape``
+    (``body(args)`` yields them), stacked along a new outermost dim: ``[count, *out_shape]``.
+    The concatenation is along the outermost dim, so each result is written in place."""
+    outs = [_empty(out_shape) for _ in range(count)]
+    generic = ir.linalg.GenericOp(
+        [o.type for o in outs],
+        ins,
+        outs,
+        ir.indexing_maps(*maps, *[out_map] * count),
+        ir.iterator_types(*["parallel"] * out_map.n_dims),
+    )
+    block = generic.regions[0].blocks.append(*[ir.RankedTensorType(v.type).element_type for v in ins + outs])
+    with ir.InsertionPoint(block):
+        ir.linalg.YieldOp(body(list(block.arguments)))
+    rank = len(out_shape)
+    groups = [[0, 1], *[[d] for d in range(2, rank + 1)]]
+    parts = [_expand(r, groups, [1, *out_shape]) for r in generic.results]
+    return ir.tensor.ConcatOp(ir.RankedTensorType.get([count, *out_shape], _f32()), 0, parts).result
+
+
 def _fma_chain(coefs: list[ir.Value], values: list[ir.Value]) -> ir.Value:
     acc = ir.arith.MulFOp(coefs[0], values[0]).result
     for c, v in zip(coefs[1:], values[1:]):
@@ -356,20 +379,15 @@ def filter_transform(p: WinogradPlan, taps: list[ir.Value]) -> ir.Value:
     _, g, _ = p.matrices
     t, c, k = p.t, p.c, p.k
     columns = [_coefficients(g[:, s]) for s in range(KERNEL)]
-    outs = [_empty([t, c, k]) for _ in range(t)]
     b_, c_, k_ = _dims(3)
-    maps = [_map(3, [c_, k_])] * len(taps) + [_map(3, [b_])] * KERNEL + [_map(3, [b_, c_, k_])] * t
-    generic = ir.linalg.GenericOp(
-        [o.type for o in outs], taps + columns, outs, ir.indexing_maps(*maps), ir.iterator_types(*["parallel"] * 3)
-    )
-    block = generic.regions[0].blocks.append(*[_f32()] * (len(taps) + KERNEL + t))
-    with ir.InsertionPoint(block):
-        args = list(block.arguments)
+    maps = [_map(3, [c_, k_])] * len(taps) + [_map(3, [b_])] * KERNEL
+
+    def body(args):
         column_coefs = args[len(taps) : len(taps) + KERNEL]
         rows = [_fma_chain(column_coefs, args[r * KERNEL : (r + 1) * KERNEL]) for r in range(KERNEL)]
-        ir.linalg.YieldOp([_constant_combination(g[a], rows) for a in range(t)])
-    parts = [_expand(u_a, [[0, 1], [2], [3]], [1, t, c, k]) for u_a in generic.results]
-    u = ir.tensor.ConcatOp(ir.RankedTensorType.get([t, t, c, k], _f32()), 0, parts).result
+        return [_constant_combination(g[a], rows) for a in range(t)]
+
+    u = _stacked_generic(taps + columns, maps, [t, c, k], _map(3, [b_, c_, k_]), t, body)
     return _collapse(u, [[0, 1], [2], [3]], [t * t, c, k])
 
 
@@ -405,8 +423,8 @@ def one_pass_tile_transform(src: ir.Value, matrix: np.ndarray, step: int, pad, t
     ``linalg.index`` (uniform along the channel dim, so IREE emits contiguous loads, not
     gathers); taps in the padding are zeroed by 1-D masks along tile rows and tile columns,
     one per tap row (column) that reaches outside the input in some tile (with 1-D operands
-    per dim IREE keeps the dims apart instead of collapsing them into scalar code). ``b`` iterates right outside the channels, so a tile's taps stay in L1
-    across it. Against ``tile_transform`` (rows into a ``[N, TH, W', t, C]`` intermediate,
+    per dim IREE keeps the dims apart instead of collapsing them into scalar code). ``b``
+    iterates right outside the channels, so a tile's taps stay in L1 across it. Against ``tile_transform`` (rows into a ``[N, TH, W', t, C]`` intermediate,
     then columns): one dispatch less and no intermediate, at ``t`` times the tap reads; Zen 4
     VM, ratio to PyTorch in one process (2 threads), separable -> one pass: 3x3 s2 + bias +
     relu 4x128x28x28->256 0.84 -> 0.95, 3x3 s2 1x128x56x56->128 0.87 -> 1.19, 3x3
@@ -434,14 +452,8 @@ def one_pass_tile_transform(src: ir.Value, matrix: np.ndarray, step: int, pad, t
             if not inside.all():
                 ins.append(_dense(inside, i1))
                 maps.append(_map(5, [dim]))
-    outs = [_empty([t, n, th, tw, c]) for _ in range(t)]
-    maps += [_map(5, [b_, n_, th_, tw_, c_])] * t
-    generic = ir.linalg.GenericOp(
-        [o.type for o in outs], ins, outs, ir.indexing_maps(*maps), ir.iterator_types(*["parallel"] * 5)
-    )
-    block = generic.regions[0].blocks.append(*[ir.RankedTensorType(v.type).element_type for v in ins + outs])
-    with ir.InsertionPoint(block):
-        args = list(block.arguments)
+
+    def body(args):
         coefs = args[:taps]
         batch, tile_row, tile_col, ch = (ir.linalg.IndexOp(d).result for d in (0, 1, 2, 4))
         row0 = ir.arith.MulIOp(tile_row, _index(step)).result
@@ -460,9 +472,9 @@ def one_pass_tile_transform(src: ir.Value, matrix: np.ndarray, step: int, pad, t
                     v = ir.arith.SelectOp(ok, v, zero).result
                 values.append(v)
             rows.append(_fma_chain(coefs, values))
-        ir.linalg.YieldOp([_constant_combination(matrix[a], rows) for a in range(t)])
-    parts = [_expand(v_a, [[0, 1], [2], [3], [4], [5]], [1, t, n, th, tw, c]) for v_a in generic.results]
-    v = ir.tensor.ConcatOp(ir.RankedTensorType.get([t, t, n, th, tw, c], _f32()), 0, parts).result
+        return [_constant_combination(matrix[a], rows) for a in range(t)]
+
+    v = _stacked_generic(ins, maps, [t, n, th, tw, c], _map(5, [b_, n_, th_, tw_, c_]), t, body)
     return _collapse(v, [[0, 1], [2, 3, 4], [5]], [t * t, n * th * tw, c])
 
 
