@@ -1,0 +1,52 @@
+# RUN: env FUSILLI_LIT_TARGET=cpu:x86-64-v3 %python %s | filecheck %s --check-prefixes=CHECK,AVX2
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,AMD
+
+# A channels-last stride-1 dgrad reads its forward filter unflipped (conv_layout.FORWARD_TO_RSKC):
+# 1x96x8x8 <- 80, 3x3 (4 4x4 tiles): as x86-64-v3 code cpu-conv-dgrad-flipped-gemm makes it the
+# im2col GEMM whose patch gather indexes tap (2 - r, 2 - s), over the filter as RSKC; 1x96x16x16
+# (16 tiles) is Winograd F(4x4), whose filter transform reads the taps as [K, C] slices of the
+# KRSC forward filter, tap (0, 0) first from [0, 2, 2, 0]. No torch.aten.flip is left.
+
+from lit_helpers import TARGET_ARCH, TARGET_BACKEND, optimized, run
+
+import fusilli as fs
+
+
+def build(name, hw):
+    g = fs.Graph(name=name)
+    n, k, c = 1, 96, 80
+    dy = g.tensor(name="dy", dim=[n, k, hw, hw], stride=fs.strides([n, k, hw, hw], "NHWC"))
+    w = g.tensor(name="w", dim=[k, c, 3, 3], stride=fs.strides([k, c, 3, 3], "NHWC"))
+    dx = g.conv_dgrad(dy, w, padding=[1, 1], stride=[1, 1], dilation=[1, 1], name="dgrad")
+    dx.set_dim([n, c, hw, hw]).set_stride(fs.strides([n, c, hw, hw], "NHWC")).set_output(True)
+    return g.validate()
+
+
+@run
+def dgrad_few_tiles():
+    g = build("dgrad_flipped_gemm", 8)
+    print(g.explain(TARGET_BACKEND, TARGET_ARCH))
+    print(optimized(g))
+
+
+# CHECK-LABEL: TEST: dgrad_few_tiles
+# AVX2: cpu-conv-dgrad-flipped-gemm (3x3 stride 1 on avx2
+# AVX2-NOT: torch.aten.flip
+# AVX2: outs(%{{.*}} : tensor<1x8x8x3x3x96xf32>)
+# AVX2: %[[R:.*]] = linalg.index 3 : index
+# AVX2: arith.subi %{{.*}}, %[[R]] : index
+# AVX2: linalg.matmul {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<64x864xf32>, tensor<864x80xf32>)
+# AMD-NOT: cpu-conv-dgrad-flipped-gemm
+
+
+@run
+def dgrad_winograd_taps():
+    g = build("dgrad_winograd_taps", 16)
+    print(optimized(g))
+
+
+# CHECK-LABEL: TEST: dgrad_winograd_taps
+# CHECK-NOT: torch.aten.flip
+# CHECK: tensor.extract_slice %{{.*}}[0, 2, 2, 0] [96, 1, 1, 80] [1, 1, 1, 1] : tensor<96x3x3x80xf32> to tensor<96x80xf32>
+# CHECK: tensor.extract_slice %{{.*}}[0, 0, 0, 0] [96, 1, 1, 80] [1, 1, 1, 1] : tensor<96x3x3x80xf32> to tensor<96x80xf32>
+# CHECK: linalg.batch_matmul {{.*}}ins(%{{.*}}, %{{.*}} : tensor<36x16x96xf32>, tensor<36x96x80xf32>)
