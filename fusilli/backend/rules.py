@@ -81,10 +81,13 @@ def _conv_facts_of_node(node: Any) -> dict[str, Any]:
     # One channel: NHWC and NCHW are the same memory, and emission keeps the conv NCHW (no
     # permute for fusilli-conv-layout to rewrite), so the channels-last rules must not apply.
     channels_last = x.stride[1] == 1 and x.rank > 3 and x.dim[1] > 1
-    # dgrad runs as a forward conv producing DX (stride 1; fusilli/lowering/conv.py).
-    out = x if node.kind == "conv_dgrad" else y
+    # dgrad runs as a forward conv of DY producing DX (stride 1; fusilli/lowering/conv.py):
+    # its output is DX, its input channels DY's (fusilli-conv-layout asks the rules so).
+    dgrad = node.kind == "conv_dgrad"
+    out = x if dgrad else y
+    channels = w.dim[0] // node.groups if dgrad else w.dim[1]
     return conv_facts(
-        w.dim[2:], node.stride, node.dilation, node.groups, channels_last, out.dim[0], out.dim[2:], w.dim[1]
+        w.dim[2:], node.stride, node.dilation, node.groups, channels_last, out.dim[0], out.dim[2:], channels
     )
 
 
@@ -707,7 +710,7 @@ def conv_out_channels(p: Problem) -> int:
 @rule(
     "cpu-conv-im2col-gemm",
     Backend.CPU,
-    ("conv_fprop",),
+    ("conv_fprop", "conv_dgrad"),
     "algorithm",
     evidence=(
         "fusilli-benchmark --compare torch --iter 30, min ms, IREE im2col + data tiling -> explicit-config "
@@ -735,6 +738,8 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
     isa = vector_isa(t)
     if isa == "generic" or p.flops < CPU_CONV_IM2COL_MIN_FLOPS or p.fact("dilation") != (1, 1):
         return None
+    if p.kind == "conv_dgrad" and p.fact("stride") != (1, 1):
+        return None  # a strided dgrad is a transposed conv: fusilli-conv-layout leaves it
     if CPU_CONV_BF16_IM2COL_MATMUL.applies(p, t) is not None:
         return None  # the bf16-operand im2col matmul keeps bf16 for the native dot product
     rows, kernel, channels = conv_gemm_rows(p), p.fact("kernel"), int(p.fact("channels", 0))

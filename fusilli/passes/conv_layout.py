@@ -47,7 +47,6 @@ IREE's Winograd rewrite was measured too (see below) and is not used.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 
 from fusilli import ir, pipeline
@@ -160,7 +159,12 @@ def _rewrite(op: ir.Operation, target: Target) -> bool:
     b = ir.TorchBuilder()
     flops = 2 * n * oh * ow * k * c * fy * fx
     facts = rules.conv_facts((fy, fx), stride, dilation, 1, True, n, (oh, ow), c)
-    problem = rules.Problem("conv_fprop", DataType.from_mlir_name(element), flops, facts)
+    # dgrad's forward filter, flipped in w (FORWARD_TO_RSKC says how each path reads it), or None.
+    dgrad_filter = _dgrad_forward_filter(w)
+    # A dgrad asks the rules as the dgrad node does (g.explain shows the same choice): the
+    # facts of the forward conv it runs as, kind conv_dgrad.
+    kind = "conv_fprop" if dgrad_filter is None else "conv_dgrad"
+    problem = rules.Problem(kind, DataType.from_mlir_name(element), flops, facts)
     winograd_m = winograd_tile(pipeline.CONV_LOWERING, problem, target)
     polyphase_m = polyphase_tile(pipeline.CONV_LOWERING, problem, target)
     # Winograd of either stride as (output tile m, stride), or None.
@@ -174,13 +178,7 @@ def _rewrite(op: ir.Operation, target: Target) -> bool:
         # its im2col: 3x3 s2 1x128x56x56 20 ms).
         lowering = "auto"
     im2col = wino is None and (lowering == "im2col" or (lowering == "auto" and bf16_matmul))
-    # dgrad's forward filter, flipped in w (FORWARD_TO_RSKC says how each path reads it), or None.
-    dgrad_filter = _dgrad_forward_filter(w)
-    gemm = (
-        wino is None
-        and not im2col
-        and (im2col_gemm(lowering, problem, target) or _dgrad_gemm(dgrad_filter, problem, target))
-    )
+    gemm = wino is None and not im2col and im2col_gemm(lowering, problem, target)
     direct_info = None
     if lowering == "auto" and not (wino or im2col or gemm):
         choice = rules.choose(problem, target, "algorithm")
@@ -246,17 +244,6 @@ def _rewrite(op: ir.Operation, target: Target) -> bool:
     if forward_filter is not None:
         erase_dead([defining_op(w)])  # the flip and transpose the slices replaced
     return True
-
-
-def _dgrad_gemm(dgrad_filter: ir.Value | None, problem: rules.Problem, target: Target) -> bool:
-    """Whether this conv is a dgrad (``dgrad_filter``: its forward filter) that
-    cpu-conv-dgrad-flipped-gemm sends to the im2col GEMM over flipped patches (only under
-    ``FUSILLI_CONV_LOWERING=auto``)."""
-    if pipeline.CONV_LOWERING != "auto" or dgrad_filter is None:
-        return False
-    return (
-        rules.CPU_CONV_DGRAD_FLIPPED_GEMM.applies(dataclasses.replace(problem, kind="conv_dgrad"), target) is not None
-    )
 
 
 def _dgrad_forward_filter(w: ir.Value) -> ir.Value | None:
@@ -371,15 +358,20 @@ def _winograd_family_tile(
     return output_tile(problem, target) if choice is not None and choice.rule is rule else None
 
 
+# The rules whose choice makes a conv the im2col GEMM with an explicit lowering config.
+GEMM_RULES = (rules.CPU_CONV_IM2COL_GEMM, rules.CPU_CONV_DGRAD_FLIPPED_GEMM)
+
+
 def im2col_gemm(lowering: str, problem: rules.Problem, target: Target) -> bool:
-    """Whether this conv is an im2col GEMM with an explicit lowering config (cpu-conv-im2col-gemm).
+    """Whether this conv is an im2col GEMM with an explicit lowering config
+    (cpu-conv-im2col-gemm; for a dgrad also cpu-conv-dgrad-flipped-gemm).
 
     ``FUSILLI_CONV_LOWERING=gemm`` forces it on every conv this pass rewrites.
     """
     if lowering == "gemm":
         return True
     choice = rules.choose(problem, target, "algorithm") if lowering == "auto" else None
-    return choice is not None and choice.rule is rules.CPU_CONV_IM2COL_GEMM
+    return choice is not None and choice.rule in GEMM_RULES
 
 
 def _compute_in_f32(op: ir.Operation) -> bool:

@@ -272,3 +272,35 @@ def test_dgrad_takes_the_flipped_patch_gemm_on_avx2(rng, kernel):
     run_and_check(
         g, fs.Handle(fs.Backend.CPU, arch="x86-64-v3"), {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4
     )
+
+
+def test_dgrad_explain_follows_the_pass():
+    """g.explain() names the lowering fusilli-conv-layout gives a dgrad: the pass asks the rules
+    with the dgrad's own problem, whose input channels are DY's. On znver4 (AMD AVX-512) a 3x3
+    stride-1 dgrad with 512 DY channels has a 4608-deep GEMM (>= CPU_CONV_GEMM_MIN_DEPTH_AVX512)
+    and 4 Winograd tiles: cpu-conv-im2col-gemm, the GEMM over flipped patches; with 64 DY channels
+    (576 deep) neither rule applies and it stays the linalg conv of the flipped filter."""
+    attrs = dict(padding=[1, 1], stride=[1, 1], dilation=[1, 1])
+    deep, _, _ = _dgrad_graph("dgrad_explain_deep", [1, 512, 7, 7], [512, 64, 3, 3], [1, 64, 7, 7], attrs, True)
+    deep.validate()
+    assert "cpu-conv-im2col-gemm" in deep.explain(arch="znver4")
+    optimized = deep.mlir("optimized", fs.Backend.CPU, "znver4")
+    assert "linalg.matmul" in optimized and "torch.aten.flip" not in optimized
+    shallow, _, _ = _dgrad_graph("dgrad_explain_shallow", [1, 64, 7, 7], [64, 512, 3, 3], [1, 512, 7, 7], attrs, True)
+    shallow.validate()
+    assert "cpu-conv-im2col-gemm" not in shallow.explain(arch="znver4")
+    optimized = shallow.mlir("optimized", fs.Backend.CPU, "znver4")
+    assert "linalg.matmul" not in optimized and "torch.aten.flip" in optimized
+
+
+def test_forced_winograd_leaves_other_dgrads_to_auto(monkeypatch):
+    """FUSILLI_CONV_LOWERING=winograd4 forces Winograd on 3x3 stride-1 convs only; a 5x5 dgrad
+    takes what auto takes, as x86-64-v3 code the GEMM over flipped patches (no filter flip)."""
+    from fusilli import pipeline
+
+    attrs = dict(padding=[2, 2], stride=[1, 1], dilation=[1, 1])
+    g, _, _ = _dgrad_graph("dgrad_forced_winograd_5x5", [1, 96, 8, 8], [96, 80, 5, 5], [1, 80, 8, 8], attrs, True)
+    g.validate()
+    monkeypatch.setattr(pipeline, "CONV_LOWERING", "winograd4")
+    optimized = g.mlir("optimized", fs.Backend.CPU, "x86-64-v3")
+    assert "linalg.matmul" in optimized and "torch.aten.flip" not in optimized
