@@ -14,10 +14,10 @@ A 3x3, stride-1, dilation-1 NHWC convolution ``y = x * g`` becomes, with
    padded copy of the input is made,
 3. one batched GEMM ``M[t*t, tiles, K] = V[t*t, tiles, C] x U[t*t, C, K]``
    carrying an explicit CPU lowering config (fusilli/passes/gemm_config.py),
-4. the **output transform** ``Y = A^T M A``: two separable stages writing
-   the NHWC result; the epilogue fused after the conv (bias, activation, any
-   pointwise chain) is an elementwise consumer of the last stage, which IREE
-   fuses into that dispatch.
+4. the **output transform** ``Y = A^T M A``: two separable stages, the second
+   iterating the NHWC result itself (cropped where the tiles overrun it); the
+   epilogue fused after the conv (bias, activation, any pointwise chain) is an
+   elementwise consumer of the last stage, which IREE fuses into that dispatch.
 
 A 3x3 **stride-2** conv (``WinogradPlan.stride == 2``, rule cpu-conv-winograd-strided) takes
 the same four stages with the transforms of ``polyphase_matrices``: split by the parity of
@@ -543,7 +543,28 @@ def batched_gemm(p: WinogradPlan, v: ir.Value, u: ir.Value, isa: str, vendor: st
 
 
 def output_transform(p: WinogradPlan, mm: ir.Value) -> ir.Value:
-    """``y[N, Ho, Wo, K] = A^T M A`` of every tile's GEMM result."""
+    """``y[N, Ho, Wo, K] = A^T M A`` of every tile's GEMM result, in two separable stages.
+
+    The rows stage writes ``O1[N, TH, m, TW, t, K]``. The columns stage iterates the NHWC
+    result itself, ``(n, oy, ox, k)``, cropped to ``Ho x Wo`` where the tiles overrun it: it
+    reads ``O1[n, oy / m, oy % m, ox / m, b, k]`` with ``tensor.extract`` at indices from
+    ``linalg.index`` (uniform along the channels, so the loads stay contiguous) and takes
+    ``A^T[ox % m, b]`` from a 1-D ``[Wo]`` constant per ``b`` read along ``ox`` (with that
+    operand IREE keeps ``ox`` apart from the channels instead of collapsing the iteration
+    space into scalar code: 95 against 10 us, 1x256x14x14 below). Its output map is the
+    identity, so the epilogue fused after the conv is an elementwise consumer IREE fuses
+    into this dispatch, cropped or not.
+
+    Why not the columns stage over ``[N, TH, m, TW, m, K]`` and a crop (as before): the crop
+    was a copy dispatch of its own (``slow_memcpy``), and with bias + relu their dispatch:
+    3x3 1x256x14x14->256 (F(4x4), 16x16 -> 14x14) 7 dispatches with or without them, now 6;
+    the stage one thread 10 + 11 us (copy) -> 10 us (benchmarks/dispatch_profile.py
+    --device local-sync); ratio to PyTorch in one process, Zen 4 VM, 1.21 -> 1.26, 8x256x14x14
+    1.67 -> 1.80, 8x512x7x7 1.16 -> 1.14, and the uncropped rows of benchmarks/cpu.txt even
+    (4x64x56x56 2.34 -> 2.42, + bias + relu 2.42 -> 2.44, s2 0.99 -> 0.99). One stage
+    reading a tile's ``t x t`` products per output (a generic over ``(n, th, y, tw, x, k)``)
+    lost: 3x3 s2 4x128x28x28->256, one thread, 537-547 us against 153 + 52 us for the two.
+    """
     at, _, _ = p.matrices
     t, m, k = p.t, p.m, p.k
     th, tw = p.tiles_h, p.tiles_w
@@ -553,20 +574,19 @@ def output_transform(p: WinogradPlan, mm: ir.Value) -> ir.Value:
     taps = [_slice(m6, 0, a) for a in range(t)]
     out_map = _map(6, [n_, th_, y_, tw_, b_, k_])
     o1 = _separable_stage(taps, at, 4, [p.n, th, m, tw, t, k], out_map, _map(6, [b_, n_, th_, tw_, k_]))
-    # Columns: Y[n, th, y, tw, x, k] = sum_b A^T[x, b] O1[n, th, y, tw, b, k], iterating as stored.
-    n_, th_, y_, tw_, x_, k_ = _dims(6)
-    taps = [_slice(o1, 4, b) for b in range(t)]
-    y6 = _separable_stage(taps, at, 4, [p.n, th, m, tw, m, k], _map(6, [n_, th_, y_, tw_, x_, k_]))
-    return _crop(_collapse(y6, [[0], [1, 2], [3, 4], [5]], [p.n, th * m, tw * m, k]), p.out_h, p.out_w)
+    # Columns: Y[n, oy, ox, k] = sum_b A^T[ox % m, b] O1[n, oy / m, oy % m, ox / m, b, k].
+    n_, oy_, ox_, k_ = _dims(4)
+    columns = np.arange(p.out_w) % m
+    coefs = [_coefficients(at[columns, b]) for b in range(t)]
 
+    def columns_body(args):
+        batch, oy, ox, ch = (ir.linalg.IndexOp(d).result for d in range(4))
+        tile_row, y = ir.arith.DivUIOp(oy, _index(m)).result, ir.arith.RemUIOp(oy, _index(m)).result
+        tile_col = ir.arith.DivUIOp(ox, _index(m)).result
+        values = [ir.tensor.ExtractOp(o1, [batch, tile_row, y, tile_col, _index(b), ch]).result for b in range(t)]
+        return _fma_chain(args, values)
 
-def _crop(y: ir.Value, out_h: int, out_w: int) -> ir.Value:
-    """``y[:, :out_h, :out_w, :]`` of an NHWC result the tiling made larger (else ``y``)."""
-    n, h, w, k = (ir.RankedTensorType(y.type).get_dim_size(i) for i in range(4))
-    if (h, w) == (out_h, out_w):
-        return y
-    result = ir.RankedTensorType.get([n, out_h, out_w, k], _f32())
-    return ir.tensor.ExtractSliceOp(result, y, [], [], [], [0, 0, 0, 0], [n, out_h, out_w, k], [1] * 4).result
+    return _generic(coefs, [_map(4, [ox_])] * t, [p.n, p.out_h, p.out_w, k], _map(4, [n_, oy_, ox_, k_]), columns_body)
 
 
 def winograd_conv(

@@ -129,9 +129,13 @@ def polyphase_conv_bias_relu():
 # CHECK: arith.constant dense<[1.000000e+00, -1.000000e+00]> : tensor<2xf32>
 # CHECK: %[[O1:.*]] = linalg.generic
 # CHECK-SAME: outs(%{{.*}} : tensor<1x4x2x4x5x32xf32>)
-# CHECK: %[[O2:.*]] = linalg.generic
-# CHECK-SAME: outs(%{{.*}} : tensor<1x4x2x4x2x32xf32>)
-# CHECK: %[[Y:.*]] = tensor.collapse_shape %[[O2]] {{\[}}[0], [1, 2], [3, 4], [5]] : tensor<1x4x2x4x2x32xf32> into tensor<1x8x8x32xf32>
+# The columns stage iterates the NHWC result, A^T[ox % 2, b] read along ox (column b = 4,
+# the odd phases' identity, is [0, 1] repeated), O1 read at [n, oy / 2, oy % 2, ox / 2, b, k]:
+# CHECK: arith.constant dense<[0.000000e+00, 1.000000e+00, 0.000000e+00, 1.000000e+00, 0.000000e+00, 1.000000e+00, 0.000000e+00, 1.000000e+00]> : tensor<8xf32>
+# CHECK: linalg.generic
+# CHECK-SAME: outs(%{{.*}} : tensor<1x8x8x32xf32>)
+# CHECK-COUNT-5: tensor.extract %[[O1]]
+# CHECK: } -> tensor<1x8x8x32xf32>
 #
 # The epilogue iterates in the stored NHWC order, so IREE fuses it into the last stage:
 # CHECK: %[[YB:.*]] = torch_c.to_builtin_tensor %{{.*}} : !torch.vtensor<[1,8,8,32],f32> -> tensor<1x8x8x32xf32>

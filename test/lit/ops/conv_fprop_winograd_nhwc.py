@@ -16,9 +16,9 @@ from lit_helpers import print_stats, run
 import fusilli as fs
 
 
-def build(epilogue=True):
-    g = fs.Graph(name=f"winograd_nhwc_{int(epilogue)}")
-    n, c, h, w, k = 1, 8, 16, 16, 32
+def build(epilogue=True, hw=16):
+    g = fs.Graph(name=f"winograd_nhwc_{int(epilogue)}_{hw}")
+    n, c, h, w, k = 1, 8, hw, hw, 32
     x = g.tensor(name="x", dim=[n, c, h, w], stride=fs.strides([n, c, h, w], "NHWC"))
     wt = g.tensor(name="w", dim=[k, c, 3, 3], stride=fs.strides([k, c, 3, 3], "NHWC"))
     y = g.conv_fprop(x, wt, padding=[1, 1], stride=[1, 1], dilation=[1, 1], name="conv")
@@ -46,6 +46,22 @@ if len(sys.argv) > 1 and sys.argv[1] == "stats":
 
     # STATS-LABEL: TEST: stats_conv_bias_relu
     # STATS: dispatch-count: [[N]]
+
+    # 14x14 outputs in 4x4 tiles (16x16, cropped): the columns stage writes the cropped
+    # result itself, so the crop is no copy and bias + relu still fuse.
+    @run
+    def stats_cropped_conv():
+        print_stats(build(epilogue=False, hw=14))
+
+    # STATS-LABEL: TEST: stats_cropped_conv
+    # STATS: dispatch-count: [[N]]
+
+    @run
+    def stats_cropped_conv_bias_relu():
+        print_stats(build(epilogue=True, hw=14))
+
+    # STATS-LABEL: TEST: stats_cropped_conv_bias_relu
+    # STATS: dispatch-count: [[N]]
     sys.exit(0)
 
 
@@ -70,6 +86,7 @@ def winograd_conv_bias_relu():
 # CHECK-DAG: #[[TW:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d2)>
 # CHECK-DAG: #[[VOUT:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d3, d0, d1, d2, d4)>
 # CHECK-DAG: #[[NHWC:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+# CHECK-DAG: #[[OX:.*]] = affine_map<(d0, d1, d2, d3) -> (d2)>
 # CHECK-DAG: #[[BIAS:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, 0, 0)>
 # CHECK-NOT: torch.aten.convolution
 # CHECK-NOT: linalg.conv_2d
@@ -126,19 +143,52 @@ def winograd_conv_bias_relu():
 # INTEL: %[[M:.*]] = linalg.batch_matmul {compilation_info = #{{.*}}} ins(%[[V]], %[[U]] : tensor<36x16x8xf32>, tensor<36x8x32xf32>)
 # GENERIC: %[[M:.*]] = linalg.batch_matmul ins(%[[V]], %[[U]] : tensor<36x16x8xf32>, tensor<36x8x32xf32>)
 #
-# Output transform rows then columns (A^T M A), straight into NHWC:
+# Output transform rows then columns (A^T M A). The rows stage reads M's six row slices:
 # CHECK: %[[M6:.*]] = tensor.expand_shape %[[M]] {{\[}}[0, 1], [2, 3, 4], [5]] output_shape [6, 6, 1, 4, 4, 32]
 # CHECK: tensor.extract_slice %[[M6]][5, 0, 0, 0, 0, 0] [1, 6, 1, 4, 4, 32]
 # CHECK: arith.constant dense<[0.000000e+00, 0.000000e+00, 0.000000e+00, 1.000000e+00]> : tensor<4xf32>
 # CHECK: %[[O1:.*]] = linalg.generic
 # CHECK-SAME: outs(%{{.*}} : tensor<1x4x4x4x6x32xf32>)
-# CHECK: tensor.extract_slice %[[O1]][0, 0, 0, 0, 5, 0] [1, 4, 4, 4, 1, 32]
-# CHECK: %[[O2:.*]] = linalg.generic
-# CHECK-SAME: outs(%{{.*}} : tensor<1x4x4x4x4x32xf32>)
-# CHECK: %[[Y:.*]] = tensor.collapse_shape %[[O2]] {{\[}}[0], [1, 2], [3, 4], [5]] : tensor<1x4x4x4x4x32xf32> into tensor<1x16x16x32xf32>
+# The columns stage iterates the NHWC result (n, oy, ox, k): A^T[ox % 4, b] as 16-wide
+# constants read along ox (column b = 5 is [0, 0, 0, 1] repeated), O1 read at
+# [n, oy / 4, oy % 4, ox / 4, b, k]:
+# CHECK: %[[A5:.*]] = arith.constant dense<[0.000000e+00, 0.000000e+00, 0.000000e+00, 1.000000e+00, 0.000000e+00, {{.*}}]> : tensor<16xf32>
+# CHECK: %[[Y:.*]] = linalg.generic {indexing_maps = [#[[OX]], #[[OX]], #[[OX]], #[[OX]], #[[OX]], #[[OX]], #[[NHWC]]]
+# CHECK-SAME: ins({{.*}}, %[[A5]] : {{.*}}) outs(%{{.*}} : tensor<1x16x16x32xf32>)
+# CHECK: %[[N:.*]] = linalg.index 0 : index
+# CHECK-NEXT: %[[OY:.*]] = linalg.index 1 : index
+# CHECK-NEXT: %[[OXI:.*]] = linalg.index 2 : index
+# CHECK-NEXT: %[[CH:.*]] = linalg.index 3 : index
+# CHECK: %[[TR:.*]] = arith.divui %[[OY]], %{{.*}} : index
+# CHECK: %[[YR:.*]] = arith.remui %[[OY]], %{{.*}} : index
+# CHECK: %[[TC:.*]] = arith.divui %[[OXI]], %{{.*}} : index
+# CHECK: tensor.extract %[[O1]][%[[N]], %[[TR]], %[[YR]], %[[TC]], %{{.*}}, %[[CH]]] : tensor<1x4x4x4x6x32xf32>
+# CHECK-COUNT-5: tensor.extract %[[O1]]
+# CHECK: linalg.yield
+# CHECK-NEXT: } -> tensor<1x16x16x32xf32>
 #
 # The epilogue iterates in the stored NHWC order, so IREE fuses it into the last stage:
 # CHECK: %[[YB:.*]] = torch_c.to_builtin_tensor %{{.*}} : !torch.vtensor<[1,16,16,32],f32> -> tensor<1x16x16x32xf32>
 # CHECK: linalg.generic {indexing_maps = [#[[NHWC]], #[[BIAS]], #[[NHWC]]]
 # CHECK-SAME: ins(%[[YB]], %{{.*}} : tensor<1x16x16x32xf32>, tensor<1x32x1x1xf32>)
+# CHECK: arith.maximumf
+
+
+@run
+def winograd_cropped_conv_bias_relu():
+    print(build(hw=14).mlir("optimized"))
+
+
+# CHECK-LABEL: TEST: winograd_cropped_conv_bias_relu
+# 14x14 outputs in 4x4 tiles: the columns stage writes the 14x14 result (no crop slice
+# after it), its constants 14 wide (column b = 5 of A^T at ox % 4), and bias + relu read it.
+# CHECK: %[[O1:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<1x4x4x4x6x32xf32>)
+# CHECK: arith.constant dense<[0.000000e+00, 0.000000e+00, 0.000000e+00, 1.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00, 1.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00, 1.000000e+00, 0.000000e+00, 0.000000e+00]> : tensor<14xf32>
+# CHECK: linalg.generic
+# CHECK-SAME: outs(%{{.*}} : tensor<1x14x14x32xf32>)
+# CHECK: tensor.extract %[[O1]]
+# CHECK: } -> tensor<1x14x14x32xf32>
+# CHECK-NOT: tensor.extract_slice
+# CHECK: linalg.generic
+# CHECK-SAME: ins(%{{.*}}, %{{.*}} : tensor<1x14x14x32xf32>, tensor<1x32x1x1xf32>)
 # CHECK: arith.maximumf
