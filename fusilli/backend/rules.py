@@ -643,9 +643,17 @@ def CPU_CONV_WINOGRAD_STRIDED(p: Problem, t: Target) -> str | None:
 # (fusilli/passes/gemm_config.py) instead of IREE's im2col + data tiling, where
 # measured faster: 1x1 convs with at least this many GEMM rows (N*Ho*Wo) and at
 # most this many input channels (the GEMM's depth; an unpacked B panel of 1024
-# rows loses to data tiling on AMD Zen 4/5), stride 2 only on AVX-512 ...
+# rows loses to data tiling on AMD Zen 4/5 without K blocks) ...
 CPU_CONV_GEMM_MIN_ROWS_1X1 = 512
 CPU_CONV_GEMM_MAX_CHANNELS_1X1 = 512
+# ... which AVX2 tiles have (gemm_config.CONV_GEMM_TILES): there, as on Intel and AMD AVX-512, 1x1
+# convs up to CPU_CONV_GEMM_MAX_CHANNELS_1X1_INTEL channels and of either stride take the GEMM.
+# x86-64-v3 code (PyTorch held to AVX2) on a Zen 4 VM, python benchmarks/conv_lowerings.py
+# --lowering auto --lowering gemm, ratio to PyTorch, three runs: 1x1 s2 1x256x56x56->512 (784
+# rows) 0.63-0.64 -> 0.81-0.88, 1x1 8x1024x14x14->256 (1568) 0.67-0.74 -> 0.87-0.96, one run: 1x1
+# s2 8x256x56x56->512 0.70 -> 0.88. Below CPU_CONV_GEMM_MIN_ROWS_1X1 the GEMM lost and is not
+# taken: 1x1 1x1024x14x14->256 (196 rows) 0.79 -> 0.73, 1x1 s2 1x512x28x28->1024 (196) 0.73 ->
+# 0.59. (The first sessions' stride-2 loss, 1.16-1.18 -> 1.22-1.26 ms, was before AVX2's K blocks.)
 # ... and stride-2 convs with larger kernels from this many rows ...
 CPU_CONV_GEMM_MIN_ROWS_STRIDED = 4096
 # ... or, where the GEMM tile has K blocks of 256 (gemm_config: AVX2, and AMD AVX-512 cores;
@@ -718,8 +726,9 @@ def conv_out_channels(p: Problem) -> int:
         "0.58-0.59 -> 0.42-0.47 (PyTorch 0.42-0.44) / 1.14 -> 0.96; 1x1 8x64x56x56->64 0.83 -> 0.42-0.43 / "
         "1.36-1.39 -> 0.93-0.96; 7x7 s2 stem 1x3x224x224 0.99-1.03 -> 0.81 / 1.78-1.79 -> 1.38-1.44; 3x3 s2 "
         "8x128x56x56->128 10.8-11.4 -> 5.1 / 16.5-16.9 -> 10.3-10.6; 2-3 dispatches instead of 3-4 (4-5 with "
-        "bias + relu). Losses, hence the limits: 1x1 8x1024x14x14->256 2.0 -> 1.8-2.3 / 4.0 -> 4.5-4.6; "
-        "1x1 s2 1x256x56x56->512 on AVX2 1.16-1.18 -> 1.22-1.26 (AVX-512 0.61-0.63 -> 0.50-0.55); 3x3 s2 "
+        "bias + relu). Losses, hence the limits: 1x1 8x1024x14x14->256 2.0 -> 1.8-2.3 / 4.0 -> 4.5-4.6 and "
+        "1x1 s2 1x256x56x56->512 on AVX2 1.16-1.18 -> 1.22-1.26 (AVX-512 0.61-0.63 -> 0.50-0.55), both won "
+        "once AVX2's GEMM had K blocks (CPU_CONV_GEMM_MAX_CHANNELS_1X1 says by how much); 3x3 s2 "
         "4x128x28x28->256 (784 rows) 1.23 -> 1.57 / 2.96 -> 3.29; 3x3 stride 1 with C >= 256 (1x512x7x7 "
         "0.95 -> 1.48). Those were AMD Zen 4/5 hosts. On an Intel Xeon (AVX-512, icelake-client as named) the "
         "losses are wins, hence the Intel limits: ratio to PyTorch, data tiling -> explicit GEMM, AVX-512 / "
@@ -750,11 +759,9 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
     k_blocked = isa == "avx2" or avx512_k_blocked
     on = f"{isa}, Intel" if intel else f"{isa}, AMD" if vendor == "amd" else isa
     if kernel == (1, 1):
-        wide = intel or avx512_k_blocked
+        wide = intel or k_blocked
         max_channels = CPU_CONV_GEMM_MAX_CHANNELS_1X1_INTEL if wide else CPU_CONV_GEMM_MAX_CHANNELS_1X1
         if rows < CPU_CONV_GEMM_MIN_ROWS_1X1 or not 0 < channels <= max_channels:
-            return None
-        if p.fact("stride") != (1, 1) and isa != "avx512" and not intel:
             return None
         return (
             f"1x1, {rows} GEMM rows >= {CPU_CONV_GEMM_MIN_ROWS_1X1}, {channels} channels <= {max_channels}, "

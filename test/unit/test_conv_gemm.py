@@ -125,8 +125,12 @@ def _problem(shape, kernel, stride, padding, channels_last=True, element=F32):
     [
         ((4, 256, 28, 28, 128), (1, 1), (1, 1), (0, 0), True),  # cpu.txt's 1x1 row
         ((8, 64, 56, 56, 64), (1, 1), (1, 1), (0, 0), True),
-        # 1024 channels: data tiling wins on AVX2; AMD AVX-512's K-blocked GEMM wins
-        ((8, 1024, 14, 14, 256), (1, 1), (1, 1), (0, 0), {"znver4": True, "x86-64-v3": False}),
+        # 1024 channels and 1x1 stride 2 from 512 rows: the K-blocked GEMMs (AVX2, AMD AVX-512) win
+        ((8, 1024, 14, 14, 256), (1, 1), (1, 1), (0, 0), True),
+        ((1, 256, 56, 56, 512), (1, 1), (2, 2), (0, 0), True),
+        ((1, 512, 28, 28, 1024), (1, 1), (2, 2), (0, 0), False),  # 196 rows
+        ((1, 1024, 14, 14, 256), (1, 1), (1, 1), (0, 0), False),  # 196 rows
+        ((8, 2048, 7, 7, 512), (1, 1), (1, 1), (0, 0), False),  # 2048 channels
         ((1, 256, 14, 14, 256), (1, 1), (1, 1), (0, 0), False),  # 196 rows
         # Winograd over the phases takes strided 3x3 convs whose transformed data stays <= 40 MiB
         # (cpu-conv-winograd-strided goes first; test_winograd): 38 MiB, 15 MB, 7.5 MB ...
@@ -153,12 +157,6 @@ def test_auto_choice(shape, kernel, stride, padding, expected, arch):
     data_tiled = flags is not None and flags.rule is rules.CPU_CONV_IM2COL_DATA_TILING
     polyphase = conv_layout.polyphase_tile("auto", problem, target) is not None
     assert data_tiled is (not expected and not polyphase and problem.flops >= rules.CPU_CONV_IM2COL_MIN_FLOPS)
-
-
-@pytest.mark.parametrize("arch, expected", [("x86-64-v3", False), ("znver4", True)])
-def test_strided_1x1_only_on_avx512(arch, expected):
-    problem = _problem((1, 256, 56, 56, 512), (1, 1), (2, 2), (0, 0))  # 784 rows
-    assert conv_layout.im2col_gemm("auto", problem, Target.resolve("cpu", arch)) is expected
 
 
 def test_no_gemm_config_without_a_tuned_isa_or_channels_last():
@@ -301,8 +299,9 @@ def test_deep_strided_rows_few(shape, kernel, znver4, avx2):
 
 def test_numerics_avx2_gemm_tile(rng, gemm_lowering):
     """The AVX2 conv GEMM (6x16 in 48x64 workgroups, K blocks of 256 from depth 512) run as
-    x86-64-v3 code: a 3x3 conv 576 deep (K-blocked) and a 1x1 one 64 deep (whole K), with
-    bias + relu, 81 and 100 rows and 40 output channels (partial workgroups and tiles)."""
+    x86-64-v3 code: a 3x3 conv 576 deep (K-blocked), a 1x1 one 64 deep (whole K), a 1x1 one
+    1024 deep (K-blocked) and a 1x1 stride-2 one, with bias + relu, 36-100 rows and 40 output
+    channels (partial workgroups and tiles)."""
     try:
         Target.resolve("cpu", "x86-64-v3").check_runs_here("x86-64-v3 code")
     except fs.FusilliError:
@@ -310,8 +309,12 @@ def test_numerics_avx2_gemm_tile(rng, gemm_lowering):
     handle = fs.Handle(fs.Backend.CPU, arch="x86-64-v3")
     deep = build([1, 64, 9, 9], 40, (3, 3), (1, 1), (1, 1), (1, 1), epilogue=True, name="gemm_avx2_deep")
     flat = build([1, 64, 10, 10], 40, (1, 1), (1, 1), (0, 0), (1, 1), epilogue=True, name="gemm_avx2_flat")
-    # Dispatches: the filter's HWCF copy, (the 3x3's patch gather,) the GEMM with bias + relu.
-    for g, blocked, dispatches in ((deep, True, 3), (flat, False, 2)):
+    wide = build([1, 1024, 6, 6], 40, (1, 1), (1, 1), (0, 0), (1, 1), epilogue=True, name="gemm_avx2_wide")
+    strided = build([1, 64, 19, 19], 40, (1, 1), (2, 2), (0, 0), (1, 1), epilogue=True, name="gemm_avx2_s2")
+    # Dispatches: the filter's HWCF copy, (the 3x3's and the strided 1x1's patch gather,) the
+    # GEMM with bias + relu.
+    cases = ((deep, True, 3), (flat, False, 2), (wide, True, 2), (strided, False, 3))
+    for g, blocked, dispatches in cases:
         optimized = g.mlir("optimized", fs.Backend.CPU, "x86-64-v3")
         assert "vector_common_parallel = [6, 16, 0]" in optimized
         assert ("cache_reduction = [0, 0, 256]" in optimized) is blocked
