@@ -33,10 +33,18 @@ def _direct(problem, arch) -> bool:
 
 @pytest.mark.parametrize(
     "arch, expected",
-    [("sapphirerapids", True), ("haswell", True), ("znver4", True), ("znver3", True), ("x86-64-v3", False)],
+    [
+        ("sapphirerapids", True),
+        ("haswell", True),
+        ("znver4", True),
+        ("znver3", True),
+        ("x86-64-v3", True),
+        ("x86-64-v4", False),
+    ],
 )
 def test_the_stem_is_direct_on_the_measured_cpus(arch, expected):
-    # Measured on Intel and AMD (AVX-512 and AVX2 tiles); vendor-free levels keep the im2col GEMM.
+    # Measured on Intel and AMD (AVX-512 and AVX2 tiles) and as x86-64-v3 code; the vendor-free
+    # AVX-512 level keeps the im2col GEMM.
     assert _direct(_problem(8, 3, 224, 224, 64), arch) is expected
 
 
@@ -64,7 +72,11 @@ def test_compilation_info_divides_the_output():
         odd = str(gemm_config.direct_conv_compilation_info("avx512", (1, 30, 24, 96), 4, "intel"))
         assert "distribution = [1, 6, 24, 32, 0, 0, 0]" in odd
         assert gemm_config.direct_conv_compilation_info("avx512", (1, 30, 20, 96), 3, "intel") is None
+        # AVX-512 of no named vendor has no measured tile; AVX2 of none (x86-64-v3) takes the
+        # tile Intel's and AMD's AVX2 cores measured.
         assert gemm_config.direct_conv_compilation_info("avx512", (1, 112, 112, 64), 3, None) is None
+        generic_avx2 = str(gemm_config.direct_conv_compilation_info("avx2", (1, 112, 112, 64), 3, None))
+        assert "vector_common_parallel = [1, 1, 8, 8, 0, 0, 0]" in generic_avx2
 
 
 def _host_has_a_tile() -> bool:
@@ -100,7 +112,7 @@ def test_numerics_avx2_tile(rng):
     run_and_check(g, handle, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("arch", ["sapphirerapids", "haswell", "znver4", "znver3"])
+@pytest.mark.parametrize("arch", ["sapphirerapids", "haswell", "znver4", "znver3", "x86-64-v3"])
 def test_direct_conv_before_winograd_and_without_im2col_flags(arch):
     """A 3x3 stride-1 conv on 3 channels (a first layer) is a direct conv, not Winograd (whose GEMM
     would be 3 deep: 1x3x224x224->64 0.23 -> 0.70 of PyTorch on AVX-512, 0.35 -> 0.84 on AVX2), and
@@ -114,9 +126,9 @@ def test_direct_conv_before_winograd_and_without_im2col_flags(arch):
         assert _direct(problem, arch)
         flags = rules.choose(problem, target, "flags")
         assert flags is None or flags.rule is not rules.CPU_CONV_IM2COL_DATA_TILING
-    # Without a vendor's tile (a vendor-free ISA level) Winograd keeps it.
+    # Without a measured tile (the vendor-free AVX-512 level) Winograd keeps it.
     first_layer = _problem(1, 3, 224, 224, 64, (3, 3), (1, 1), (1, 1))
-    assert rules.choose(first_layer, Target.resolve("cpu", "x86-64-v3"), "algorithm").rule is rules.CPU_CONV_WINOGRAD
+    assert rules.choose(first_layer, Target.resolve("cpu", "x86-64-v4"), "algorithm").rule is rules.CPU_CONV_WINOGRAD
 
 
 def test_one_channel_is_not_channels_last():

@@ -3,14 +3,16 @@
 # RUN: %fusilli-opt %t.json --backend cpu --arch haswell --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,AVX2
 # RUN: %fusilli-opt %t.json --backend cpu --arch znver4 --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,AVX512
 # RUN: %fusilli-opt %t.json --backend cpu --arch znver3 --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,AVX2
-# RUN: %fusilli-opt %t.json --backend cpu --arch x86-64-v3 --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,GENERIC
+# RUN: %fusilli-opt %t.json --backend cpu --arch x86-64-v3 --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,AVX2
+# RUN: %fusilli-opt %t.json --backend cpu --arch x86-64-v4 --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,GENERIC
 
 # The 7x7 stride-2 stem (3 input channels) on an Intel or AMD CPU (cpu-conv-direct-few-channels):
 # a direct linalg.conv_2d_nhwc_hwcf over the padded input and the HWCF filter, that filter
 # behind an optimization barrier (its own small dispatch: folded into the conv, its transposed
 # read is 30x slower), with the ISA's register tile (gemm_config.DIRECT_CONV_TILES_BY_VENDOR)
-# and bias + relu after it. No patch matrix. A vendor-free ISA level (x86-64-v3: no tile
-# measured for it) keeps the im2col GEMM, and the first layer IREE's linalg conv.
+# and bias + relu after it. No patch matrix. AVX2 code for no named CPU (x86-64-v3) takes the
+# AVX2 tile; the vendor-free AVX-512 level (x86-64-v4: no tile measured for it) keeps the im2col
+# GEMM, and the first layer IREE's linalg conv.
 
 import fusilli as fs
 
