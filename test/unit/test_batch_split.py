@@ -297,7 +297,7 @@ def test_auto_keeps_on_the_pool_what_the_split_loses(monkeypatch, graph, why):
     monkeypatch.delenv("FUSILLI_CPU_EXECUTOR", raising=False)
     monkeypatch.setattr(runtime, "usable_cpus", lambda: 2)
     g = graph()
-    execution = runtime.cpu_execution(g, "x86-64-v3")  # no vendor: the stem is an im2col GEMM
+    execution = runtime.cpu_execution(g, "x86-64-v4")  # AVX-512, no vendor: the stem is an im2col GEMM
     assert execution.executor == "local-task" and why in execution.why
 
 
