@@ -157,9 +157,14 @@ STRIDED_PATCH_GEMM_TILES_BY_VENDOR = {
 # 60x64 0.61-0.63 -> 98x64 0.73-0.76; 102x64 0.73, 120x64 0.66, 96x64 0.65 (uneven blocks),
 # 196x32 0.70, 49x128 0.72, 56x128 0.67; 1x512x7x7 (49 rows) is one block either way (0.56-0.61).
 # Shallower GEMMs did not gain (3x3 s2 8x128x56x56 0.70 -> 0.61, 1x1 8x1024x14x14 0.81 -> 0.86
-# within noise), so they keep their table's tile.
+# within noise), so they keep their table's tile. AMD AVX-512 (the 8x32 tile, K blocks of 256)
+# gains as much: Zen 4 VM (znver4), 2 threads, benchmarks/conv_gemm_tiles.py, table (64-row
+# blocks, a short last one) -> equal blocks, ratio to PyTorch, four runs: 3x3 2x256x7x7 (98 rows,
+# 2304 deep) 0.56-0.79 -> 0.75-0.85, 3x3 2x512x7x7 (98, 4608) 0.75-0.82 -> 0.87-0.97; two runs: 5x5
+# 1x128x28x28->128 (784, 3200) 0.59-0.71 -> 0.79-0.89; one run: 3x3 3x512x7x7 (147, 4608) 0.47 ->
+# 0.44 (two blocks of 74, within noise).
 DEEP_GEMM_MAX_ROWS = 100
-DEEP_GEMM_VENDORS = {("avx512", "intel")}
+DEEP_GEMM_VENDORS = {("avx512", "intel"), ("avx512", "amd")}
 
 
 def deep_gemm_rows(rows: int) -> int:

@@ -322,9 +322,9 @@ def test_numerics_avx2_gemm_tile(rng, gemm_lowering):
         assert g.compile_stats.dispatch_count == dispatches
 
 
-def test_deep_gemm_rows_on_intel_avx512():
-    """Deep stride-1 conv GEMMs take their rows in equal workgroup blocks of <= 100 on Intel
-    AVX-512 (gemm_config.deep_gemm_rows); shallower, strided or other vendors' keep the table's."""
+def test_deep_gemm_rows_on_intel_and_amd_avx512():
+    """Deep stride-1 conv GEMMs take their rows in equal workgroup blocks of <= 100 on Intel and
+    AMD AVX-512 (gemm_config.deep_gemm_rows); shallower, strided or other ISAs' keep the table's."""
     table = gemm_config.CONV_GEMM_TILES_BY_VENDOR[("avx512", "intel")]
     deep = functools.partial(gemm_config.conv_gemm_tile, "avx512", 512, "intel", depth=4608)
     assert deep(rows=392).distribution == (98, 64) and deep(rows=392).vector == table.vector
@@ -332,7 +332,12 @@ def test_deep_gemm_rows_on_intel_avx512():
     assert deep(rows=400).distribution == (100, 64) and deep(rows=401).distribution == (81, 64)
     assert gemm_config.conv_gemm_tile("avx512", 512, "intel", rows=392, depth=1152) == table
     amd = gemm_config.CONV_GEMM_TILES_BY_VENDOR[("avx512", "amd")]
-    assert gemm_config.conv_gemm_tile("avx512", 512, "amd", rows=392, depth=4608) == amd
+    amd_deep = gemm_config.conv_gemm_tile("avx512", 512, "amd", rows=98, depth=4608)
+    assert amd_deep.distribution == (98, 64) and amd_deep.vector == amd.vector
+    assert gemm_config.conv_gemm_tile("avx512", 512, "amd", rows=784, depth=3200).distribution == (98, 64)
+    assert gemm_config.conv_gemm_tile("avx512", 512, "amd", rows=98, depth=1152) == amd
+    avx2 = gemm_config.CONV_GEMM_TILES["avx2"]
+    assert gemm_config.conv_gemm_tile("avx2", 512, None, rows=98, depth=4608) == avx2
     wide = gemm_config.STRIDED_PATCH_GEMM_TILES_BY_VENDOR[("avx512", "intel")]
     assert gemm_config.conv_gemm_tile("avx512", 512, "intel", True, rows=392, depth=4608) == wide
 

@@ -8,10 +8,11 @@
 # cpu-conv-im2col-gemm takes them (GEMM depth 4608 >= 2304) and their GEMMs get Intel's
 # 6x64 register tile and K blocks of 256 (gemm_config.CONV_GEMM_TILES_BY_VENDOR, from depth
 # 512), with the rows in equal workgroup blocks of at most 100 (gemm_config.deep_gemm_rows):
-# batch 1's 49 rows are one block, batch 8's 392 four of 98. The padded patches are one
-# gather. Elsewhere batch 8's 32 4x4 tiles are Winograd F(4x4) (cpu-conv-winograd's
-# one-pass-filter limit, 16 tiles); batch 1 stays the K-blocked GEMM on AMD Zen 4 (8x32
-# tile, same K blocks) and IREE's linalg conv (im2col + data tiling) on x86-64-v3.
+# batch 1's 49 rows are one block, batch 2's 98 one, batch 8's 392 four of 98. The padded
+# patches are one gather. Elsewhere batch 8's 32 4x4 tiles are Winograd F(4x4)
+# (cpu-conv-winograd's one-pass-filter limit, 16 tiles); batches 1 and 2 stay the K-blocked
+# GEMM on AMD Zen 4 (8x32 tile, same K blocks, the same equal row blocks: batch 2's 98 rows are
+# one, not 64 + 34) and IREE's linalg conv (im2col + data tiling) on x86-64-v3.
 
 import fusilli as fs
 
@@ -26,22 +27,27 @@ def conv(g, name, n):
 
 g = fs.Graph(name="conv_gemm_deep")
 conv(g, "deep1", 1)
+conv(g, "deep2", 2)
 conv(g, "deep8", 8)
 print(g.to_json())
 
 # INTEL-DAG: #[[CFG1:.*]] = #iree_cpu.lowering_config<cache_parallel = [49, 64, 0], cache_reduction = [0, 0, 256], distribution = [49, 64, 0], vector_common_parallel = [6, 64, 0], vector_reduction = [0, 0, 8]>
 # INTEL-DAG: #[[CFG8:.*]] = #iree_cpu.lowering_config<cache_parallel = [98, 64, 0], cache_reduction = [0, 0, 256], distribution = [98, 64, 0], vector_common_parallel = [6, 64, 0], vector_reduction = [0, 0, 8]>
 # AMD-DAG: #[[CFG:.*]] = #iree_cpu.lowering_config<cache_parallel = [49, 64, 0], cache_reduction = [0, 0, 256], distribution = [49, 64, 0], vector_common_parallel = [8, 32, 0], vector_reduction = [0, 0, 8]>
+# AMD-DAG: #[[CFG2:.*]] = #iree_cpu.lowering_config<cache_parallel = [98, 64, 0], cache_reduction = [0, 0, 256], distribution = [98, 64, 0], vector_common_parallel = [8, 32, 0], vector_reduction = [0, 0, 8]>
 # CHECK-LABEL: func.func @main(
 # INTEL: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x7x7x3x3x512xf32>)
 # INTEL: linalg.matmul {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<49x4608xf32>, tensor<4608x512xf32>)
+# INTEL: linalg.matmul {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<98x4608xf32>, tensor<4608x512xf32>)
 # INTEL: linalg.generic {{.*}} outs(%{{.*}} : tensor<8x7x7x3x3x512xf32>)
 # INTEL: linalg.matmul {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<392x4608xf32>, tensor<4608x512xf32>)
 # INTEL-NOT: linalg.conv_2d_nhwc_hwcf
 # INTEL-NOT: linalg.batch_matmul
 # AMD: linalg.matmul {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<49x4608xf32>, tensor<4608x512xf32>)
+# AMD: linalg.matmul {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<98x4608xf32>, tensor<4608x512xf32>)
 # AMD: linalg.batch_matmul {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<36x32x512xf32>, tensor<36x512x512xf32>)
 # AMD-NOT: linalg.conv_2d_nhwc_hwcf
 # GENERIC: linalg.conv_2d_nhwc_hwcf {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1x9x9x512xf32>, tensor<3x3x512x512xf32>)
+# GENERIC: linalg.conv_2d_nhwc_hwcf {{.*}} ins(%{{.*}}, %{{.*}} : tensor<2x9x9x512xf32>, tensor<3x3x512x512xf32>)
 # GENERIC-NOT: linalg.matmul
 # GENERIC: linalg.batch_matmul {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<36x32x512xf32>, tensor<36x512x512xf32>)
