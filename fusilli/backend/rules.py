@@ -759,7 +759,7 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
     k_blocked = isa == "avx2" or avx512_k_blocked
     on = f"{isa}, Intel" if intel else f"{isa}, AMD" if vendor == "amd" else isa
     if kernel == (1, 1):
-        wide = intel or k_blocked
+        wide = k_blocked  # Intel's tiles have K blocks on either ISA
         max_channels = CPU_CONV_GEMM_MAX_CHANNELS_1X1_INTEL if wide else CPU_CONV_GEMM_MAX_CHANNELS_1X1
         if rows < CPU_CONV_GEMM_MIN_ROWS_1X1 or not 0 < channels <= max_channels:
             return None
@@ -810,6 +810,11 @@ def CPU_CONV_DGRAD_FLIPPED_GEMM(p: Problem, t: Target) -> str | None:
         return None
     kernel = p.fact("kernel")
     return f"{kernel[0]}x{kernel[1]} stride 1 on avx2: the im2col GEMM over flipped patches, no filter flip"
+
+
+# The algorithm rules whose choice makes a conv the im2col GEMM with an explicit lowering config
+# (fusilli-conv-layout's im2col_gemm; the split executor keeps such GEMMs over spatial filters whole).
+CPU_CONV_GEMM_RULES = (CPU_CONV_IM2COL_GEMM, CPU_CONV_DGRAD_FLIPPED_GEMM)
 
 
 @rule(

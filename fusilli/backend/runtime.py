@@ -395,8 +395,7 @@ def _split_does_not_pay(graph: Any, plan: BatchSplitPlan, half: Any, arch: str |
     for node in graph.nodes:
         problem = rules.problem_of(node)
         choice = rules.choose(problem, target, "algorithm")
-        gemm = (rules.CPU_CONV_IM2COL_GEMM, rules.CPU_CONV_DGRAD_FLIPPED_GEMM)
-        if choice is not None and choice.rule in gemm and problem.fact("kernel") != (1, 1):
+        if choice is not None and choice.rule in rules.CPU_CONV_GEMM_RULES and problem.fact("kernel") != (1, 1):
             return f"{node.kind} '{node.name}' is an im2col GEMM over a {problem.fact('kernel')} filter"
     # The lowering rules choose by size: a half that falls below a threshold gets another
     # (3x3 s2 8x128x56x56->128: the explicit GEMM from 4096 rows; its halves' 3136 rows

@@ -358,10 +358,6 @@ def _winograd_family_tile(
     return output_tile(problem, target) if choice is not None and choice.rule is rule else None
 
 
-# The rules whose choice makes a conv the im2col GEMM with an explicit lowering config.
-GEMM_RULES = (rules.CPU_CONV_IM2COL_GEMM, rules.CPU_CONV_DGRAD_FLIPPED_GEMM)
-
-
 def im2col_gemm(lowering: str, problem: rules.Problem, target: Target) -> bool:
     """Whether this conv is an im2col GEMM with an explicit lowering config
     (cpu-conv-im2col-gemm; for a dgrad also cpu-conv-dgrad-flipped-gemm).
@@ -371,7 +367,7 @@ def im2col_gemm(lowering: str, problem: rules.Problem, target: Target) -> bool:
     if lowering == "gemm":
         return True
     choice = rules.choose(problem, target, "algorithm") if lowering == "auto" else None
-    return choice is not None and choice.rule in GEMM_RULES
+    return choice is not None and choice.rule in rules.CPU_CONV_GEMM_RULES
 
 
 def _compute_in_f32(op: ir.Operation) -> bool:
