@@ -433,7 +433,7 @@ CPU_CONV_WINOGRAD_MIN_FLOPS = 1 << 24
 CPU_CONV_WINOGRAD_MIN_TILES = 48
 # ... or, for forward and data-gradient convs on cores not Intel's, from this many: with the
 # filter transform one dispatch reading the filter once (winograd.filter_transform; dgrad's
-# flipped filter read in place, conv_layout.FORWARD_TO_RSKC) it pays from far fewer tiles.
+# flipped filter read in place, conv_layout._flipped_taps) it pays from far fewer tiles.
 # AMD Zen 4 VM (znver4), in one process, interleaved, ratio to PyTorch, im2col GEMM ->
 # F(4x4) / F(2x2), AVX-512 and x86-64-v3 code (PyTorch held to AVX2): 3x3 1x256x14x14->256
 # (16 tiles) 0.64 -> 1.30 / 1.34 and 0.81 -> 1.06 / 1.15; 8x512x7x7->512 (32) 0.70 -> 0.90-1.09 /

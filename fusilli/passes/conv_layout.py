@@ -159,7 +159,7 @@ def _rewrite(op: ir.Operation, target: Target) -> bool:
     b = ir.TorchBuilder()
     flops = 2 * n * oh * ow * k * c * fy * fx
     facts = rules.conv_facts((fy, fx), stride, dilation, 1, True, n, (oh, ow), c)
-    # dgrad's forward filter, flipped in w (FORWARD_TO_RSKC says how each path reads it), or None.
+    # dgrad's forward filter, flipped in w (read as KRSC by either path, see _flipped_taps), or None.
     dgrad_filter = _dgrad_forward_filter(w)
     # A dgrad asks the rules as the dgrad node does (g.explain shows the same choice): the
     # facts of the forward conv it runs as, kind conv_dgrad.
@@ -196,7 +196,7 @@ def _rewrite(op: ir.Operation, target: Target) -> bool:
             x_nhwc = b.to_dtype(x_nhwc, "f32", _FLOAT_CODES["f32"])
         forward_filter = dgrad_filter if wino is not None or gemm else None
         if forward_filter is not None:
-            w_t = b.permute(forward_filter, TO_NHWC if wino is not None else FORWARD_TO_RSKC)
+            w_t = b.permute(forward_filter, TO_NHWC)  # KRSC
         else:
             # The im2col matmul reads the filter as KRSC (this permute cancels a
             # channels-last filter's), the linalg conv as HWCF.
@@ -265,15 +265,17 @@ def _dgrad_forward_filter(w: ir.Value) -> ir.Value | None:
 
 
 # dgrad (stride 1) is a forward conv of DY with the forward filter w0 [K, C, R, S] flipped
-# spatially and its channels swapped: w[r, s, k, c] = w0[k, c, R-1-r, S-1-s] in HWCF. Read
-# as KRSC (its permute cancels a channels-last filter's), every tap (r, s) of that is a
-# [K, C] slice of w0 whose rows are contiguous along C: Winograd's filter transform reads
-# those slices (_flipped_taps), and the im2col GEMM takes w0 as RSKC (a transpose that
-# keeps C contiguous) with its patches gathered in flipped tap order, the same sum. As
-# torch.aten.flip + transpose (kept for the linalg conv) they become one scalar gather
-# over the whole filter: 3x3 8x512x7x7 dgrad, 3.4-4.0 ms of a 21 ms call (one thread).
+# spatially and its channels swapped: w[r, s, k, c] = w0[k, c, R-1-r, S-1-s] in HWCF. Both
+# paths read w0 as KRSC (its permute cancels a channels-last filter's), copying nothing:
+# every tap (r, s) of w is a [K, C] slice of it, rows contiguous along C, which Winograd's
+# filter transform reads (_flipped_taps); the im2col GEMM takes it whole as the [K*R*S, C]
+# matrix B, its patches laid out (k, r, s) to match and gathered in flipped tap order.
+# As torch.aten.flip + transpose (kept for the linalg conv) they become one scalar gather
+# over the whole filter: 3x3 8x512x7x7 dgrad, 3.4-4.0 ms of a 21 ms call (one thread). The
+# GEMM's B as RSKC (a transpose to (r, s, k) rows, and patches in tap order) was a dispatch
+# of its own, slow for its size: 3x3 2x512x7x7 dgrad, one thread, 1.8-2.7 ms of 7.8 (the
+# patches laid out (k, r, s) took 218-255 us against 85-151).
 # (A copy whose read map flips r and s, (k, R-1-r, S-1-s, c), fails IREE's tiling.)
-FORWARD_TO_RSKC = [2, 3, 0, 1]
 
 
 def _flipped_taps(krsc: ir.Value) -> list[ir.Value]:
@@ -523,8 +525,9 @@ def _im2col_gemm(
 ) -> ir.Value:
     """``y[N*Ho*Wo, K] = patches(x)[N*Ho*Wo, R*S*C] x w[R*S*C, K]`` in f32, with the ISA's GEMM config.
 
-    ``flipped_taps``: the patches hold tap ``(R-1-r, S-1-s)`` where ``w`` holds ``(r, s)``
-    (dgrad's spatially flipped filter, read unflipped).
+    ``flipped_taps``: dgrad's spatially flipped filter, read unflipped: ``w_hwcf`` is the
+    forward filter as KRSC (``[C, R, S, K]`` in this conv's terms), and the patches hold
+    tap ``(R-1-r, S-1-s)`` at ``(c, r, s)`` (see _flipped_taps).
 
     The patch gather reads through the padding (no padded copy of the input; a
     reshape for 1x1 unit-stride unpadded convs). The matmul carries an explicit
@@ -534,13 +537,16 @@ def _im2col_gemm(
     """
     n, oh, ow, k = out_dims
     wt = ir.RankedTensorType(w_hwcf.type)
-    fy, fx, c = (wt.get_dim_size(i) for i in range(3))
+    if flipped_taps:
+        c, fy, fx = (wt.get_dim_size(i) for i in range(3))
+    else:
+        fy, fx, c = (wt.get_dim_size(i) for i in range(3))
     rows, depth = n * oh * ow, fy * fx * c
     if (fy, fx) == (1, 1) and list(stride) == [1, 1] and not any(padding):
         patches = _collapse(x_nhwc, [[0, 1, 2], [3]])
     else:
         patches = _collapse(
-            conv_direct.padded_patches(x_nhwc, (oh, ow), (fy, fx), stride, padding, dilation, flipped_taps),
+            conv_direct.padded_patches(x_nhwc, (oh, ow), (fy, fx), stride, padding, dilation, flipped_taps, flipped_taps),
             [[0, 1, 2], [3, 4, 5]],
         )
     filt = _collapse(w_hwcf, [[0, 1, 2], [3]])

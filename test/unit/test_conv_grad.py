@@ -220,7 +220,7 @@ def test_grad_result_rank_must_match_dy():
 
 
 # Channels-last stride-1 dgrad reads its forward filter unflipped (fusilli/passes/conv_layout.py,
-# FORWARD_TO_RSKC): Winograd slices its taps in flipped order, the im2col GEMM gathers its
+# _flipped_taps): Winograd slices its taps in flipped order, the im2col GEMM gathers its
 # patches in flipped order. A 3x5 filter and uneven padding catch a swapped or unflipped tap.
 @pytest.mark.parametrize(
     "lowering, kernel, padding",
