@@ -79,9 +79,7 @@ def padded_patches(
     # 271 against 218 us, one thread.)
     d = [ir.AffineDimExpr.get(i) for i in range(6)]
     out_map = (
-        ir.AffineMap.get(6, 0, [d[0], d[1], d[2], d[5], d[3], d[4]])
-        if channels_first
-        else ir.AffineMap.get_identity(6)
+        ir.AffineMap.get(6, 0, [d[0], d[1], d[2], d[5], d[3], d[4]]) if channels_first else ir.AffineMap.get_identity(6)
     )
     gather = ir.linalg.GenericOp(
         [empty.type], [], [empty], ir.indexing_maps(out_map), ir.iterator_types(*["parallel"] * 6)

@@ -546,7 +546,9 @@ def _im2col_gemm(
         patches = _collapse(x_nhwc, [[0, 1, 2], [3]])
     else:
         patches = _collapse(
-            conv_direct.padded_patches(x_nhwc, (oh, ow), (fy, fx), stride, padding, dilation, flipped_taps, flipped_taps),
+            conv_direct.padded_patches(
+                x_nhwc, (oh, ow), (fy, fx), stride, padding, dilation, flipped_taps, flipped_taps
+            ),
             [[0, 1, 2], [3, 4, 5]],
         )
     filt = _collapse(w_hwcf, [[0, 1, 2], [3]])

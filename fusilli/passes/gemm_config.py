@@ -163,13 +163,24 @@ STRIDED_PATCH_GEMM_TILES_BY_VENDOR = {
 # 2304 deep) 0.56-0.79 -> 0.75-0.85, 3x3 2x512x7x7 (98, 4608) 0.75-0.82 -> 0.87-0.97; two runs: 5x5
 # 1x128x28x28->128 (784, 3200) 0.59-0.71 -> 0.79-0.89; one run: 3x3 3x512x7x7 (147, 4608) 0.47 ->
 # 0.44 (two blocks of 74, within noise).
-DEEP_GEMM_MAX_ROWS = 100
-DEEP_GEMM_VENDORS = {("avx512", "intel"), ("avx512", "amd")}
+# AVX2 code (the 6x16 tile in 48x64, K blocks of 256) loses most where the table's 48 rows
+# leave a last block of one: 3x3 1x512x7x7 dgrad (49 rows, 4608 deep, cpu-conv-dgrad-flipped-gemm)
+# is 48 + 1, and the 8 one-row workgroups ran at a fraction of the others' speed. AVX2 codegen
+# refuses a 64x64 accumulator fill (16 KB), so its blocks are at most 60 rows. x86-64-v3 code on
+# the Zen 4 VM (znver4), PyTorch held to AVX2, in one process, ratio to PyTorch, table ->
+# equal blocks: dgrad 1x512x7x7 0.62 -> 1.14 (0.67 -> 1.08-1.09 with 49- or 54-row blocks as
+# benchmarks/conv_gemm_tiles.py variants); 2x512x7x7 (two blocks of 49) 0.98 -> 0.97, 2x256x7x7
+# 0.82 -> 0.86, within noise. Forward convs this deep stay on data tiling on AVX2
+# (rules.CPU_CONV_IM2COL_GEMM); forced to the GEMM they gain as well (1x512x7x7 0.40 -> 0.69).
+# AMD AVX2 code (znver3 and older as named) takes the same tile and rule, not measured as such.
+DEEP_GEMM_MAX_ROWS = {"avx512": 100, "avx2": 60}
+DEEP_GEMM_VENDORS = {("avx512", "intel"), ("avx512", "amd"), ("avx2", "amd"), ("avx2", "")}
 
 
-def deep_gemm_rows(rows: int) -> int:
-    """Workgroup rows of a deep conv GEMM: ``rows`` in equal blocks of at most DEEP_GEMM_MAX_ROWS."""
-    return math.ceil(rows / math.ceil(rows / DEEP_GEMM_MAX_ROWS))
+def deep_gemm_rows(rows: int, isa: str = "avx512") -> int:
+    """Workgroup rows of a deep conv GEMM on ``isa``: ``rows`` in equal blocks of at most
+    ``DEEP_GEMM_MAX_ROWS[isa]``."""
+    return math.ceil(rows / math.ceil(rows / DEEP_GEMM_MAX_ROWS[isa]))
 
 
 # A K block that leaves a remainder of K, together with a last row of workgroups shorter than
@@ -267,7 +278,7 @@ def conv_gemm_tile(
     tile = CONV_GEMM_TILES_BY_VENDOR.get(key) or CONV_GEMM_TILES.get(isa)
     deep = not strided_patches and rows > 0 and depth >= rules.CPU_CONV_GEMM_MIN_DEPTH_AVX512
     if tile is not None and deep and key in DEEP_GEMM_VENDORS:
-        tile = replace(tile, distribution=(deep_gemm_rows(rows), tile.distribution[1]))
+        tile = replace(tile, distribution=(deep_gemm_rows(rows, isa), tile.distribution[1]))
     return tile
 
 

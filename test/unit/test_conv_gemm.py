@@ -322,9 +322,10 @@ def test_numerics_avx2_gemm_tile(rng, gemm_lowering):
         assert g.compile_stats.dispatch_count == dispatches
 
 
-def test_deep_gemm_rows_on_intel_and_amd_avx512():
-    """Deep stride-1 conv GEMMs take their rows in equal workgroup blocks of <= 100 on Intel and
-    AMD AVX-512 (gemm_config.deep_gemm_rows); shallower, strided or other ISAs' keep the table's."""
+def test_deep_gemm_rows_in_equal_blocks():
+    """Deep stride-1 conv GEMMs take their rows in equal workgroup blocks (gemm_config.deep_gemm_rows)
+    of <= 100 on Intel and AMD AVX-512, of <= 60 as AMD's or no named CPU's AVX2 code; shallower or
+    strided ones keep the table's."""
     table = gemm_config.CONV_GEMM_TILES_BY_VENDOR[("avx512", "intel")]
     deep = functools.partial(gemm_config.conv_gemm_tile, "avx512", 512, "intel", depth=4608)
     assert deep(rows=392).distribution == (98, 64) and deep(rows=392).vector == table.vector
@@ -337,7 +338,13 @@ def test_deep_gemm_rows_on_intel_and_amd_avx512():
     assert gemm_config.conv_gemm_tile("avx512", 512, "amd", rows=784, depth=3200).distribution == (98, 64)
     assert gemm_config.conv_gemm_tile("avx512", 512, "amd", rows=98, depth=1152) == amd
     avx2 = gemm_config.CONV_GEMM_TILES["avx2"]
-    assert gemm_config.conv_gemm_tile("avx2", 512, None, rows=98, depth=4608) == avx2
+    avx2_deep = functools.partial(gemm_config.conv_gemm_tile, "avx2", 512, depth=4608)
+    assert avx2_deep(rows=49).distribution == (49, 64) and avx2_deep(rows=49).vector == avx2.vector
+    assert avx2_deep(rows=98).distribution == (49, 64) and avx2_deep(rows=392).distribution == (56, 64)
+    assert avx2_deep(rows=120, vendor="amd").distribution == (60, 64)
+    assert avx2_deep(rows=121).distribution == (41, 64)
+    assert gemm_config.conv_gemm_tile("avx2", 512, None, rows=49, depth=1152) == avx2
+    assert gemm_config.conv_gemm_tile("avx2", 512, None, True, rows=49, depth=4608) == avx2
     wide = gemm_config.STRIDED_PATCH_GEMM_TILES_BY_VENDOR[("avx512", "intel")]
     assert gemm_config.conv_gemm_tile("avx512", 512, "intel", True, rows=392, depth=4608) == wide
 

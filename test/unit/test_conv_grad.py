@@ -274,6 +274,30 @@ def test_dgrad_takes_the_flipped_patch_gemm_on_avx2(rng, kernel):
     )
 
 
+@pytest.mark.parametrize("hw, block", [((7, 7), 49), ((10, 12), 60)])
+def test_dgrad_avx2_deep_gemm_rows(rng, hw, block):
+    """A deep dgrad's flipped-patch GEMM as x86-64-v3 code takes its rows in equal workgroup
+    blocks (gemm_config.deep_gemm_rows): 49 rows in one block, not 48 + 1; 120 in two of 60,
+    the most AVX2 codegen takes with 64 columns. 256 DY channels: 2304 deep, in K blocks of 256,
+    with the filter read as the KRSC matrix it is. Numerics against the reference."""
+    from fusilli.backend.targets import Target
+
+    try:
+        Target.resolve("cpu", "x86-64-v3").check_runs_here("x86-64-v3 code")
+    except fs.FusilliError:
+        pytest.skip("this CPU cannot run x86-64-v3 code")
+    n, k, c = 1, 256, 72
+    attrs = dict(padding=[1, 1], stride=[1, 1], dilation=[1, 1])
+    g, ins, _ = _dgrad_graph(f"dgrad_avx2_deep_{hw[0]}", [n, k, *hw], [k, c, 3, 3], [n, c, *hw], attrs, True)
+    g.validate()
+    assert "cpu-conv-dgrad-flipped-gemm" in g.explain(arch="x86-64-v3")
+    optimized = g.mlir("optimized", fs.Backend.CPU, "x86-64-v3")
+    assert f"distribution = [{block}, 64, 0]" in optimized and "cache_reduction = [0, 0, 256]" in optimized
+    handle = fs.Handle(fs.Backend.CPU, arch="x86-64-v3")
+    run_and_check(g, handle, {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4)
+    assert g.compile_stats.dispatch_count == 2  # the patch gather, the GEMM
+
+
 def test_dgrad_explain_follows_the_pass():
     """g.explain() names the lowering fusilli-conv-layout gives a dgrad: the pass asks the rules
     with the dgrad's own problem, whose input channels are DY's. On znver4 (AMD AVX-512) a 3x3
