@@ -614,6 +614,15 @@ def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
             patches = _patches(b.to_builtin(x_nhwc), (oh, ow), stride, padding, dilation, (fy, fx))
             dy2 = _collapse(b.to_builtin(dy_nhwc), [[0, 1, 2], [3]])
             mm = _matmul(dy2, patches, k, fy * fx * c, _mnk_map(K, M), _mnk_map(K, N))
+            # The conv GEMM's tile where the rules choose it (FUSILLI_CONV_LOWERING=gemm: everywhere).
+            lowering = pipeline.CONV_LOWERING
+            choice = rules.choose(problem, target, "algorithm") if lowering == "auto" else None
+            if lowering == "gemm" or (choice is not None and choice.rule is rules.CPU_CONV_WGRAD_GEMM):
+                info = gemm_config.wgrad_matmul_compilation_info(
+                    rules.vector_isa(target), k, fy * fx * c, n * oh * ow, cpu_vendor(target.cpu)
+                )
+                if info is not None:
+                    mm.owner.attributes["compilation_info"] = info
             f32 = builtin_element_type("f32")
             dw = ir.tensor.ExpandShapeOp(
                 ir.RankedTensorType.get([k, fy, fx, c], f32), mm, _reassoc([[0], [1, 2, 3]]), [], [k, fy, fx, c]

@@ -291,6 +291,14 @@ def matmul_compilation_info(
     return None if tile is None else _compilation_info(tile, None, m, n, k)
 
 
+def wgrad_matmul_compilation_info(isa: str, m: int, n: int, k: int, vendor: str | None = None) -> ir.Attribute | None:
+    """The ``compilation_info`` of a weight gradient's f32 GEMM ``DW[m = K, n = R*S*C]`` over ``k``
+    output positions (rules.CPU_CONV_WGRAD_GEMM): the conv GEMM's tile for ``n`` columns and
+    its K blocks, without the deep stride-1 convs' row blocks (measured on forward GEMMs)."""
+    tile = conv_gemm_tile(isa, n, vendor)
+    return None if tile is None else _compilation_info(tile, None, m, n, k)
+
+
 # A conv with few input channels (the 7x7 stride-2 stem, C = 3) as im2col writes and reads
 # back a patch matrix R*S times its input (the stem at batch 8: 59 MB for a 4.8 MB input), 40%
 # of its time. As IREE's direct linalg.conv_2d_nhwc_hwcf (ConvTileAndDecomposeExpert) it

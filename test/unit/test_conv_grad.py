@@ -298,6 +298,69 @@ def test_dgrad_avx2_deep_gemm_rows(rng, hw, block):
     assert g.compile_stats.dispatch_count == 2  # the patch gather, the GEMM
 
 
+@pytest.mark.parametrize(
+    "arch, kernel, stride, tuned",
+    [
+        ("x86-64-v3", 1, 1, True),
+        ("x86-64-v3", 3, 2, True),
+        ("host", 1, 1, None),
+        ("host", 3, 2, None),
+    ],
+)
+def test_wgrad_gemm_tile(rng, arch, kernel, stride, tuned):
+    """cpu-conv-wgrad-gemm: a weight gradient Winograd leaves is one GEMM over the output positions
+    with the conv GEMM's lowering config on AVX2 code and AMD AVX-512 (not Intel AVX-512, where
+    it was not measured). 2x72x20x20 -> 40: 800 output positions (K blocks of 256 and a
+    remainder of 32), 40 output channels (a partial workgroup and register tile); numerics of
+    the tuned GEMM against the reference as x86-64-v3 code and as this host's own."""
+    from fusilli.backend.targets import Target
+
+    arch = None if arch == "host" else arch
+    try:
+        Target.resolve("cpu", arch).check_runs_here(f"{arch} code")
+    except fs.FusilliError:
+        pytest.skip(f"this CPU cannot run {arch} code")
+    n, c, hw, k = 2, 72, 20 * stride, 40
+    oh = (hw + 2 * (kernel // 2) - kernel) // stride + 1
+    attrs = dict(padding=[kernel // 2] * 2, stride=[stride] * 2, dilation=[1, 1])
+    g, ins, _ = _wgrad_graph(
+        f"wgrad_gemm_tile_{arch}_{kernel}", [n, k, oh, oh], [n, c, hw, hw], [k, c, kernel, kernel], attrs, True
+    )
+    g.validate()
+    if tuned is None:  # the host's rules decide
+        tuned = "cpu-conv-wgrad-gemm" in g.explain()
+    assert ("cpu-conv-wgrad-gemm" in g.explain(arch=arch)) is tuned
+    optimized = g.mlir("optimized", fs.Backend.CPU, arch)
+    assert "linalg.matmul" in optimized and "convolution_backward" not in optimized
+    assert ("compilation_info" in optimized) is tuned
+    if tuned:
+        assert "cache_reduction = [0, 0, 256]" in optimized  # 800 positions deep
+    handle = fs.Handle(fs.Backend.CPU, arch=arch)
+    run_and_check(g, handle, {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4)
+
+
+def test_wgrad_gemm_rule_targets():
+    """cpu-conv-wgrad-gemm holds on AVX2 code of any vendor and on AMD AVX-512, not on Intel
+    AVX-512 or a CPU without AVX2; Winograd's weight gradients keep Winograd."""
+    attrs = dict(padding=[0, 0], stride=[1, 1], dilation=[1, 1])
+    g, _, _ = _wgrad_graph("wgrad_rule_targets", [8, 256, 14, 14], [8, 1024, 14, 14], [256, 1024, 1, 1], attrs, True)
+    g.validate()
+    for arch, holds in (
+        ("x86-64-v3", True),
+        ("znver3", True),
+        ("haswell", True),
+        ("znver4", True),
+        ("sapphirerapids", False),
+        ("x86-64", False),
+    ):
+        assert ("cpu-conv-wgrad-gemm" in g.explain(arch=arch)) is holds, arch
+    attrs = dict(padding=[1, 1], stride=[1, 1], dilation=[1, 1])
+    wino, _, _ = _wgrad_graph("wgrad_rule_wino", [4, 64, 28, 28], [4, 64, 28, 28], [64, 64, 3, 3], attrs, True)
+    wino.validate()
+    explained = wino.explain(arch="x86-64-v3")
+    assert "cpu-conv-winograd" in explained and "cpu-conv-wgrad-gemm" not in explained
+
+
 def test_dgrad_explain_follows_the_pass():
     """g.explain() names the lowering fusilli-conv-layout gives a dgrad: the pass asks the rules
     with the dgrad's own problem, whose input channels are DY's. On znver4 (AMD AVX-512) a 3x3

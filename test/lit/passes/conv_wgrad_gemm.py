@@ -1,0 +1,56 @@
+# RUN: env FUSILLI_LIT_TARGET=cpu:x86-64-v3 %python %s | filecheck %s --check-prefixes=CHECK,TUNED,AVX2
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,TUNED,AMD
+# RUN: env FUSILLI_LIT_TARGET=cpu:sapphirerapids %python %s | filecheck %s --check-prefixes=CHECK,INTEL
+
+# A channels-last weight gradient Winograd does not take is one GEMM over the output positions,
+# DW[K, R*S*C] = DY^T x patches (fusilli-conv-layout). Where cpu-conv-wgrad-gemm holds (AVX2
+# code; AMD AVX-512) it carries the conv GEMM's lowering config (gemm_config.
+# wgrad_matmul_compilation_info): 1x1 8x1024x14x14 -> 256 is 1568 deep, in K blocks of 256;
+# 3x3 stride 2 1x64x29x29 -> 64 is a patch gather and 225 deep, whole K. Intel AVX-512 keeps
+# IREE's default tiles.
+
+from lit_helpers import TARGET_ARCH, TARGET_BACKEND, optimized, run
+
+import fusilli as fs
+
+
+def build(name, n, c, hw, k, kernel, stride, padding):
+    g = fs.Graph(name=name)
+    oh = (hw + 2 * padding - kernel) // stride + 1
+    dy = g.tensor(name="dy", dim=[n, k, oh, oh], stride=fs.strides([n, k, oh, oh], "NHWC"))
+    x = g.tensor(name="x", dim=[n, c, hw, hw], stride=fs.strides([n, c, hw, hw], "NHWC"))
+    dw = g.conv_wgrad(dy, x, padding=[padding] * 2, stride=[stride] * 2, dilation=[1, 1], name="wgrad")
+    dw.set_dim([k, c, kernel, kernel]).set_stride(fs.strides([k, c, kernel, kernel], "NHWC")).set_output(True)
+    return g.validate()
+
+
+@run
+def wgrad_1x1_deep():
+    g = build("wgrad_1x1_deep", 8, 1024, 14, 256, 1, 1, 0)
+    print(g.explain(TARGET_BACKEND, TARGET_ARCH))
+    print(optimized(g))
+
+
+# CHECK-LABEL: TEST: wgrad_1x1_deep
+# TUNED: wgrad [conv_wgrad]: {{.*}}cpu-conv-wgrad-gemm (one GEMM over 1568 output positions
+# INTEL-NOT: cpu-conv-wgrad-gemm
+# AVX2: #iree_cpu.lowering_config<{{.*}}cache_reduction = [0, 0, 256], distribution = [48, 64, 0], vector_common_parallel = [6, 16, 0]
+# AMD: #iree_cpu.lowering_config<{{.*}}cache_reduction = [0, 0, 256], distribution = [64, 64, 0], vector_common_parallel = [8, 32, 0]
+# INTEL-NOT: compilation_info
+# TUNED: linalg.matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1568x256xf32>, tensor<1568x1024xf32>) outs(%{{.*}} : tensor<256x1024xf32>)
+# INTEL: linalg.matmul {{.*}}ins(%{{.*}}, %{{.*}} : tensor<1568x256xf32>, tensor<1568x1024xf32>) outs(%{{.*}} : tensor<256x1024xf32>)
+
+
+@run
+def wgrad_3x3_strided():
+    g = build("wgrad_3x3_strided", 1, 64, 29, 64, 3, 2, 1)
+    print(g.explain(TARGET_BACKEND, TARGET_ARCH))
+    print(optimized(g))
+
+
+# CHECK-LABEL: TEST: wgrad_3x3_strided
+# TUNED: cpu-conv-wgrad-gemm (one GEMM over 225 output positions
+# INTEL-NOT: compilation_info
+# CHECK: outs(%{{.*}} : tensor<1x15x15x3x3x64xf32>)
+# TUNED: linalg.matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<225x64xf32>, tensor<225x576xf32>) outs(%{{.*}} : tensor<64x576xf32>)
+# INTEL: linalg.matmul {{.*}}ins(%{{.*}}, %{{.*}} : tensor<225x64xf32>, tensor<225x576xf32>)
