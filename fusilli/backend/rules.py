@@ -654,6 +654,16 @@ CPU_CONV_GEMM_MAX_CHANNELS_1X1 = 512
 # s2 8x256x56x56->512 0.70 -> 0.88. Below CPU_CONV_GEMM_MIN_ROWS_1X1 the GEMM lost and is not
 # taken: 1x1 1x1024x14x14->256 (196 rows) 0.79 -> 0.73, 1x1 s2 1x512x28x28->1024 (196) 0.73 ->
 # 0.59. (The first sessions' stride-2 loss, 1.16-1.18 -> 1.22-1.26 ms, was before AVX2's K blocks.)
+# 1x1 stride-1 dgrads take the GEMM from any rows and depth (not on Intel AVX-512, not measured
+# there): as IREE's GEMM (fusilli-conv-layout's plain matmul) they ran at half the explicit
+# config's rate where rows are few. Zen 4 VM, python benchmarks/conv_lowerings.py --lowering auto
+# --lowering gemm, ms in one process, AVX-512 / x86-64-v3 code: 1x1 dgrad 1x512x7x7->2048 (49 rows,
+# 2048 deep) 1.85-2.21 -> 0.73-0.91 / 1.55-1.88 -> 1.27-1.44 (one thread: 2.11 -> 0.97 ms),
+# 1x2048x7x7->512 (49, 512) 0.91-0.96 -> 0.69-0.70 / 1.62-1.96 -> 1.28-1.63, 1x1024x14x14->256 (196,
+# 256) 0.84-0.93 -> 0.65-0.69 / 1.39-1.61 -> 0.91-0.99, 1x512x28x28->128 (784: the GEMM before)
+# 0.58-0.60 -> 0.57-0.58 / 0.71-0.72 -> 0.68-0.74. The forward convs of these GEMM shapes stay
+# data-tiled below 512 rows: 1x1 1x256x14x14->1024 0.66 -> 0.77 / 1.08 -> 1.25, 1x2048x7x7->512
+# 0.97 -> 0.88 / 1.23 -> 2.12.
 # ... and stride-2 convs with larger kernels from this many rows ...
 CPU_CONV_GEMM_MIN_ROWS_STRIDED = 4096
 # ... or, where the GEMM tile has K blocks of 256 (gemm_config: AVX2, and AMD AVX-512 cores;
@@ -748,7 +758,7 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
     if isa == "generic" or p.flops < CPU_CONV_IM2COL_MIN_FLOPS or p.fact("dilation") != (1, 1):
         return None
     if p.kind == "conv_dgrad" and p.fact("stride") != (1, 1):
-        return None  # a strided dgrad is a transposed conv: fusilli-conv-layout leaves it
+        return None  # a strided dgrad is a transposed conv: cpu-conv-dgrad-col2im-gemm's
     if CPU_CONV_BF16_IM2COL_MATMUL.applies(p, t) is not None:
         return None  # the bf16-operand im2col matmul keeps bf16 for the native dot product
     rows, kernel, channels = conv_gemm_rows(p), p.fact("kernel"), int(p.fact("channels", 0))
@@ -758,6 +768,9 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
     avx512_k_blocked = isa == "avx512" and vendor in CPU_CONV_GEMM_DEEP_VENDORS
     k_blocked = isa == "avx2" or avx512_k_blocked
     on = f"{isa}, Intel" if intel else f"{isa}, AMD" if vendor == "amd" else isa
+    if kernel == (1, 1) and p.kind == "conv_dgrad" and not (intel and isa == "avx512"):
+        # 1x1 dgrads take the GEMM at any rows and depth (see CPU_CONV_GEMM_MIN_ROWS_1X1).
+        return f"1x1 dgrad, {rows} GEMM rows: DY x the forward filter as it is, GEMM tuned for {on}"
     if kernel == (1, 1):
         wide = k_blocked  # Intel's tiles have K blocks on either ISA
         max_channels = CPU_CONV_GEMM_MAX_CHANNELS_1X1_INTEL if wide else CPU_CONV_GEMM_MAX_CHANNELS_1X1
@@ -850,6 +863,34 @@ def CPU_CONV_WGRAD_GEMM(p: Problem, t: Target) -> str | None:
         return None
     on = f"{isa}, AMD" if vendor == "amd" else f"{isa}, Intel" if vendor == "intel" else isa
     return f"one GEMM over {conv_gemm_rows(p)} output positions, conv GEMM tile for {on}"
+
+
+@rule(
+    "cpu-conv-dgrad-col2im-gemm",
+    Backend.CPU,
+    ("conv_dgrad",),
+    "algorithm",
+    evidence=(
+        "Zen 4 VM (znver4), python benchmarks/conv_lowerings.py --lowering linalg (the transposed conv) "
+        "--lowering auto, ms and ratio to PyTorch in one process, AVX-512: 3x3 s2 dgrad 1x128x56x56 5.96 -> "
+        "1.25 ms (0.19 -> 0.92), 8x128x56x56 45.8 -> 12.2 (0.22 -> 0.82), 1x1 s2 1x256x56x56->512 5.22 -> 1.04 "
+        "(0.47 -> 2.37), 7x7 s2 stem 1x3x224x224 14.6 -> 3.44 (0.40 -> 1.68); x86-64-v3 code, PyTorch held to "
+        "AVX2: 17.2 -> 1.51 (0.09 -> 1.07), 142 -> 15.8 (0.09 -> 0.79), 9.46 -> 1.39 (0.35 -> 2.37), 46.2 -> "
+        "3.41 (0.09 -> 1.19). One thread, 3x3 s2 1x128x56x56: GEMM 2.08 ms (111 GFLOP/s), col2im 0.20 ms. "
+        "Intel not measured: the transposed conv does stride^2 the FLOPs on any CPU"
+    ),
+)
+def CPU_CONV_DGRAD_COL2IM_GEMM(p: Problem, t: Target) -> str | None:
+    if not p.fact("channels_last") or p.fact("groups") != 1 or p.element not in (DataType.FLOAT, *_LOW_PRECISION):
+        return None
+    stride = p.fact("stride")
+    if stride == (1, 1) or vector_isa(t) == "generic":
+        return None  # stride 1 is a forward conv of DY (Winograd, the GEMM rules, or IREE's)
+    kernel = p.fact("kernel")
+    return (
+        f"{kernel[0]}x{kernel[1]} stride {stride[0]}x{stride[1]}: one GEMM DY x W into {kernel[0] * kernel[1]} "
+        "taps' columns and a col2im gather, not the transposed conv of zero-inserted DY"
+    )
 
 
 @rule(

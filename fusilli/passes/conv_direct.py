@@ -7,6 +7,10 @@ the pad's a full copy of the input. Here the conv is a reduction generic over
 ``tensor.extract`` at clamped indices and zeroes the taps that fall into the
 padding (the same read as the Winograd input transform's), so a padded conv and
 its fused epilogue are one dispatch (upstream Fusilli: 2).
+
+The im2col GEMM's patch gather (``padded_patches``) reads through the padding the same
+way, and ``col2im`` is its adjoint for strided data gradients: each input position
+gathers the GEMM columns of the taps that land on it.
 """
 
 from __future__ import annotations
@@ -95,3 +99,50 @@ def padded_patches(
         v = ir.tensor.ExtractOp(x_nhwc, [b, row, col, ch]).result
         ir.linalg.YieldOp([ir.arith.SelectOp(ir.arith.AndIOp(row_ok, col_ok).result, v, zero).result])
     return gather.result
+
+
+def col2im(cols: ir.Value, out_dims, stride, padding, dilation) -> ir.Value:
+    """The data gradient ``dx[n, h, w, c]`` from the columns ``cols[n, oh, ow, r, s, c] = (DY x W)``
+    of a strided conv: ``sum`` over the taps ``(r, s)`` with ``h + pad - r*dil = oh*stride`` (and
+    the same along ``w``) of ``cols[n, oh, ow, r, s, c]``.
+
+    One all-parallel generic over ``dx`` (vectorized along C, which ``cols`` holds
+    contiguous) whose body reads every tap with ``tensor.extract`` and zeroes those that
+    fall between the strides or outside DY: a gather, so no tap's writes race.
+    """
+    ct = ir.RankedTensorType(cols.type)
+    elem = ct.element_type
+    _, oh, ow, fy, fx, _ = (ct.get_dim_size(i) for i in range(6))
+    zero = ir.arith.ConstantOp(elem, 0.0).result
+    empty = ir.tensor.EmptyOp(list(out_dims), elem).result
+    gather = ir.linalg.GenericOp(
+        [empty.type], [], [empty], ir.indexing_maps(ir.AffineMap.get_identity(4)), ir.iterator_types(*["parallel"] * 4)
+    )
+    block = gather.regions[0].blocks.append(elem)
+    with ir.InsertionPoint(block):
+        n, h, w, ch = (ir.linalg.IndexOp(i).result for i in range(4))
+        rows = [_col_source(h, r * dilation[0] - padding[0], stride[0], oh) for r in range(fy)]
+        cols_ = [_col_source(w, s * dilation[1] - padding[1], stride[1], ow) for s in range(fx)]
+        acc = None
+        for r, (row, row_ok) in enumerate(rows):
+            for s, (col, col_ok) in enumerate(cols_):
+                v = ir.tensor.ExtractOp(cols, [n, row, col, _index(r), _index(s), ch]).result
+                v = ir.arith.SelectOp(ir.arith.AndIOp(row_ok, col_ok).result, v, zero).result
+                acc = v if acc is None else ir.arith.AddFOp(acc, v).result
+        ir.linalg.YieldOp([acc])
+    return gather.result
+
+
+def _col_source(out: ir.Value, offset: int, stride: int, extent: int):
+    """(clamped DY index, flag) of the DY position ``(out - offset) / stride`` a tap at
+    ``offset`` (``tap * dilation - pad``) of input position ``out`` reads: flagged where
+    ``out - offset`` is a multiple of ``stride`` within ``[0, extent * stride)``."""
+    src = ir.arith.SubIOp(out, _index(offset)).result if offset else out
+    ok = ir.arith.CmpIOp(ir.arith.CmpIPredicate.ult, src, _index((extent - 1) * stride + 1)).result
+    clamped = ir.arith.MinSIOp(ir.arith.MaxSIOp(src, _index(0)).result, _index((extent - 1) * stride)).result
+    if stride == 1:
+        return clamped, ok
+    on_stride = ir.arith.CmpIOp(
+        ir.arith.CmpIPredicate.eq, ir.arith.RemUIOp(clamped, _index(stride)).result, _index(0)
+    ).result
+    return ir.arith.DivUIOp(clamped, _index(stride)).result, ir.arith.AndIOp(ok, on_stride).result

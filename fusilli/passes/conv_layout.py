@@ -42,6 +42,12 @@ into the GEMM's dispatch instead of needing an encode dispatch for the bias.
 F(m, 3) for stride 1 (cpu-conv-winograd), and for stride 2 Winograd over the input's
 four phases (cpu-conv-winograd-strided).
 
+Data gradients: a stride-1 dgrad is emitted as the forward conv of DY with the flipped
+filter, which every path above reads unflipped from the forward filter (_flipped_taps); a
+strided one is a transposed conv, rewritten (cpu-conv-dgrad-col2im-gemm) into one GEMM of DY
+and the forward filter and a col2im gather (_rewrite_strided_dgrad). Weight gradients
+(``convolution_backward``) are Winograd or one GEMM over the output positions (_rewrite_wgrad).
+
 IREE's Winograd rewrite was measured too (see below) and is not used.
 """
 
@@ -114,7 +120,9 @@ class ConvLayoutPass(Pass):
         with module.context:
             for block in func_blocks(module):
                 for op in block_ops(block):
-                    if op.name == "torch.aten.convolution" and (_rewrite(op, target) or _compute_in_f32(op)):
+                    if op.name == "torch.aten.convolution" and (
+                        _rewrite(op, target) or _rewrite_strided_dgrad(op, target) or _compute_in_f32(op)
+                    ):
                         changed = True
                     elif op.name == "torch.aten.convolution_backward" and _rewrite_wgrad(op, target):
                         changed = True
@@ -194,7 +202,11 @@ def _rewrite(op: ir.Operation, target: Target) -> bool:
         x_nhwc = b.permute(x, TO_NHWC)
         if element != "f32" and not keep_bf16:
             x_nhwc = b.to_dtype(x_nhwc, "f32", _FLOAT_CODES["f32"])
-        forward_filter = dgrad_filter if wino is not None or gemm else None
+        # A 1x1 dgrad's plain matmul reads the forward filter too: KRSC [K, 1, 1, C] is its [K, C]
+        # B (as torch.aten.flip + transpose, IREE gathers the filter element by element).
+        matmul_1x1 = (fy, fx) == (1, 1) and stride == [1, 1] and padding == [0, 0]
+        matmul_1x1 = matmul_1x1 and not (wino or im2col or gemm or direct_info is not None)
+        forward_filter = dgrad_filter if wino is not None or gemm or matmul_1x1 else None
         if forward_filter is not None:
             w_t = b.permute(forward_filter, TO_NHWC)  # KRSC
         else:
@@ -227,7 +239,7 @@ def _rewrite(op: ir.Operation, target: Target) -> bool:
             y_nhwc = b.op("torch_c.from_builtin_tensor", [y], ir.vtensor_type([n, oh, ow, k], "f32"))
         elif direct_info is not None:
             y_nhwc = _linalg_conv(b, x_nhwc, w_t, (n, oh, ow, k), stride, padding, dilation, (fy, fx), direct_info)
-        elif (fy, fx) == (1, 1) and stride == [1, 1] and padding == [0, 0]:
+        elif matmul_1x1:
             y_nhwc = _matmul_1x1(b, x_nhwc, w_t, (n, h, wd, c, k))
         elif lowering == "auto" and any(padding) and flops < rules.CPU_CONV_IM2COL_MIN_FLOPS:
             y = conv_direct.padded_direct_conv(
@@ -567,6 +579,83 @@ def _im2col_gemm(
     return ir.tensor.ExpandShapeOp(
         ir.RankedTensorType.get([n, oh, ow, k], f32), mm, _reassoc([[0, 1, 2], [3]]), [], [n, oh, ow, k]
     ).result
+
+
+def _rewrite_strided_dgrad(op: ir.Operation, target: Target) -> bool:
+    """A strided dgrad (fusilli/lowering/conv.py emits it as a transposed conv of DY with the
+    forward filter) as one GEMM and a col2im gather, where the rules choose it
+    (cpu-conv-dgrad-col2im-gemm; FUSILLI_CONV_LOWERING=gemm: every one this pass can take).
+
+    ``cols[N*Ho*Wo, R*S*C] = DY[N*Ho*Wo, K] x W[K, R*S*C]``: the forward filter as KRSC is B
+    as it is (a channels-last filter's permute cancels). Each input position then sums the
+    columns of the taps that reach it (``conv_direct.col2im``). As a transposed
+    ``torch.aten.convolution``, IREE convolves the zero-inserted DY, stride*stride times the
+    FLOPs (3x3 s2 1x128x56x56 dgrad: 0.19 of PyTorch on AVX-512, 0.07 as x86-64-v3 code).
+    """
+    dy, w, bias = op.operands[0], op.operands[1], op.operands[2]
+    dyt, wt, dxt = ir.TensorType.of(dy), ir.TensorType.of(w), ir.TensorType.of(op.results[0])
+    if dyt.rank != 4 or wt.rank != 4 or any(d == DYNAMIC for d in dyt.dims + wt.dims + dxt.dims):
+        return False
+    if dyt.element not in _FLOAT_CODES or wt.element != dyt.element or dxt.element != dyt.element:
+        return False
+    bias_op = defining_op(bias)
+    if bias_op is None or bias_op.name != "torch.constant.none":
+        return False
+    if permutation_of(defining_op(dy)) != TO_NCHW:
+        return False
+    stride, padding, dilation = (int_list_value(op.operands[3 + i]) for i in range(3))
+    try:
+        transposed, groups = constant_value(op.operands[6]), constant_value(op.operands[8])
+    except (ValueError, KeyError):
+        return False
+    if not transposed or groups != 1 or stride is None or padding is None or dilation is None:
+        return False
+    if len(stride) != 2 or len(padding) != 2 or len(dilation) != 2:
+        return False
+    n, k, oh, ow = dyt.dims
+    _, c, fy, fx = wt.dims
+    _, _, h, wd = dxt.dims
+    element = dxt.element
+    flops = 2 * n * oh * ow * k * c * fy * fx
+    # The facts the dgrad node gives the rules: the forward conv it runs as produces DX from
+    # DY's channels (rules._conv_facts_of_node).
+    facts = rules.conv_facts((fy, fx), stride, dilation, 1, True, n, (h, wd), k)
+    problem = rules.Problem("conv_dgrad", DataType.from_mlir_name(element), flops, facts)
+    lowering = pipeline.CONV_LOWERING
+    choice = rules.choose(problem, target, "algorithm") if lowering == "auto" else None
+    if lowering != "gemm" and (choice is None or choice.rule is not rules.CPU_CONV_DGRAD_COL2IM_GEMM):
+        return False
+    b = ir.TorchBuilder()
+    f32 = builtin_element_type("f32")
+    rows, cols = n * oh * ow, fy * fx * c
+    with ir.InsertionPoint(op), op.location:
+        dy_nhwc, w_krsc = b.permute(dy, TO_NHWC), b.permute(w, TO_NHWC)
+        if element != "f32":
+            dy_nhwc = b.to_dtype(dy_nhwc, "f32", _FLOAT_CODES["f32"])
+            w_krsc = b.to_dtype(w_krsc, "f32", _FLOAT_CODES["f32"])
+        dy2 = _collapse(b.to_builtin(dy_nhwc), [[0, 1, 2], [3]])
+        # As in _im2col_gemm: a filter that is not channels-last is transposed in a dispatch of
+        # its own, not read transposed along the GEMM's vectorized dimension.
+        w2 = ir.optimization_barrier(_collapse(b.to_builtin(w_krsc), [[0], [1, 2, 3]]))
+        mm = _matmul(dy2, w2, rows, cols, _mnk_map(M, K), _mnk_map(K, N))
+        info = gemm_config.matmul_compilation_info(rules.vector_isa(target), rows, cols, k, cpu_vendor(target.cpu))
+        if info is not None:
+            mm.owner.attributes["compilation_info"] = info
+        columns = ir.tensor.ExpandShapeOp(
+            ir.RankedTensorType.get([n, oh, ow, fy, fx, c], f32),
+            mm,
+            _reassoc([[0, 1, 2], [3, 4, 5]]),
+            [],
+            [n, oh, ow, fy, fx, c],
+        ).result
+        dx = conv_direct.col2im(columns, (n, h, wd, c), stride, padding, dilation)
+        dx_nhwc = b.op("torch_c.from_builtin_tensor", [dx], ir.vtensor_type([n, h, wd, c], "f32"))
+        if element != "f32":
+            dx_nhwc = b.to_dtype(dx_nhwc, element, _FLOAT_CODES[element])
+        result = b.permute(dx_nhwc, TO_NCHW)
+    op.results[0].replace_all_uses_with(result)
+    op.erase()
+    return True
 
 
 def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:

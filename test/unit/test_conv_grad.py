@@ -391,3 +391,110 @@ def test_forced_winograd_leaves_other_dgrads_to_auto(monkeypatch):
     monkeypatch.setattr(pipeline, "CONV_LOWERING", "winograd4")
     optimized = g.mlir("optimized", fs.Backend.CPU, "x86-64-v3")
     assert "linalg.matmul" in optimized and "torch.aten.flip" not in optimized
+
+
+# Strided dgrads through cpu-conv-dgrad-col2im-gemm: (kernel, stride, padding, dilation, DX
+# spatial dims). DX's dims choose the transposed conv's output padding: 9x11 from 5x6 at stride
+# 2 has none along H and one along W; 8x8 at 1x1 stride 2 one on each.
+STRIDED_DGRADS = [
+    ((3, 3), (2, 2), (1, 1), (1, 1), (9, 11)),
+    ((1, 1), (2, 2), (0, 0), (1, 1), (8, 8)),
+    ((7, 7), (2, 2), (3, 3), (1, 1), (16, 16)),
+    ((3, 2), (2, 3), (2, 0), (2, 1), (10, 13)),
+]
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "host"])
+@pytest.mark.parametrize(
+    "kernel, stride, padding, dilation, hw", STRIDED_DGRADS, ids=["3x3s2", "1x1s2", "7x7s2", "3x2s23"]
+)
+def test_strided_dgrad_col2im_gemm(rng, arch, kernel, stride, padding, dilation, hw):
+    """cpu-conv-dgrad-col2im-gemm: a channels-last strided dgrad is one GEMM DY x W (the forward
+    filter as KRSC, B as it is) into every tap's columns and one col2im gather over DX: 2
+    dispatches, no transposed torch.aten.convolution (whose zero-inserted DY costs stride^2 the
+    FLOPs). 3 input channels for the 7x7 stem's shape; numerics against the reference as
+    x86-64-v3 code and as this host's own."""
+    from fusilli.backend.targets import Target
+
+    arch = None if arch == "host" else arch
+    try:
+        Target.resolve("cpu", arch).check_runs_here(f"{arch} code")
+    except fs.FusilliError:
+        pytest.skip(f"this CPU cannot run {arch} code")
+    n, k, c = 2, 24, 3 if kernel == (7, 7) else 20
+    attrs = dict(padding=list(padding), stride=list(stride), dilation=list(dilation))
+    x_dim, w_dim = [n, c, *hw], [k, c, *kernel]
+    y_dim = list(conv_forward(np.zeros(x_dim), np.zeros(w_dim), groups=1, **attrs).shape)
+    g, ins, _ = _dgrad_graph(f"dgrad_col2im_{arch}_{kernel[0]}{kernel[1]}", y_dim, w_dim, x_dim, attrs, True)
+    g.validate()
+    assert "cpu-conv-dgrad-col2im-gemm" in g.explain(arch=arch)
+    optimized = g.mlir("optimized", fs.Backend.CPU, arch)
+    assert "linalg.matmul" in optimized and "torch.aten.convolution" not in optimized
+    assert "compilation_info" in optimized  # the conv GEMM's tile
+    handle = fs.Handle(fs.Backend.CPU, arch=arch)
+    run_and_check(g, handle, {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4)
+    assert g.compile_stats.dispatch_count == 2  # the GEMM, the col2im gather
+
+
+@pytest.mark.parametrize("io", [fs.DataType.FLOAT, fs.DataType.BFLOAT16], ids=["f32", "bf16"])
+def test_strided_dgrad_col2im_gemm_filter_layouts(cpu, rng, io):
+    """The strided dgrad's GEMM with a KCRS (not channels-last) filter: the permute to KRSC is a
+    dispatch of its own (the optimization barrier keeps IREE from reading B transposed); bf16
+    computes in f32 and rounds once. Numerics against the reference."""
+    dy_dim, w_dim, dx_dim = [2, 16, 6, 6], [16, 12, 3, 3], [2, 12, 12, 12]
+    g = fs.Graph(name=f"dgrad_col2im_kcrs_{io.name}", io_data_type=io)
+    dy = g.tensor(name="dy", dim=dy_dim, stride=fs.strides(dy_dim, "NHWC"))
+    w = g.tensor(name="w", dim=w_dim, stride=fs.strides(w_dim, "contiguous"))
+    dx = g.conv_dgrad(dy, w, padding=[1, 1], stride=[2, 2], dilation=[1, 1], name="dgrad")
+    dx.set_dim(dx_dim).set_stride(fs.strides(dx_dim, "NHWC")).set_output(True).set_name("dx")
+    g.validate()
+    if "cpu-conv-dgrad-col2im-gemm" not in g.explain():
+        pytest.skip("this host's rules keep the transposed conv (no AVX2)")
+    optimized = g.mlir("optimized")
+    assert "linalg.matmul" in optimized and "torch.aten.convolution" not in optimized
+    tol = 2e-2 if io == fs.DataType.BFLOAT16 else 1e-4
+    run_and_check(g, cpu, {t: random_array(t, rng) for t in (dy, w)}, rtol=tol, atol=tol)
+
+
+def test_strided_dgrad_col2im_rule_targets():
+    """cpu-conv-dgrad-col2im-gemm holds for channels-last, ungrouped strided dgrads on AVX2 and
+    AVX-512 code of any vendor; not at stride 1 (a forward conv of DY), for grouped convs, or on a
+    CPU without AVX2 (IREE's transposed conv)."""
+    attrs = dict(padding=[1, 1], stride=[2, 2], dilation=[1, 1])
+    g, _, _ = _dgrad_graph("dgrad_col2im_rule", [1, 128, 28, 28], [128, 128, 3, 3], [1, 128, 56, 56], attrs, True)
+    g.validate()
+    for arch, holds in (("x86-64-v3", True), ("znver4", True), ("sapphirerapids", True), ("x86-64", False)):
+        assert ("cpu-conv-dgrad-col2im-gemm" in g.explain(arch=arch)) is holds, arch
+    s1 = dict(padding=[1, 1], stride=[1, 1], dilation=[1, 1])
+    g1, _, _ = _dgrad_graph("dgrad_col2im_rule_s1", [1, 64, 28, 28], [64, 64, 3, 3], [1, 64, 28, 28], s1, True)
+    g1.validate()
+    assert "cpu-conv-dgrad-col2im-gemm" not in g1.explain(arch="znver4")
+    grouped, _, _ = _dgrad_graph("dgrad_col2im_rule_grouped", Y2, W2, X2, CASES_2D, True)
+    grouped.validate()
+    assert "cpu-conv-dgrad-col2im-gemm" not in grouped.explain(arch="znver4")
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "host"])
+def test_1x1_dgrad_gemm_of_the_forward_filter(rng, arch):
+    """A 1x1 stride-1 dgrad is DY x the forward filter, KRSC [K, 1, 1, C] read as the [K, C]
+    matrix it is (no torch.aten.flip): with the conv GEMM's config at any rows where
+    cpu-conv-im2col-gemm holds (AVX2 code; AMD AVX-512; not Intel AVX-512), else the plain
+    matmul. 2x5x7 = 70 rows (not a multiple of any tile), 192 DY channels; numerics."""
+    from fusilli.backend.targets import Target
+
+    arch = None if arch == "host" else arch
+    try:
+        Target.resolve("cpu", arch).check_runs_here(f"{arch} code")
+    except fs.FusilliError:
+        pytest.skip(f"this CPU cannot run {arch} code")
+    n, k, c, hw = 2, 192, 80, (5, 7)
+    attrs = dict(padding=[0, 0], stride=[1, 1], dilation=[1, 1])
+    g, ins, _ = _dgrad_graph(f"dgrad_1x1_gemm_{arch}", [n, k, *hw], [k, c, 1, 1], [n, c, *hw], attrs, True)
+    g.validate()
+    for named, holds in (("x86-64-v3", True), ("znver4", True), ("sapphirerapids", False), ("x86-64", False)):
+        assert ("1x1 dgrad" in g.explain(arch=named)) is holds, named
+    optimized = g.mlir("optimized", fs.Backend.CPU, arch)
+    assert "torch.aten.flip" not in optimized
+    assert ("compilation_info" in optimized) is ("1x1 dgrad" in g.explain(arch=arch))
+    handle = fs.Handle(fs.Backend.CPU, arch=arch)
+    run_and_check(g, handle, {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4)

@@ -1,0 +1,85 @@
+# RUN: env FUSILLI_LIT_TARGET=cpu:x86-64-v3 %python %s | filecheck %s --check-prefixes=CHECK,GEMM,AVX2
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,GEMM,AMD
+# RUN: env FUSILLI_LIT_TARGET=cpu:x86-64 %python %s | filecheck %s --check-prefixes=CHECK,GENERIC
+
+# A channels-last strided dgrad (emitted as a transposed torch.aten.convolution of DY with the
+# forward filter) becomes, where cpu-conv-dgrad-col2im-gemm holds (AVX2 and AVX-512 code), one
+# GEMM cols[N*Ho*Wo, R*S*C] = DY[N*Ho*Wo, K] x W[K, R*S*C] with the conv GEMM's lowering config
+# (the KRSC filter read as it is: no filter transpose) and one col2im gather over DX, which
+# reads each tap's column where h + pad - r = oh * stride. A CPU without AVX2 keeps the
+# transposed conv.
+
+from lit_helpers import TARGET_ARCH, TARGET_BACKEND, optimized, run
+
+import fusilli as fs
+
+
+def build(name, n, k, c, hw, kernel, stride, padding):
+    g = fs.Graph(name=name)
+    oh = (hw + 2 * padding - kernel) // stride + 1
+    dy_dim, w_dim, dx_dim = [n, k, oh, oh], [k, c, kernel, kernel], [n, c, hw, hw]
+    dy = g.tensor(name="dy", dim=dy_dim, stride=fs.strides(dy_dim, "NHWC"))
+    w = g.tensor(name="w", dim=w_dim, stride=fs.strides(w_dim, "NHWC"))
+    dx = g.conv_dgrad(dy, w, padding=[padding] * 2, stride=[stride] * 2, dilation=[1, 1], name="dgrad")
+    dx.set_dim(dx_dim).set_stride(fs.strides(dx_dim, "NHWC")).set_output(True)
+    return g.validate()
+
+
+@run
+def dgrad_3x3_s2():
+    g = build("dgrad_3x3_s2", 1, 128, 128, 56, 3, 2, 1)
+    print(g.explain(TARGET_BACKEND, TARGET_ARCH))
+    print(optimized(g))
+
+
+# CHECK-LABEL: TEST: dgrad_3x3_s2
+# GEMM: dgrad [conv_dgrad]: {{.*}}cpu-conv-dgrad-col2im-gemm (3x3 stride 2x2: one GEMM DY x W into 9 taps' columns
+# GENERIC-NOT: cpu-conv-dgrad-col2im-gemm
+# AVX2: #iree_cpu.lowering_config<{{.*}}distribution = [48, 64, 0], vector_common_parallel = [6, 16, 0]
+# AMD: #iree_cpu.lowering_config<{{.*}}distribution = [64, 64, 0], vector_common_parallel = [8, 32, 0]
+# GEMM-NOT: torch.aten.convolution
+# GEMM: %[[W:.+]] = util.optimization_barrier %{{.*}} : tensor<128x1152xf32>
+# GEMM: %[[COLS:.+]] = linalg.matmul {{.*}}compilation_info = {{.*}} ins(%{{.*}}, %[[W]] : tensor<784x128xf32>, tensor<128x1152xf32>) outs(%{{.*}} : tensor<784x1152xf32>)
+# GEMM: %[[TAPS:.+]] = tensor.expand_shape %[[COLS]] {{.*}} into tensor<1x28x28x3x3x128xf32>
+# GEMM: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%{{.*}} : tensor<1x56x56x128xf32>)
+# GEMM: arith.remui %{{.*}}, %c2
+# GEMM: arith.divui %{{.*}}, %c2
+# GEMM-COUNT-9: tensor.extract %[[TAPS]]
+# GEMM-NOT: tensor.extract
+# GEMM: linalg.yield
+# GENERIC: torch.aten.convolution %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %true
+
+
+@run
+def dgrad_1x1_s2():
+    g = build("dgrad_1x1_s2", 1, 512, 256, 56, 1, 2, 0)
+    print(g.explain(TARGET_BACKEND, TARGET_ARCH))
+    print(optimized(g))
+
+
+# CHECK-LABEL: TEST: dgrad_1x1_s2
+# GEMM: cpu-conv-dgrad-col2im-gemm (1x1 stride 2x2: one GEMM DY x W into 1 taps' columns
+# GEMM: linalg.matmul {{.*}}compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<784x512xf32>, tensor<512x256xf32>) outs(%{{.*}} : tensor<784x256xf32>)
+# GEMM-COUNT-1: tensor.extract
+# GEMM-NOT: tensor.extract
+# GENERIC: torch.aten.convolution {{.*}}%true
+
+
+# A 1x1 stride-1 dgrad is the GEMM DX[N*H*W, C] = DY[N*H*W, K] x W[K, C] of the forward filter as
+# it is (no torch.aten.flip, no transpose). Where cpu-conv-im2col-gemm holds (AVX2; AMD AVX-512)
+# it carries the conv GEMM's config at any rows (49 here, 2048 deep: K blocks of 256); elsewhere
+# it is the plain torch.aten.mm.
+
+
+@run
+def dgrad_1x1_few_rows():
+    g = build("dgrad_1x1_few_rows", 1, 2048, 512, 7, 1, 1, 0)
+    print(g.explain(TARGET_BACKEND, TARGET_ARCH))
+    print(optimized(g))
+
+
+# CHECK-LABEL: TEST: dgrad_1x1_few_rows
+# GEMM: cpu-conv-im2col-gemm (1x1 dgrad, 49 GEMM rows: DY x the forward filter as it is
+# CHECK-NOT: torch.aten.flip
+# GEMM: linalg.matmul {{.*}}compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<49x2048xf32>, tensor<2048x512xf32>) outs(%{{.*}} : tensor<49x512xf32>)
+# GENERIC: torch.aten.mm %{{.*}}, %{{.*}} : !torch.vtensor<[49,2048],f32>, !torch.vtensor<[2048,512],f32> -> !torch.vtensor<[49,512],f32>
