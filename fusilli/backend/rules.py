@@ -443,6 +443,16 @@ CPU_CONV_WINOGRAD_MIN_TILES = 48
 # The weight gradient (no filter transform) and Intel's cores (F(2x2) below) keep 48.
 CPU_CONV_WINOGRAD_MIN_TILES_ONE_PASS_FILTER = 16
 CPU_CONV_WINOGRAD_ONE_PASS_FILTER_KINDS = ("conv_fprop", "conv_dgrad")
+# A weight gradient's Winograd transforms DY's K channels per tile for a batched GEMM whose
+# columns are X's C channels: with C = 3 (a first layer's RGB input) the transforms outweigh
+# the GEMM, and one GEMM over the output positions (cpu-conv-wgrad-gemm, DW^T[27, K]) wins.
+# Zen 4 VM (znver4), in one process, ratio to PyTorch, Winograd / GEMM (benchmarks/conv_lowerings.py
+# --lowering auto --lowering gemm), AVX-512 and x86-64-v3 code (PyTorch held to AVX2):
+# 1x3x224x224->64 0.22-0.23 / 0.44-0.45, 0.19 / 0.36 (GEMM in one row workgroup: before its
+# two-block rows); 1x3x112x112->64 0.49 / 0.47 and 0.37 / 0.65; from 4 channels Winograd
+# wins or is even: 1x4x112x112 0.65 / 0.44 and 0.67 / 0.56, 1x6x112x112 0.49 / 0.48 and
+# 0.84 / 0.70, 1x8x112x112 1.39 / 0.68 and 1.28 / 0.98.
+CPU_CONV_WINOGRAD_WGRAD_MIN_CHANNELS = 4
 
 
 def winograd_tiles(p: Problem, m: int = 4) -> int:
@@ -469,6 +479,8 @@ def winograd_output_tile(p: Problem, t: Target) -> int | None:
         return None
     isa = vector_isa(t)
     if isa == "generic" or p.flops < CPU_CONV_WINOGRAD_MIN_FLOPS:
+        return None
+    if p.kind == "conv_wgrad" and 0 < int(p.fact("channels", 0)) < CPU_CONV_WINOGRAD_WGRAD_MIN_CHANNELS:
         return None
     if winograd_tiles(p) >= CPU_CONV_WINOGRAD_MIN_TILES:
         return 4
@@ -849,7 +861,10 @@ CPU_CONV_WGRAD_GEMM_VENDORS = {"avx2": None, "avx512": ("amd",)}  # None: every 
         "3x3 1x64x14x14 0.57 -> 0.63. AVX-512, two runs: 1x1 8x1024x14x14->256 0.62-0.63 -> 1.08-1.15, 1x1 "
         "8x512x28x28->128 0.51 -> 0.98, 1x1 1x256x56x56->64 0.93-0.95 -> 0.98-1.01, 3x3 s2 1x128x56x56 "
         "0.84-0.93 -> 0.89-0.93, 3x3 8x512x7x7 1.95-2.40 -> 2.03-2.66, 7x7 s2 stem 0.33 -> 0.30 and 3x3 "
-        "1x64x14x14 0.93 -> 0.89 within noise. Intel AVX-512 not measured"
+        "1x64x14x14 0.93 -> 0.89 within noise. Intel AVX-512 not measured. Filter columns R*S*C that "
+        "do not fill the register tile (the C = 3 stem's 147) as DW^T[R*S*C, K] "
+        "(gemm_config.wgrad_gemm_transposed), two runs, batch 1 / 8: AVX-512 0.28-0.33 / 0.25 -> "
+        "0.57-0.75 / 0.55-0.66, x86-64-v3 0.45-0.48 / 0.38-0.40 -> 0.81-0.84 / 0.75-0.83"
     ),
 )
 def CPU_CONV_WGRAD_GEMM(p: Problem, t: Target) -> str | None:
@@ -862,7 +877,12 @@ def CPU_CONV_WGRAD_GEMM(p: Problem, t: Target) -> str | None:
     if vendors is not None and vendor not in vendors:
         return None
     on = f"{isa}, AMD" if vendor == "amd" else f"{isa}, Intel" if vendor == "intel" else isa
-    return f"one GEMM over {conv_gemm_rows(p)} output positions, conv GEMM tile for {on}"
+    from fusilli.passes import gemm_config  # the tile table (it imports this module)
+
+    columns = math.prod(int(d) for d in p.fact("kernel", ())) * int(p.fact("channels", 0))
+    transposed = gemm_config.wgrad_gemm_transposed(isa, conv_out_channels(p), columns, vendor)
+    shape = f" as DW^T[R*S*C = {columns}, K]" if transposed else ""
+    return f"one GEMM over {conv_gemm_rows(p)} output positions{shape}, conv GEMM tile for {on}"
 
 
 @rule(

@@ -665,7 +665,9 @@ def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
     ``DW[K, R*S*C] = DY[N*Ho*Wo, K]^T x patches(X)[N*Ho*Wo, R*S*C]``: the forward conv's
     im2col read of X, contracted with DY over every output position. The result is the
     KRSC filter gradient (a channels-last DW's own layout); ``torch.aten.convolution_backward``
-    runs at ~0.06x PyTorch on CPU (BENCHMARKS.md).
+    runs at ~0.06x PyTorch on CPU (BENCHMARKS.md). Where R*S*C does not fill the GEMM tile's
+    register columns (the C = 3 stem) the GEMM is ``DW^T[R*S*C, K]``, the same operands
+    swapped, and the permute to the filter's layout reads it transposed.
     """
     dy, x = op.operands[0], op.operands[1]
     dyt, xt, dwt = ir.TensorType.of(dy), ir.TensorType.of(x), ir.TensorType.of(op.results[1])
@@ -702,24 +704,31 @@ def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
         else:
             patches = _patches(b.to_builtin(x_nhwc), (oh, ow), stride, padding, dilation, (fy, fx))
             dy2 = _collapse(b.to_builtin(dy_nhwc), [[0, 1, 2], [3]])
-            mm = _matmul(dy2, patches, k, fy * fx * c, _mnk_map(K, M), _mnk_map(K, N))
-            # The conv GEMM's tile where the rules choose it (FUSILLI_CONV_LOWERING=gemm: everywhere).
+            # The conv GEMM's tile where the rules choose it (FUSILLI_CONV_LOWERING=gemm: everywhere),
+            # as DW^T[R*S*C, K] where R*S*C does not fill the tile's columns (gemm_config).
             lowering = pipeline.CONV_LOWERING
             choice = rules.choose(problem, target, "algorithm") if lowering == "auto" else None
-            if lowering == "gemm" or (choice is not None and choice.rule is rules.CPU_CONV_WGRAD_GEMM):
-                info = gemm_config.wgrad_matmul_compilation_info(
-                    rules.vector_isa(target), k, fy * fx * c, n * oh * ow, cpu_vendor(target.cpu)
-                )
-                if info is not None:
-                    mm.owner.attributes["compilation_info"] = info
+            tiled = lowering == "gemm" or (choice is not None and choice.rule is rules.CPU_CONV_WGRAD_GEMM)
+            isa, vendor, columns, positions = rules.vector_isa(target), cpu_vendor(target.cpu), fy * fx * c, n * oh * ow
+            transposed = tiled and gemm_config.wgrad_gemm_transposed(isa, k, columns, vendor)
             f32 = builtin_element_type("f32")
+            if transposed:
+                mm = _matmul(patches, dy2, columns, k, _mnk_map(K, M), _mnk_map(K, N))
+                info = gemm_config.wgrad_transposed_matmul_compilation_info(isa, columns, k, positions, vendor)
+                dw_shape, groups, to_nchw = [fy, fx, c, k], [[0, 1, 2], [3]], [3, 2, 0, 1]
+            else:
+                mm = _matmul(dy2, patches, k, columns, _mnk_map(K, M), _mnk_map(K, N))
+                info = gemm_config.wgrad_matmul_compilation_info(isa, k, columns, positions, vendor) if tiled else None
+                dw_shape, groups, to_nchw = [k, fy, fx, c], [[0], [1, 2, 3]], TO_NCHW
+            if info is not None:
+                mm.owner.attributes["compilation_info"] = info
             dw = ir.tensor.ExpandShapeOp(
-                ir.RankedTensorType.get([k, fy, fx, c], f32), mm, _reassoc([[0], [1, 2, 3]]), [], [k, fy, fx, c]
+                ir.RankedTensorType.get(dw_shape, f32), mm, _reassoc(groups), [], dw_shape
             ).result
-            dw_krsc = b.op("torch_c.from_builtin_tensor", [dw], ir.vtensor_type([k, fy, fx, c], "f32"))
+            dw_filter = b.op("torch_c.from_builtin_tensor", [dw], ir.vtensor_type(dw_shape, "f32"))
             if element != "f32":
-                dw_krsc = b.to_dtype(dw_krsc, element, _FLOAT_CODES[element])
-            result = b.permute(dw_krsc, TO_NCHW)
+                dw_filter = b.to_dtype(dw_filter, element, _FLOAT_CODES[element])
+            result = b.permute(dw_filter, to_nchw)
     op.results[1].replace_all_uses_with(result)
     op.erase()
     return True

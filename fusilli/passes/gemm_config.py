@@ -299,6 +299,57 @@ def wgrad_matmul_compilation_info(isa: str, m: int, n: int, k: int, vendor: str 
     return None if tile is None else _compilation_info(tile, None, m, n, k)
 
 
+# A weight gradient whose filter columns R*S*C are no multiple of the register tile's columns
+# (the 7x7 stem, C = 3: 147) is computed transposed, DW^T[R*S*C, K] = patches^T x DY: the K
+# output channels (a multiple of the tile) become the vectorized columns and R*S*C the rows, of
+# which only the last register tile is short. IREE fuses the transposition back to DW[K, R*S*C]
+# into the GEMM's dispatch (3 dispatches either way), which bounds a workgroup's rows: its
+# [rows, K-block] transposed write is one vector, at most 512 native vectors (IREE's
+# LLVMCPUVerifyVectorSizeLegality: 16 KiB on AVX2, 32 KiB on AVX-512). Zen 4 VM (znver4), stem
+# 1x3x224x224->64, one thread (benchmarks/dispatch_profile.py --device local-sync): the
+# 64x147x12544 GEMM 3.75-5.07 ms (47-63 GFLOP/s) -> 147x64x12544 2.23-2.86 ms (83-106). Whole
+# graphs in one process, ratio to PyTorch, batch 1 / batch 8, as rows per workgroup:
+# AVX-512 (8x32 register tile), IREE's 147 rows in 64-row workgroups (64 + 64 + 19) 0.65 / 0.55,
+# 0.55 / 0.47, 0.67 / 0.47; two blocks of 80 (80 + 67) 0.69 / 0.57, 0.57 / 0.55, 0.75 / 0.66; 72
+# 0.68 / 0.51, 96 0.58 / 0.63, 40 0.57 (batch 1). x86-64-v3 code (6x16), PyTorch held to AVX2:
+# the table's 48 0.81 / 0.75, 0.84 / 0.83; 54 (three blocks) 0.73 / 0.66, 0.62 / 0.74; 30
+# 0.65 / 0.54. The untransposed GEMM in the same runs: AVX-512 0.28-0.33 / 0.25, AVX2 0.45-0.48
+# / 0.38-0.40. A first layer's 3x3 1x3x224x224->64 (27 rows), AVX-512: one workgroup 0.44,
+# 16 rows 0.61, 8 rows 0.64; x86-64-v3: one 1.55, 18 rows 1.68, 12 rows 1.29. So AVX-512 takes
+# the rows in at least two equal blocks of <= DEEP_GEMM_MAX_ROWS, rounded up to the register
+# tile (both cores busy), AVX2 the table's rows.
+_MAX_VECTOR_BYTES = {"avx2": 32 * 512, "avx512": 64 * 512}
+WGRAD_TRANSPOSED_EQUAL_ROW_BLOCKS = {"avx512"}
+
+
+def wgrad_gemm_transposed(isa: str, out_channels: int, filter_columns: int, vendor: str | None = None) -> bool:
+    """Whether a weight gradient's GEMM on ``isa`` is computed as ``DW^T[R*S*C, K]`` (see above):
+    ``filter_columns`` (R*S*C) no multiple of the conv GEMM tile's register columns and the
+    ``out_channels`` (K) a multiple of them."""
+    tile = conv_gemm_tile(isa, out_channels, vendor)
+    if tile is None:
+        return False
+    columns = tile.vector[1]
+    return filter_columns % columns != 0 and out_channels % columns == 0
+
+
+def wgrad_transposed_matmul_compilation_info(
+    isa: str, m: int, n: int, k: int, vendor: str | None = None
+) -> ir.Attribute | None:
+    """The ``compilation_info`` of a transposed weight gradient's f32 GEMM ``DW^T[m = R*S*C, n = K]``
+    over ``k`` output positions (see above), or None."""
+    tile = conv_gemm_tile(isa, n, vendor)
+    if tile is None:
+        return None
+    rows, (vector_rows, _) = tile.distribution[0], tile.vector
+    if isa in WGRAD_TRANSPOSED_EQUAL_ROW_BLOCKS:
+        blocks = max(2, math.ceil(m / DEEP_GEMM_MAX_ROWS[isa]))
+        rows = math.ceil(math.ceil(m / blocks) / vector_rows) * vector_rows
+    columns = min(tile.distribution[1], n)
+    rows = min(rows, _MAX_VECTOR_BYTES.get(isa, 16 * 512) // (4 * columns) // vector_rows * vector_rows)
+    return _compilation_info(replace(tile, distribution=(rows, tile.distribution[1])), None, m, n, k)
+
+
 # A conv with few input channels (the 7x7 stride-2 stem, C = 3) as im2col writes and reads
 # back a patch matrix R*S times its input (the stem at batch 8: 59 MB for a 4.8 MB input), 40%
 # of its time. As IREE's direct linalg.conv_2d_nhwc_hwcf (ConvTileAndDecomposeExpert) it

@@ -339,6 +339,65 @@ def test_wgrad_gemm_tile(rng, arch, kernel, stride, tuned):
     run_and_check(g, handle, {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize(
+    "arch, kernel, io, rows",
+    [
+        ("x86-64-v3", 7, fs.DataType.FLOAT, 48),
+        ("x86-64-v3", 3, fs.DataType.BFLOAT16, 27),
+        ("znver4", 7, fs.DataType.FLOAT, 80),
+        ("znver4", 3, fs.DataType.FLOAT, 16),
+    ],
+)
+def test_wgrad_gemm_transposed(rng, arch, kernel, io, rows):
+    """A weight gradient with 3 input channels (R*S*C = 147 or 27 filter columns, no multiple of the
+    register tile's) is the GEMM DW^T[R*S*C, K] = patches^T x DY with the conv GEMM's tile, its
+    rows in workgroups of 48 (AVX2's table) or in two equal blocks rounded up to the 8-row
+    register tile (AVX-512: 147 -> 80); the transposition to DW fuses into the GEMM's dispatch.
+    Numerics against the reference, stride 2 like ResNet-50's stem, batch 2."""
+    from fusilli.backend.targets import Target
+
+    try:
+        Target.resolve("cpu", arch).check_runs_here(f"{arch} code")
+    except fs.FusilliError:
+        pytest.skip(f"this CPU cannot run {arch} code")
+    n, c, hw, k = 2, 3, 32, 64
+    oh = (hw + 2 * (kernel // 2) - kernel) // 2 + 1
+    attrs = dict(padding=[kernel // 2] * 2, stride=[2, 2], dilation=[1, 1])
+    g, ins, _ = _wgrad_graph(
+        f"wgrad_gemm_transposed_{arch}_{kernel}_{io.name}",
+        [n, k, oh, oh],
+        [n, c, hw, hw],
+        [k, c, kernel, kernel],
+        attrs,
+        True,
+        io=io,
+    )
+    g.validate()
+    columns = kernel * kernel * c
+    assert f"as DW^T[R*S*C = {columns}, K]" in g.explain(arch=arch)
+    optimized = g.mlir("optimized", fs.Backend.CPU, arch)
+    assert f"-> tensor<{columns}x{k}xf32>" in optimized  # the GEMM's result, rows R*S*C
+    assert f"distribution = [{rows}, 64, 0]" in optimized
+    handle = fs.Handle(fs.Backend.CPU, arch=arch)
+    tol = 2e-2 if io == fs.DataType.BFLOAT16 else 1e-4
+    run_and_check(g, handle, {t: random_array(t, rng) for t in ins}, rtol=tol, atol=tol)
+    if io == fs.DataType.FLOAT:  # the pad, the patch gather, the GEMM and its transposition
+        assert g.compile_stats.dispatch_count == 3
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "znver4"])
+def test_wgrad_of_three_channels_leaves_winograd(arch):
+    """A 3x3 weight gradient of an RGB input (C = 3) is the transposed GEMM, not Winograd, whose
+    transforms of DY's 64 channels outweigh a GEMM of 3 columns; from 4 channels Winograd."""
+    attrs = dict(padding=[1, 1], stride=[1, 1], dilation=[1, 1])
+    for c, winograd in ((3, False), (4, True)):
+        g, _, _ = _wgrad_graph(f"wgrad_rgb_{c}", [1, 64, 112, 112], [1, c, 112, 112], [64, c, 3, 3], attrs, True)
+        g.validate()
+        explained = g.explain(arch=arch)
+        assert ("cpu-conv-winograd" in explained) is winograd, explained
+        assert ("cpu-conv-wgrad-gemm" in explained) is not winograd, explained
+
+
 def test_wgrad_gemm_rule_targets():
     """cpu-conv-wgrad-gemm holds on AVX2 code of any vendor and on AMD AVX-512, not on Intel
     AVX-512 or a CPU without AVX2; Winograd's weight gradients keep Winograd."""

@@ -54,3 +54,25 @@ def wgrad_3x3_strided():
 # CHECK: outs(%{{.*}} : tensor<1x15x15x3x3x64xf32>)
 # TUNED: linalg.matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<225x64xf32>, tensor<225x576xf32>) outs(%{{.*}} : tensor<64x576xf32>)
 # INTEL: linalg.matmul {{.*}}ins(%{{.*}}, %{{.*}} : tensor<225x64xf32>, tensor<225x576xf32>)
+
+
+@run
+def wgrad_stem():
+    g = build("wgrad_stem", 1, 3, 64, 64, 7, 2, 3)
+    print(g.explain(TARGET_BACKEND, TARGET_ARCH))
+    print(optimized(g))
+
+
+# The stem's 3 input channels leave R*S*C = 147 filter columns, no multiple of the register
+# tile's: the GEMM is DW^T[147, K] = patches^T x DY (gemm_config.wgrad_gemm_transposed), its
+# rows in two blocks of 80 on AMD AVX-512 and AVX2's 48-row workgroups; one permute gives the
+# KRSC filter (IREE fuses it into the GEMM's dispatch). Intel AVX-512 keeps DW[K, 147].
+# CHECK-LABEL: TEST: wgrad_stem
+# TUNED: cpu-conv-wgrad-gemm (one GEMM over 1024 output positions as DW^T[R*S*C = 147, K], conv GEMM tile
+# AVX2: #iree_cpu.lowering_config<{{.*}}distribution = [48, 64, 0], vector_common_parallel = [6, 16, 0]
+# AMD: #iree_cpu.lowering_config<{{.*}}distribution = [80, 64, 0], vector_common_parallel = [8, 32, 0]
+# TUNED: linalg.matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1024x147xf32>, tensor<1024x64xf32>) outs(%{{.*}} : tensor<147x64xf32>)
+# TUNED: tensor.expand_shape {{.*}} : tensor<147x64xf32> into tensor<7x7x3x64xf32>
+# TUNED: torch.aten.permute {{.*}} : !torch.vtensor<[7,7,3,64],f32>, !torch.list<int> -> !torch.vtensor<[64,7,7,3],f32>
+# INTEL-NOT: DW^T
+# INTEL: linalg.matmul {{.*}}ins(%{{.*}}, %{{.*}} : tensor<1024x64xf32>, tensor<1024x147xf32>) outs(%{{.*}} : tensor<64x147xf32>)
