@@ -702,7 +702,23 @@ def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
                 dw_krsc = b.to_dtype(dw_krsc, element, _FLOAT_CODES[element])
             result = b.permute(dw_krsc, TO_NCHW)
         else:
-            patches = _patches(b.to_builtin(x_nhwc), (oh, ow), stride, padding, dilation, (fy, fx))
+            # The patches read through the padding (conv_direct.padded_patches): no padded copy of X,
+            # and the gather (vectors along C, masked at the border) ran faster than a tensor.pad and a
+            # plain gather of the padded copy. Zen 4 VM, in one process, ratio to PyTorch, two runs,
+            # AVX-512 / x86-64-v3 code: 3x3 s2 8x128x56x56->128 0.68 -> 0.96, 0.59 -> 0.93 / 0.74 ->
+            # 1.03 (one thread: pad 1.7 + gather 11.5 ms -> gather 3.3 ms, the GEMM 22 ms either way),
+            # 3x3 s2 1x128x56x56 0.88 -> 0.97, 0.96 -> 1.17 / 1.05 -> 1.22; 1x1 s2 1x256x56x56->512
+            # 0.59 -> 0.67 / 0.43 -> 0.52, 8x512x28x28->1024 0.60 -> 0.85 / 0.58 -> 0.69 (one run); the
+            # C = 3 stem (its gather 3 channels wide: 0.11 + 0.68 -> 0.88 ms at batch 1, 1.0 + 6.9 ->
+            # 7.7 at batch 8) batch 8 0.62 -> 0.66, 0.43 -> 0.55 / 0.75 -> 0.83, batch 1 even (0.57 ->
+            # 0.45, 0.47 -> 0.56 / 0.87 -> 0.85).
+            if (fy, fx) == (1, 1) and list(stride) == [1, 1] and not any(padding):
+                patches = _collapse(b.to_builtin(x_nhwc), [[0, 1, 2], [3]])
+            else:
+                patches = _collapse(
+                    conv_direct.padded_patches(b.to_builtin(x_nhwc), (oh, ow), (fy, fx), stride, padding, dilation),
+                    [[0, 1, 2], [3, 4, 5]],
+                )
             dy2 = _collapse(b.to_builtin(dy_nhwc), [[0, 1, 2], [3]])
             # The conv GEMM's tile where the rules choose it (FUSILLI_CONV_LOWERING=gemm: everywhere),
             # as DW^T[R*S*C, K] where R*S*C does not fill the tile's columns (gemm_config).

@@ -381,8 +381,8 @@ def test_wgrad_gemm_transposed(rng, arch, kernel, io, rows):
     handle = fs.Handle(fs.Backend.CPU, arch=arch)
     tol = 2e-2 if io == fs.DataType.BFLOAT16 else 1e-4
     run_and_check(g, handle, {t: random_array(t, rng) for t in ins}, rtol=tol, atol=tol)
-    if io == fs.DataType.FLOAT:  # the pad, the patch gather, the GEMM and its transposition
-        assert g.compile_stats.dispatch_count == 3
+    if io == fs.DataType.FLOAT:  # the patch gather (through the padding), the GEMM and its transposition
+        assert g.compile_stats.dispatch_count == 2
 
 
 @pytest.mark.parametrize("arch", ["x86-64-v3", "znver4"])

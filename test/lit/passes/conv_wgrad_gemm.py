@@ -6,8 +6,8 @@
 # DW[K, R*S*C] = DY^T x patches (fusilli-conv-layout). Where cpu-conv-wgrad-gemm holds (AVX2
 # code; AMD AVX-512) it carries the conv GEMM's lowering config (gemm_config.
 # wgrad_matmul_compilation_info): 1x1 8x1024x14x14 -> 256 is 1568 deep, in K blocks of 256;
-# 3x3 stride 2 1x64x29x29 -> 64 is a patch gather and 225 deep, whole K. Intel AVX-512 keeps
-# IREE's default tiles.
+# 3x3 stride 2 1x64x29x29 -> 64 is a patch gather (read through the padding) and 225 deep,
+# whole K. Intel AVX-512 keeps IREE's default tiles.
 
 from lit_helpers import TARGET_ARCH, TARGET_BACKEND, optimized, run
 
@@ -48,10 +48,15 @@ def wgrad_3x3_strided():
     print(optimized(g))
 
 
+# The patches read X through its padding (conv_direct.padded_patches: no tensor.pad, masked
+# tensor.extract): 2 dispatches, the gather and the GEMM.
 # CHECK-LABEL: TEST: wgrad_3x3_strided
 # TUNED: cpu-conv-wgrad-gemm (one GEMM over 225 output positions
 # INTEL-NOT: compilation_info
+# CHECK-NOT: tensor.pad
 # CHECK: outs(%{{.*}} : tensor<1x15x15x3x3x64xf32>)
+# CHECK: tensor.extract %{{.*}} : tensor<1x29x29x64xf32>
+# CHECK: arith.select
 # TUNED: linalg.matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<225x64xf32>, tensor<225x576xf32>) outs(%{{.*}} : tensor<64x576xf32>)
 # INTEL: linalg.matmul {{.*}}ins(%{{.*}}, %{{.*}} : tensor<225x64xf32>, tensor<225x576xf32>)
 
