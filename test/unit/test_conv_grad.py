@@ -557,3 +557,25 @@ def test_1x1_dgrad_gemm_of_the_forward_filter(rng, arch):
     assert ("compilation_info" in optimized) is ("1x1 dgrad" in g.explain(arch=arch))
     handle = fs.Handle(fs.Backend.CPU, arch=arch)
     run_and_check(g, handle, {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4)
+
+
+def test_avx2_gemm_one_row_block_for_a_short_remainder(rng):
+    """AVX2's 48-row workgroups leave 49 rows (a 1x1 dgrad on a 7x7 map) one block of 49, not
+    48 + 1 (gemm_config.ONE_BLOCK_SHORT_REMAINDER_ISAS); 54 rows stay 48 + 6. Numerics of the
+    49-row GEMM as x86-64-v3 code."""
+    from fusilli.backend.targets import Target
+
+    try:
+        Target.resolve("cpu", "x86-64-v3").check_runs_here("x86-64-v3 code")
+    except fs.FusilliError:
+        pytest.skip("this CPU cannot run x86-64-v3 code")
+    attrs = dict(padding=[0, 0], stride=[1, 1], dilation=[1, 1])
+    for hw, rows in (((7, 7), 49), ((6, 9), 48)):
+        g, ins, _ = _dgrad_graph(f"dgrad_1x1_rows_{rows}", [1, 256, *hw], [256, 96, 1, 1], [1, 96, *hw], attrs, True)
+        g.validate()
+        optimized = g.mlir("optimized", fs.Backend.CPU, "x86-64-v3")
+        assert f"distribution = [{rows}, 64, 0]" in optimized
+    handle = fs.Handle(fs.Backend.CPU, arch="x86-64-v3")
+    g, ins, _ = _dgrad_graph("dgrad_1x1_rows_49_run", [1, 256, 7, 7], [256, 96, 1, 1], [1, 96, 7, 7], attrs, True)
+    g.validate()
+    run_and_check(g, handle, {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4)

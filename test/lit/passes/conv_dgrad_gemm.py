@@ -67,7 +67,8 @@ def dgrad_1x1_s2():
 
 # A 1x1 stride-1 dgrad is the GEMM DX[N*H*W, C] = DY[N*H*W, K] x W[K, C] of the forward filter as
 # it is (no torch.aten.flip, no transpose). Where cpu-conv-im2col-gemm holds (AVX2; AMD AVX-512)
-# it carries the conv GEMM's config at any rows (49 here, 2048 deep: K blocks of 256); elsewhere
+# it carries the conv GEMM's config at any rows (49 here, 2048 deep: K blocks of 256; one
+# workgroup row of 49, not AVX2's 48 + 1: gemm_config.ONE_BLOCK_SHORT_REMAINDER_ISAS); elsewhere
 # it is the plain torch.aten.mm.
 
 
@@ -80,6 +81,8 @@ def dgrad_1x1_few_rows():
 
 # CHECK-LABEL: TEST: dgrad_1x1_few_rows
 # GEMM: cpu-conv-im2col-gemm (1x1 dgrad, 49 GEMM rows: DY x the forward filter as it is
+# AVX2: #iree_cpu.lowering_config<{{.*}}distribution = [49, 64, 0], vector_common_parallel = [6, 16, 0]
+# AMD: #iree_cpu.lowering_config<{{.*}}distribution = [49, 64, 0], vector_common_parallel = [8, 32, 0]
 # CHECK-NOT: torch.aten.flip
 # GEMM: linalg.matmul {{.*}}compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<49x2048xf32>, tensor<2048x512xf32>) outs(%{{.*}} : tensor<49x512xf32>)
 # GENERIC: torch.aten.mm %{{.*}}, %{{.*}} : !torch.vtensor<[49,2048],f32>, !torch.vtensor<[2048,512],f32> -> !torch.vtensor<[49,512],f32>
