@@ -325,7 +325,7 @@ def test_numerics_avx2_gemm_tile(rng, gemm_lowering):
 def test_deep_gemm_rows_in_equal_blocks():
     """Deep stride-1 conv GEMMs take their rows in equal workgroup blocks (gemm_config.deep_gemm_rows)
     of <= 100 on Intel and AMD AVX-512, of <= 60 as AMD's or no named CPU's AVX2 code; shallower or
-    strided ones keep the table's."""
+    strided ones keep the table's, short of one block plus a remainder below a register tile."""
     table = gemm_config.CONV_GEMM_TILES_BY_VENDOR[("avx512", "intel")]
     deep = functools.partial(gemm_config.conv_gemm_tile, "avx512", 512, "intel", depth=4608)
     assert deep(rows=392).distribution == (98, 64) and deep(rows=392).vector == table.vector
@@ -343,8 +343,14 @@ def test_deep_gemm_rows_in_equal_blocks():
     assert avx2_deep(rows=98).distribution == (49, 64) and avx2_deep(rows=392).distribution == (56, 64)
     assert avx2_deep(rows=120, vendor="amd").distribution == (60, 64)
     assert avx2_deep(rows=121).distribution == (41, 64)
-    assert gemm_config.conv_gemm_tile("avx2", 512, None, rows=49, depth=1152) == avx2
-    assert gemm_config.conv_gemm_tile("avx2", 512, None, True, rows=49, depth=4608) == avx2
+    assert gemm_config.conv_gemm_tile("avx2", 512, None, rows=54, depth=1152) == avx2
+    assert gemm_config.conv_gemm_tile("avx2", 512, None, True, rows=54, depth=4608) == avx2
+    # ... but a remainder shorter than the 6-row register tile joins the one block at any depth
+    # (gemm_config.ONE_BLOCK_SHORT_REMAINDER_ISAS), AVX2 only.
+    for strided in (False, True):
+        assert gemm_config.conv_gemm_tile("avx2", 512, None, strided, rows=49, depth=1152).distribution == (49, 64)
+    assert gemm_config.conv_gemm_tile("avx2", 512, None, rows=53, depth=512).distribution == (53, 64)
+    assert gemm_config.conv_gemm_tile("avx512", 512, "amd", rows=65, depth=512) == amd
     wide = gemm_config.STRIDED_PATCH_GEMM_TILES_BY_VENDOR[("avx512", "intel")]
     assert gemm_config.conv_gemm_tile("avx512", 512, "intel", True, rows=392, depth=4608) == wide
 
