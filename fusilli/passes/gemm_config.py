@@ -314,7 +314,7 @@ def wgrad_matmul_compilation_info(isa: str, m: int, n: int, k: int, vendor: str 
 # (the 7x7 stem, C = 3: 147) is computed transposed, DW^T[R*S*C, K] = patches^T x DY: the K
 # output channels (a multiple of the tile) become the vectorized columns and R*S*C the rows, of
 # which only the last register tile is short. IREE fuses the transposition back to DW[K, R*S*C]
-# into the GEMM's dispatch (3 dispatches either way), which bounds a workgroup's rows: its
+# into the GEMM's dispatch (no dispatch of its own), which bounds a workgroup's rows: its
 # [rows, K-block] transposed write is one vector, at most 512 native vectors (IREE's
 # LLVMCPUVerifyVectorSizeLegality: 16 KiB on AVX2, 32 KiB on AVX-512). Zen 4 VM (znver4), stem
 # 1x3x224x224->64, one thread (benchmarks/dispatch_profile.py --device local-sync): the
