@@ -729,11 +729,16 @@ def conv_gemm_rows(p: Problem) -> int:
     return int(p.fact("batch", 0)) * math.prod(int(d) for d in p.fact("out_spatial", ()))
 
 
+def conv_gemm_depth(p: Problem) -> int:
+    """R*S*C of a conv problem: its im2col GEMM's depth, a weight gradient's filter columns."""
+    return math.prod(int(d) for d in p.fact("kernel", ())) * int(p.fact("channels", 0))
+
+
 def conv_out_channels(p: Problem) -> int:
     """A conv problem's output channels, from its FLOP count, 2 * rows * R*S*C * K (the facts
     carry no K; the rules that ask look at ungrouped convs)."""
     rows = conv_gemm_rows(p)
-    depth = math.prod(int(d) for d in p.fact("kernel", ())) * int(p.fact("channels", 0))
+    depth = conv_gemm_depth(p)
     return int(p.flops) // (2 * rows * depth) if rows and depth else 0
 
 
@@ -879,7 +884,7 @@ def CPU_CONV_WGRAD_GEMM(p: Problem, t: Target) -> str | None:
     on = f"{isa}, AMD" if vendor == "amd" else f"{isa}, Intel" if vendor == "intel" else isa
     from fusilli.passes import gemm_config  # the tile table (it imports this module)
 
-    columns = math.prod(int(d) for d in p.fact("kernel", ())) * int(p.fact("channels", 0))
+    columns = conv_gemm_depth(p)
     transposed = gemm_config.wgrad_gemm_transposed(isa, conv_out_channels(p), columns, vendor)
     shape = f" as DW^T[R*S*C = {columns}, K]" if transposed else ""
     return f"one GEMM over {conv_gemm_rows(p)} output positions{shape}, conv GEMM tile for {on}"

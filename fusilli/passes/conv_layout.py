@@ -532,6 +532,16 @@ def _im2col_matmul(b: ir.TorchBuilder, x_nhwc, w_krsc, out_dims, stride, padding
     return b.op("torch_c.from_builtin_tensor", [y], ir.vtensor_type([n, oh, ow, k], "f32"))
 
 
+def _gemm_patches(x_nhwc: ir.Value, out_hw, kernel, stride, padding, dilation, flipped_taps: bool = False) -> ir.Value:
+    """The ``[N*Ho*Wo, R*S*C]`` patch matrix the explicit conv GEMMs read: a reshape of the NHWC
+    input for 1x1 unit-stride unpadded convs, else ``conv_direct.padded_patches`` (read through
+    the padding; ``flipped_taps``: dgrad's flipped taps, laid out ``(c, r, s)``)."""
+    if tuple(kernel) == (1, 1) and list(stride) == [1, 1] and not any(padding):
+        return _collapse(x_nhwc, [[0, 1, 2], [3]])
+    gathered = conv_direct.padded_patches(x_nhwc, out_hw, kernel, stride, padding, dilation, flipped_taps, flipped_taps)
+    return _collapse(gathered, [[0, 1, 2], [3, 4, 5]])
+
+
 def _im2col_gemm(
     x_nhwc: ir.Value, w_hwcf: ir.Value, out_dims, stride, padding, dilation, target: Target, flipped_taps: bool = False
 ) -> ir.Value:
@@ -554,15 +564,7 @@ def _im2col_gemm(
     else:
         fy, fx, c = (wt.get_dim_size(i) for i in range(3))
     rows, depth = n * oh * ow, fy * fx * c
-    if (fy, fx) == (1, 1) and list(stride) == [1, 1] and not any(padding):
-        patches = _collapse(x_nhwc, [[0, 1, 2], [3]])
-    else:
-        patches = _collapse(
-            conv_direct.padded_patches(
-                x_nhwc, (oh, ow), (fy, fx), stride, padding, dilation, flipped_taps, flipped_taps
-            ),
-            [[0, 1, 2], [3, 4, 5]],
-        )
+    patches = _gemm_patches(x_nhwc, (oh, ow), (fy, fx), stride, padding, dilation, flipped_taps)
     filt = _collapse(w_hwcf, [[0, 1, 2], [3]])
     # Left to itself IREE folds the filter permute into the GEMM, which then reads B
     # transposed along its vectorized N dimension: 1x1 4x256x28x28->128 0.83 ms;
@@ -712,13 +714,7 @@ def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
             # C = 3 stem (its gather 3 channels wide: 0.11 + 0.68 -> 0.88 ms at batch 1, 1.0 + 6.9 ->
             # 7.7 at batch 8) batch 8 0.62 -> 0.66, 0.43 -> 0.55 / 0.75 -> 0.83, batch 1 even (0.57 ->
             # 0.45, 0.47 -> 0.56 / 0.87 -> 0.85).
-            if (fy, fx) == (1, 1) and list(stride) == [1, 1] and not any(padding):
-                patches = _collapse(b.to_builtin(x_nhwc), [[0, 1, 2], [3]])
-            else:
-                patches = _collapse(
-                    conv_direct.padded_patches(b.to_builtin(x_nhwc), (oh, ow), (fy, fx), stride, padding, dilation),
-                    [[0, 1, 2], [3, 4, 5]],
-                )
+            patches = _gemm_patches(b.to_builtin(x_nhwc), (oh, ow), (fy, fx), stride, padding, dilation)
             dy2 = _collapse(b.to_builtin(dy_nhwc), [[0, 1, 2], [3]])
             # The conv GEMM's tile where the rules choose it (FUSILLI_CONV_LOWERING=gemm: everywhere),
             # as DW^T[R*S*C, K] where R*S*C does not fill the tile's columns (gemm_config).
