@@ -87,17 +87,26 @@ def _conv_facts_of_node(node: Any) -> dict[str, Any]:
     out = x if dgrad else y
     channels = w.dim[0] // node.groups if dgrad else w.dim[1]
     return conv_facts(
-        w.dim[2:], node.stride, node.dilation, node.groups, channels_last, out.dim[0], out.dim[2:], channels
+        w.dim[2:],
+        node.stride,
+        node.dilation,
+        node.groups,
+        channels_last,
+        out.dim[0],
+        out.dim[2:],
+        channels,
+        node.padding,
     )
 
 
 def conv_facts(
-    kernel, stride, dilation, groups: int, channels_last: bool, batch: int, out_spatial, channels: int = 0
+    kernel, stride, dilation, groups: int, channels_last: bool, batch: int, out_spatial, channels: int = 0, padding=()
 ) -> dict[str, Any]:
     """The shape facts of a forward conv that algorithm rules look at (from a node or from IR);
     ``channels``: input channels per group (0: not known)."""
     return {
         "channels": channels,
+        "padding": tuple(padding),
         "kernel": tuple(kernel),
         "stride": tuple(stride),
         "dilation": tuple(dilation),
@@ -255,6 +264,9 @@ def lowering_summary(nodes: Iterable[Any], target: Target) -> str:
                 name += f" F({m}x{m})"
             elif c.rule is CPU_CONV_WINOGRAD_STRIDED:
                 m = polyphase_output_tile(problem, target)
+                name += f" F({m}x{m}, 2x2)"
+            elif c.rule is CPU_CONV_DGRAD_WINOGRAD_STRIDED:
+                m = polyphase_dgrad_output_tile(problem, target)
                 name += f" F({m}x{m}, 2x2)"
             if name not in names:
                 names.append(name)
@@ -888,6 +900,84 @@ def CPU_CONV_WGRAD_GEMM(p: Problem, t: Target) -> str | None:
     transposed = gemm_config.wgrad_gemm_transposed(isa, conv_out_channels(p), columns, vendor)
     shape = f" as DW^T[R*S*C = {columns}, K]" if transposed else ""
     return f"one GEMM over {conv_gemm_rows(p)} output positions{shape}, conv GEMM tile for {on}"
+
+
+# cpu-conv-dgrad-winograd-strided: 3x3 stride-2 data gradients as Winograd F(2, 2) per DX phase
+# (winograd.polyphase_dgrad_matrices: 1.56 multiplies per DX position and channel pair instead of
+# 2.25, and no col2im) where measured faster than the col2im GEMM: from this many 4x4 DX tiles
+# (batch x ceil(H/4) x ceil(W/4)) ...
+CPU_CONV_DGRAD_POLYPHASE_MIN_TILES = 128
+# ... while the transformed filter (25*K*C f32, every call) is at most this large: 8x256x28x28 (6.5 MB,
+# 392 tiles) won, 8x512x14x14 (26 MB, 128 tiles) ran even, 1x256x28x28 (49 tiles) and 1x512x14x14 (16)
+# lost to it. The transformed DY and GEMM products are held to the forward's
+# CPU_CONV_POLYPHASE_MAX_TRANSFORMED_BYTES (8x128x56x56, the largest measured, sits at it).
+CPU_CONV_DGRAD_POLYPHASE_MAX_FILTER_BYTES = 8 << 20
+
+
+def strided_dgrad_out_channels(p: Problem) -> int:
+    """A strided dgrad's DX channels (C) from its FLOP count, 2 * N * DY positions * R*S * K * C, with
+    DY's positions taken as DX's divided by the stride (exact for ResNet's "same" padding)."""
+    stride = p.fact("stride", ())
+    dy_positions = int(p.fact("batch", 0)) * math.prod(
+        -(-int(d) // int(s)) for d, s in zip(p.fact("out_spatial", ()), stride)
+    )
+    taps = math.prod(int(d) for d in p.fact("kernel", ()))
+    per = 2 * dy_positions * taps * int(p.fact("channels", 0))
+    return round(p.flops / per) if per else 0
+
+
+def polyphase_dgrad_output_tile(p: Problem, t: Target) -> int | None:
+    """m of the polyphase Winograd F(m, 2) cpu-conv-dgrad-winograd-strided computes this dgrad with
+    (tiles of 2m x 2m DX positions), or None. One transform serves rows and columns, so the
+    padding's parity must agree along them (it picks which DX rows are the two-tap phase)."""
+    if p.kind != "conv_dgrad" or p.fact("kernel") != (3, 3) or p.fact("stride") != (2, 2):
+        return None
+    if p.fact("dilation") != (1, 1) or p.fact("groups") != 1 or not p.fact("channels_last"):
+        return None
+    padding = p.fact("padding", ())
+    if len(padding) != 2 or padding[0] % 2 != padding[1] % 2 or p.element != DataType.FLOAT:
+        return None
+    if vector_isa(t) == "generic" or cpu_vendor(t.cpu) in CPU_CONV_POLYPHASE_EXCLUDED_VENDORS:
+        return None
+    m = 2
+    tiles, k, c = winograd_tiles(p, 2 * m), int(p.fact("channels", 0)), strided_dgrad_out_channels(p)
+    if k <= 0 or c <= 0 or tiles < CPU_CONV_DGRAD_POLYPHASE_MIN_TILES:
+        return None
+    t_squared = (2 * m + 1) ** 2
+    if t_squared * k * c * 4 > CPU_CONV_DGRAD_POLYPHASE_MAX_FILTER_BYTES:
+        return None
+    if t_squared * tiles * (k + c) * 4 > CPU_CONV_POLYPHASE_MAX_TRANSFORMED_BYTES:
+        return None
+    return m
+
+
+@rule(
+    "cpu-conv-dgrad-winograd-strided",
+    Backend.CPU,
+    ("conv_dgrad",),
+    "algorithm",
+    evidence=(
+        "3x3 stride-2 dgrad, Winograd F(2x2, 2x2) per DX phase against the col2im GEMM, Zen 4 VM (znver4), "
+        "python benchmarks/conv_lowerings.py --lowering gemm --lowering polyphase2 (in one process, "
+        "interleaved), ms, AVX-512 / x86-64-v3 code: 1x128x56x56 1.87 -> 1.68 / 2.01 -> 1.77, 8x128x56x56 "
+        "17.0 -> 15.5 / 20.0 -> 17.2, 8x256x28x28 14.8 -> 13.0 / 16.9 -> 15.0, 4x64x56x56->128 4.03 -> 4.27 / "
+        "3.72 -> 2.97, 8x512x14x14 16.5 -> 16.8 / 20.5 -> 19.9; fewer tiles lost: 1x256x28x28 2.11 -> 3.00, "
+        "1x512x14x14 2.35 -> 6.20. F(4x4, 2x2) won only at 8x128x56x56 (14.7 / 16.4 ms) and lost elsewhere. "
+        "A second run, this rule (--lowering auto) against --lowering gemm: 1x128x56x56 1.55 -> 1.49 / 2.26 -> "
+        "1.77, 8x128x56x56 15.9 -> 13.1 / 17.3 -> 13.1, 8x256x28x28 14.1 -> 10.9 / 14.1 -> 11.6, 4x64x56x56->128 "
+        "2.74 -> 2.88 / 5.12 -> 5.05 (even: DX's 64 channels make a narrow GEMM)"
+    ),
+)
+def CPU_CONV_DGRAD_WINOGRAD_STRIDED(p: Problem, t: Target) -> str | None:
+    m = polyphase_dgrad_output_tile(p, t)
+    if m is None:
+        return None
+    tiles, isa, vendor = winograd_tiles(p, 2 * m), vector_isa(t), cpu_vendor(t.cpu)
+    on = f"{isa}, AMD" if vendor == "amd" else isa
+    return (
+        f"F({m}x{m}, 2x2) per DX phase, 3x3 stride 2, {tiles} {2 * m}x{2 * m} DX tiles >= "
+        f"{CPU_CONV_DGRAD_POLYPHASE_MIN_TILES}, no col2im, GEMM tuned for {on}"
+    )
 
 
 @rule(

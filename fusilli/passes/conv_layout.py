@@ -44,8 +44,9 @@ four phases (cpu-conv-winograd-strided).
 
 Data gradients: a stride-1 dgrad is emitted as the forward conv of DY with the flipped
 filter, which every path above reads unflipped from the forward filter (_flipped_taps); a
-strided one is a transposed conv, rewritten (cpu-conv-dgrad-col2im-gemm) into one GEMM of DY
-and the forward filter and a col2im gather (_rewrite_strided_dgrad). Weight gradients
+strided one is a transposed conv, rewritten (_rewrite_strided_dgrad) into Winograd per DX phase
+for 3x3 stride 2 (cpu-conv-dgrad-winograd-strided) or else one GEMM of DY and the forward
+filter and a col2im gather (cpu-conv-dgrad-col2im-gemm). Weight gradients
 (``convolution_backward``) are Winograd or one GEMM over the output positions (_rewrite_wgrad).
 
 IREE's Winograd rewrite was measured too (see below) and is not used.
@@ -166,7 +167,7 @@ def _rewrite(op: ir.Operation, target: Target) -> bool:
     element = yt.element
     b = ir.TorchBuilder()
     flops = 2 * n * oh * ow * k * c * fy * fx
-    facts = rules.conv_facts((fy, fx), stride, dilation, 1, True, n, (oh, ow), c)
+    facts = rules.conv_facts((fy, fx), stride, dilation, 1, True, n, (oh, ow), c, padding)
     # dgrad's forward filter, flipped in w (read as KRSC by either path, see _flipped_taps), or None.
     dgrad_filter = _dgrad_forward_filter(w)
     # A dgrad asks the rules as the dgrad node does (g.explain shows the same choice): the
@@ -344,6 +345,24 @@ def polyphase_tile(lowering: str, problem: rules.Problem, target: Target) -> int
         2,
         rules.CPU_CONV_WINOGRAD_STRIDED,
         rules.polyphase_output_tile,
+    )
+
+
+def polyphase_dgrad_tile(lowering: str, problem: rules.Problem, target: Target) -> int | None:
+    """The F(m, 2) of the polyphase Winograd data gradient of this 3x3 stride-2 conv, or None.
+
+    ``FUSILLI_CONV_LOWERING=polyphase<m>`` forces it on every 3x3 stride-2 dgrad this pass
+    rewrites; ``auto`` asks the target's rules (cpu-conv-dgrad-winograd-strided).
+    """
+    return _winograd_family_tile(
+        lowering,
+        problem,
+        target,
+        "polyphase",
+        (2, 2),
+        2,
+        rules.CPU_CONV_DGRAD_WINOGRAD_STRIDED,
+        rules.polyphase_dgrad_output_tile,
     )
 
 
@@ -585,8 +604,10 @@ def _im2col_gemm(
 
 def _rewrite_strided_dgrad(op: ir.Operation, target: Target) -> bool:
     """A strided dgrad (fusilli/lowering/conv.py emits it as a transposed conv of DY with the
-    forward filter) as one GEMM and a col2im gather, where the rules choose it
-    (cpu-conv-dgrad-col2im-gemm; FUSILLI_CONV_LOWERING=gemm: every one this pass can take).
+    forward filter) as Winograd per DX phase (3x3 stride 2: cpu-conv-dgrad-winograd-strided,
+    winograd.polyphase_dgrad_matrices; FUSILLI_CONV_LOWERING=polyphase<m>) or one GEMM and a
+    col2im gather, where the rules choose it (cpu-conv-dgrad-col2im-gemm;
+    FUSILLI_CONV_LOWERING=gemm: every one this pass can take).
 
     ``cols[N*Ho*Wo, R*S*C] = DY[N*Ho*Wo, K] x W[K, R*S*C]``: the forward filter as KRSC is B
     as it is (a channels-last filter's permute cancels). Each input position then sums the
@@ -621,36 +642,33 @@ def _rewrite_strided_dgrad(op: ir.Operation, target: Target) -> bool:
     flops = 2 * n * oh * ow * k * c * fy * fx
     # The facts the dgrad node gives the rules: the forward conv it runs as produces DX from
     # DY's channels (rules._conv_facts_of_node).
-    facts = rules.conv_facts((fy, fx), stride, dilation, 1, True, n, (h, wd), k)
+    facts = rules.conv_facts((fy, fx), stride, dilation, 1, True, n, (h, wd), k, padding)
     problem = rules.Problem("conv_dgrad", DataType.from_mlir_name(element), flops, facts)
     lowering = pipeline.CONV_LOWERING
+    polyphase_m = polyphase_dgrad_tile(lowering, problem, target)
+    if polyphase_m is not None and padding[0] % 2 != padding[1] % 2:
+        polyphase_m = None  # (forced) one transform for rows and columns: their padding's parity must agree
     choice = rules.choose(problem, target, "algorithm") if lowering == "auto" else None
-    if lowering != "gemm" and (choice is None or choice.rule is not rules.CPU_CONV_DGRAD_COL2IM_GEMM):
+    col2im = lowering == "gemm" or (choice is not None and choice.rule is rules.CPU_CONV_DGRAD_COL2IM_GEMM)
+    if polyphase_m is None and not col2im:
         return False
     b = ir.TorchBuilder()
-    f32 = builtin_element_type("f32")
-    rows, cols = n * oh * ow, fy * fx * c
     with ir.InsertionPoint(op), op.location:
         dy_nhwc, w_krsc = b.permute(dy, TO_NHWC), b.permute(w, TO_NHWC)
         if element != "f32":
             dy_nhwc = b.to_dtype(dy_nhwc, "f32", _FLOAT_CODES["f32"])
             w_krsc = b.to_dtype(w_krsc, "f32", _FLOAT_CODES["f32"])
-        dy2 = _collapse(b.to_builtin(dy_nhwc), [[0, 1, 2], [3]])
-        # As in _im2col_gemm: a filter that is not channels-last is transposed in a dispatch of
-        # its own, not read transposed along the GEMM's vectorized dimension.
-        w2 = ir.optimization_barrier(_collapse(b.to_builtin(w_krsc), [[0], [1, 2, 3]]))
-        mm = _matmul(dy2, w2, rows, cols, _mnk_map(M, K), _mnk_map(K, N))
-        info = gemm_config.matmul_compilation_info(rules.vector_isa(target), rows, cols, k, cpu_vendor(target.cpu))
-        if info is not None:
-            mm.owner.attributes["compilation_info"] = info
-        columns = ir.tensor.ExpandShapeOp(
-            ir.RankedTensorType.get([n, oh, ow, fy, fx, c], f32),
-            mm,
-            _reassoc([[0, 1, 2], [3, 4, 5]]),
-            [],
-            [n, oh, ow, fy, fx, c],
-        ).result
-        dx = conv_direct.col2im(columns, (n, h, wd, c), stride, padding, dilation)
+        if polyphase_m is not None:
+            wplan = winograd.WinogradPlan(
+                polyphase_m, n, oh, ow, k, c, h, wd, (padding[0], padding[1]), stride=2, transposed=True
+            )
+            taps = winograd.krsc_taps(b.to_builtin(w_krsc))
+            isa, vendor = rules.vector_isa(target), cpu_vendor(target.cpu)
+            dx = winograd.winograd_conv(wplan, b.to_builtin(dy_nhwc), taps, isa, vendor)
+        else:
+            dx = _col2im_gemm(
+                b, dy_nhwc, w_krsc, (n, oh, ow, k), (h, wd, c), (fy, fx), stride, padding, dilation, target
+            )
         dx_nhwc = b.op("torch_c.from_builtin_tensor", [dx], ir.vtensor_type([n, h, wd, c], "f32"))
         if element != "f32":
             dx_nhwc = b.to_dtype(dx_nhwc, element, _FLOAT_CODES[element])
@@ -658,6 +676,31 @@ def _rewrite_strided_dgrad(op: ir.Operation, target: Target) -> bool:
     op.results[0].replace_all_uses_with(result)
     op.erase()
     return True
+
+
+def _col2im_gemm(b: ir.TorchBuilder, dy_nhwc, w_krsc, dy_dims, dx_dims, kernel, stride, padding, dilation, target):
+    """DX (builtin NHWC f32) of a strided dgrad as ``DY x W`` into every tap's columns, then col2im."""
+    n, oh, ow, k = dy_dims
+    h, wd, c = dx_dims
+    fy, fx = kernel
+    f32 = builtin_element_type("f32")
+    rows, cols = n * oh * ow, fy * fx * c
+    dy2 = _collapse(b.to_builtin(dy_nhwc), [[0, 1, 2], [3]])
+    # As in _im2col_gemm: a filter that is not channels-last is transposed in a dispatch of
+    # its own, not read transposed along the GEMM's vectorized dimension.
+    w2 = ir.optimization_barrier(_collapse(b.to_builtin(w_krsc), [[0], [1, 2, 3]]))
+    mm = _matmul(dy2, w2, rows, cols, _mnk_map(M, K), _mnk_map(K, N))
+    info = gemm_config.matmul_compilation_info(rules.vector_isa(target), rows, cols, k, cpu_vendor(target.cpu))
+    if info is not None:
+        mm.owner.attributes["compilation_info"] = info
+    columns = ir.tensor.ExpandShapeOp(
+        ir.RankedTensorType.get([n, oh, ow, fy, fx, c], f32),
+        mm,
+        _reassoc([[0, 1, 2], [3, 4, 5]]),
+        [],
+        [n, oh, ow, fy, fx, c],
+    ).result
+    return conv_direct.col2im(columns, (n, h, wd, c), stride, padding, dilation)
 
 
 def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
@@ -695,7 +738,7 @@ def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
             x_nhwc = b.to_dtype(x_nhwc, "f32", _FLOAT_CODES["f32"])
             dy_nhwc = b.to_dtype(dy_nhwc, "f32", _FLOAT_CODES["f32"])
         flops = 2 * n * oh * ow * k * c * fy * fx
-        facts = rules.conv_facts((fy, fx), stride, dilation, 1, True, n, (oh, ow), c)
+        facts = rules.conv_facts((fy, fx), stride, dilation, 1, True, n, (oh, ow), c, padding)
         problem = rules.Problem("conv_wgrad", DataType.from_mlir_name(element), flops, facts)
         if winograd_tile(pipeline.CONV_LOWERING, problem, target) is not None:
             dw = winograd.winograd_wgrad(b.to_builtin(x_nhwc), b.to_builtin(dy_nhwc), padding, rules.vector_isa(target))

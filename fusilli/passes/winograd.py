@@ -27,7 +27,15 @@ sit side by side in one ``(2m + 1)^2``-batch GEMM; the input tiles are ``2m + 1`
 ``2m`` apart, and one output transform sums the phases. F(2x2, 2x2) multiplies 6.25 times
 per output and channel pair instead of 9.
 
-The weight gradient of such a conv (``winograd_wgrad``) is Winograd F(3x3, 4x4):
+The data gradient of a 3x3 stride-2 conv (``WinogradPlan.transposed``, rule
+cpu-conv-dgrad-winograd-strided) runs the same way over DY with the transforms of
+``polyphase_dgrad_matrices``: DX's positions of one parity are a 2-tap stride-1 correlation of DY
+(F(m, 2)), the others a 1-tap one; a ``2m x 2m`` tile of DX reads an ``(m + 1)^2`` tile of DY,
+``m`` apart, and the filter transform reads the forward filter's KRSC ``[K, C]`` taps
+(``krsc_taps``). Its output transform is one stage reading only each position's nonzero terms
+(``sparse_output_transform``): the two separable stages wrote an intermediate as large as DX.
+
+The weight gradient of a 3x3 stride-1 conv (``winograd_wgrad``) is Winograd F(3x3, 4x4):
 the same 6x6 input tiles, DY's 4x4 tiles as the "filter", the sum over tiles
 done by one batched GEMM in the transformed domain.
 
@@ -88,6 +96,7 @@ class WinogradPlan:
     out_w: int
     pad: tuple[int, int]
     stride: int = 1
+    transposed: bool = False
 
     @property
     def t(self) -> int:
@@ -96,20 +105,34 @@ class WinogradPlan:
     @property
     def step(self) -> int:
         """Input rows (columns) between the starts of neighbouring tiles."""
-        return self.stride * self.m
+        return self.m if self.transposed else self.stride * self.m
+
+    @property
+    def out_tile(self) -> int:
+        """Output rows (columns) per tile: ``m``, or ``2m`` for a transposed (dgrad) plan."""
+        return 2 * self.m if self.transposed else self.m
+
+    @property
+    def read_pad(self) -> tuple[int, int]:
+        """How far before ``step * tile`` each tile's first input row (column) lies."""
+        if not self.transposed:
+            return self.pad
+        return (-_dgrad_first_row(self.pad[0]), -_dgrad_first_row(self.pad[1]))
 
     @property
     def matrices(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(A^T [m, t], G [t, 3], B^T [t, t]) of this plan's transforms, float64."""
+        """(A^T [out_tile, t], G [t, 3], B^T [t, input tile]) of this plan's transforms, float64."""
+        if self.transposed:
+            return polyphase_dgrad_matrices(self.m, self.pad[0])
         return transform_matrices(self.m) if self.stride == 1 else polyphase_matrices(self.m)
 
     @property
     def tiles_h(self) -> int:
-        return -(-self.out_h // self.m)
+        return -(-self.out_h // self.out_tile)
 
     @property
     def tiles_w(self) -> int:
-        return -(-self.out_w // self.m)
+        return -(-self.out_w // self.out_tile)
 
     @property
     def tiles(self) -> int:
@@ -145,7 +168,10 @@ def transform_matrices(m: int, r: int = KERNEL) -> tuple[np.ndarray, np.ndarray,
                 rhs.append(1.0 if col == i + k else 0.0)
     bt, *_ = np.linalg.lstsq(np.array(rows), np.array(rhs), rcond=None)
     bt = bt.reshape(t, t)
-    bt[np.abs(bt) < 1e-12] = 0.0
+    # lstsq leaves its integer entries (0, +-1, +-2, ...) some 1e-15 off; exact, they are terms that
+    # _constant_combination drops, adds or subtracts instead of multiplying.
+    integral = np.abs(bt - np.round(bt)) < 1e-12
+    bt[integral] = np.round(bt[integral]) + 0.0  # (+ 0.0: no -0.0 in the constants)
     for k in range(r):
         if not np.allclose(at @ np.diag(g[:, k]) @ bt, np.eye(m, t, k), atol=1e-9):
             raise AssertionError(f"F({m},{r}) transform matrices do not compute a correlation (tap {k})")
@@ -190,6 +216,53 @@ def plan(
 ) -> WinogradPlan:
     n, h, w, c = x_dims
     return WinogradPlan(m, n, h, w, c, k, out_hw[0], out_hw[1], (pad[0], pad[1]), stride)
+
+
+def _dgrad_first_row(pad: int) -> int:
+    """The first DY row a transposed plan's tile ``T`` reads, less ``m * T``: ``ceil((pad - 2) / 2)``."""
+    return -((2 - pad) // 2)
+
+
+@functools.cache
+def polyphase_dgrad_matrices(m: int, pad: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(A^T [2m, t], G [t, 3], B^T [t, m + 1]), t = 2m + 1: the data gradient of a 3-tap,
+    stride-2 correlation padded by ``pad``, as Winograd, in tiles of ``2m`` outputs.
+
+    The forward conv is ``y[o] = sum_r g[r] x[2o + r - pad]``, so
+    ``dx[j] = sum_{2o + r - pad = j} g[r] dy[o]``. Split by parity: the ``j`` with ``j + pad``
+    even take taps 0 and 2, ``dx[j] = g[2] dy[o] + g[0] dy[o + 1]`` with
+    ``o = (j + pad) / 2 - 1``, a 2-tap stride-1 correlation of DY, F(m, 2) with ``m + 1``
+    products; the others take tap 1 alone, ``m`` products. A tile of ``2m`` outputs starting at
+    ``2mT`` reads the ``m + 1`` DY values from ``mT + ceil((pad - 2) / 2)`` (tiles overlap by
+    one): B^T's first ``m + 1`` rows are F(m, 2)'s B^T, the next ``m`` pick the tap-1 values;
+    G applies F(m, 2)'s G to taps 2 and 0, then repeats tap 1; A^T interleaves the phases'
+    outputs. In 2-D, per output and channel pair ``(2m + 1)^2 / (2m)^2`` multiplies instead
+    of 9/4: 1.56 for m = 2, 1.27 for m = 4; and no col2im. The transposition of
+    ``polyphase_matrices`` would make overlapping output tiles (an overlap-add) instead.
+    """
+    at2, g2, bt2 = transform_matrices(m, 2)
+    t, first = 2 * m + 1, _dgrad_first_row(pad)
+    two_tap, one_tap = pad % 2, 1 - pad % 2  # the first output of each phase in a tile
+    tap1_offset = 1 - pad % 2  # the first DY value of the tap-1 phase, in the tile
+    at = np.zeros((2 * m, t))
+    at[two_tap::2, : m + 1] = at2
+    at[one_tap::2, m + 1 :] = np.eye(m)
+    g = np.zeros((t, KERNEL))
+    g[: m + 1, 2], g[: m + 1, 0], g[m + 1 :, 1] = g2[:, 0], g2[:, 1], 1.0
+    bt = np.zeros((t, m + 1))
+    bt[: m + 1] = bt2
+    bt[m + 1 :, tap1_offset : tap1_offset + m] = np.eye(m)
+    # The identity it must satisfy (in float64): A^T diag(G e_r) B^T scatters DY value i of the
+    # tile to output 2(first + i) + r - pad.
+    for r in range(KERNEL):
+        scatter = np.zeros((2 * m, m + 1))
+        for i in range(m + 1):
+            j = 2 * (first + i) + r - pad
+            if 0 <= j < 2 * m:
+                scatter[j, i] = 1.0
+        if not np.allclose(at @ np.diag(g[:, r]) @ bt, scatter, atol=1e-9):
+            raise AssertionError(f"polyphase dgrad F({m}, 2) matrices (pad {pad}) do not compute tap {r}")
+    return at, g, bt
 
 
 # ----------------------------------------------------------------------------- IR helpers
@@ -359,6 +432,19 @@ def hwcf_taps(w_hwcf: ir.Value) -> list[ir.Value]:
     return [_tap(w_hwcf, r, s) for r in range(KERNEL) for s in range(KERNEL)]
 
 
+def krsc_taps(w_krsc: ir.Value) -> list[ir.Value]:
+    """The nine ``[K, C]`` taps of a 3x3 KRSC filter, in ``(r, s)`` order: a strided dgrad's
+    (``K`` is what its GEMM contracts, DY's channels)."""
+    src = ir.RankedTensorType(w_krsc.type)
+    k, c = src.get_dim_size(0), src.get_dim_size(3)
+    result = ir.RankedTensorType.get([k, c], src.element_type)
+    return [
+        ir.tensor.ExtractSliceOp(result, w_krsc, [], [], [], [0, r, s, 0], [k, 1, 1, c], [1] * 4).result
+        for r in range(KERNEL)
+        for s in range(KERNEL)
+    ]
+
+
 def filter_transform(p: WinogradPlan, taps: list[ir.Value]) -> ir.Value:
     """``U[t*t, C, K] = G g G^T`` of the 3x3 filter ``g`` given as its nine ``[C, K]`` taps
     (``hwcf_taps``; dgrad's are slices of its forward filter), in one dispatch.
@@ -409,7 +495,7 @@ def _clamped(i: ir.Value, extent: int) -> ir.Value:
 def input_transform(p: WinogradPlan, x_nhwc: ir.Value) -> ir.Value:
     """``V[t*t, tiles, C] = B^T d B`` of every t x t input tile, padding folded into the reads."""
     _, _, bt = p.matrices
-    return one_pass_tile_transform(x_nhwc, bt, p.step, p.pad, (p.tiles_h, p.tiles_w))
+    return one_pass_tile_transform(x_nhwc, bt, p.step, p.read_pad, (p.tiles_h, p.tiles_w))
 
 
 def one_pass_tile_transform(src: ir.Value, matrix: np.ndarray, step: int, pad, tiles) -> ir.Value:
@@ -566,7 +652,7 @@ def output_transform(p: WinogradPlan, mm: ir.Value) -> ir.Value:
     lost: 3x3 s2 4x128x28x28->256, one thread, 537-547 us against 153 + 52 us for the two.
     """
     at, _, _ = p.matrices
-    t, m, k = p.t, p.m, p.k
+    t, m, k = p.t, p.out_tile, p.k
     th, tw = p.tiles_h, p.tiles_w
     m6 = _expand(mm, [[0, 1], [2, 3, 4], [5]], [t, t, p.n, th, tw, k])
     # Rows: O1[n, th, y, tw, b, k] = sum_a A^T[y, a] M[a, b, n, th, tw, k], iterating (n, th, tw, b, y, k).
@@ -589,6 +675,72 @@ def output_transform(p: WinogradPlan, mm: ir.Value) -> ir.Value:
     return _generic(coefs, [_map(4, [ox_])] * t, [p.n, p.out_h, p.out_w, k], _map(4, [n_, oy_, ox_, k_]), columns_body)
 
 
+def _sparse_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's nonzeros of ``matrix`` as (column [rows, L], coefficient [rows, L]), L the most
+    in a row; shorter rows padded with zero coefficients on a column of their own."""
+    width = max(int(np.count_nonzero(row)) for row in matrix)
+    columns = np.zeros((matrix.shape[0], width), dtype=np.int64)
+    coefs = np.zeros((matrix.shape[0], width))
+    for u, row in enumerate(matrix):
+        nonzero = np.flatnonzero(row)
+        columns[u, : len(nonzero)], coefs[u, : len(nonzero)] = nonzero, row[nonzero]
+        columns[u, len(nonzero) :] = nonzero[-1]
+    return columns, coefs
+
+
+def _table_lookup(u: ir.Value, table: np.ndarray) -> ir.Value:
+    """``table[u]`` for an index ``u`` below ``len(table)``: selects among constants, so that the
+    value stays uniform along the channels (a ``tensor.extract`` whose index came from a block
+    argument would be a gather to IREE's vectorizer)."""
+    value = _index(int(table[-1]))
+    for i in range(len(table) - 2, -1, -1):
+        if table[i] != table[-1]:
+            same = ir.arith.CmpIOp(ir.arith.CmpIPredicate.eq, u, _index(i)).result
+            value = ir.arith.SelectOp(same, _index(int(table[i])), value).result
+    return value
+
+
+def sparse_output_transform(p: WinogradPlan, mm: ir.Value) -> ir.Value:
+    """``DX = A^T M A`` of a transposed (dgrad) plan in one stage over DX itself, reading only the
+    products each output's row and column of A^T name (``_sparse_rows``).
+
+    A transposed plan's ``A^T`` has at most ``m + 1`` nonzeros per row (F(m, 2)'s for the two-tap
+    phase, one for the other): for m = 2 two, so an output reads 4 of a tile's 25 products. One
+    ``linalg.generic`` iterates ``(n, y, x, c)`` over DX (cropped where tiles overrun it), finds
+    its products at indices from ``linalg.index`` (selects among constants: uniform along the
+    channels, so the loads stay contiguous), and takes their coefficients from 1-D ``[H]`` and
+    ``[W]`` constants read along ``y`` and ``x`` (which keep IREE from collapsing those dims
+    into the channels). The separable two stages wrote an intermediate as large as M: as large
+    as DX here (tiles of ``2m`` outputs from ``2m + 1`` products), where the forward conv's
+    tiles shrink it.
+    """
+    at, _, _ = p.matrices
+    t, tile, k = p.t, p.out_tile, p.k
+    th, tw = p.tiles_h, p.tiles_w
+    m6 = _expand(mm, [[0, 1], [2, 3, 4], [5]], [t, t, p.n, th, tw, k])
+    columns, coefs = _sparse_rows(at)
+    width = columns.shape[1]
+    row_coefs = [_coefficients(coefs[np.arange(p.out_h) % tile, i]) for i in range(width)]
+    col_coefs = [_coefficients(coefs[np.arange(p.out_w) % tile, j]) for j in range(width)]
+    n_, y_, x_, c_ = _dims(4)
+
+    def body(args):
+        rcoef, ccoef = args[:width], args[width : 2 * width]
+        batch, y, x, ch = (ir.linalg.IndexOp(d).result for d in range(4))
+        tile_row, u = ir.arith.DivUIOp(y, _index(tile)).result, ir.arith.RemUIOp(y, _index(tile)).result
+        tile_col, v = ir.arith.DivUIOp(x, _index(tile)).result, ir.arith.RemUIOp(x, _index(tile)).result
+        col_products = [_table_lookup(v, columns[:, j]) for j in range(width)]
+        rows = []
+        for i in range(width):
+            a = _table_lookup(u, columns[:, i])
+            values = [ir.tensor.ExtractOp(m6, [a, b, batch, tile_row, tile_col, ch]).result for b in col_products]
+            rows.append(_fma_chain(ccoef, values))
+        return _fma_chain(rcoef, rows)
+
+    maps = [_map(4, [y_])] * width + [_map(4, [x_])] * width
+    return _generic(row_coefs + col_coefs, maps, [p.n, p.out_h, p.out_w, k], _map(4, [n_, y_, x_, c_]), body)
+
+
 def winograd_conv(
     p: WinogradPlan, x_nhwc: ir.Value, w_taps: list[ir.Value], isa: str, vendor: str | None = None
 ) -> ir.Value:
@@ -596,7 +748,8 @@ def winograd_conv(
     and the filter's nine ``[C, K]`` taps ``w_taps`` (``hwcf_taps``)."""
     u = filter_transform(p, w_taps)
     v = input_transform(p, x_nhwc)
-    return output_transform(p, batched_gemm(p, v, u, isa, vendor))
+    products = batched_gemm(p, v, u, isa, vendor)
+    return sparse_output_transform(p, products) if p.transposed else output_transform(p, products)
 
 
 def winograd_wgrad(x_nhwc: ir.Value, dy_nhwc: ir.Value, pad, isa: str = "generic") -> ir.Value:

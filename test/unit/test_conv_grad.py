@@ -495,6 +495,51 @@ def test_strided_dgrad_col2im_gemm(rng, arch, kernel, stride, padding, dilation,
     assert g.compile_stats.dispatch_count == 2  # the GEMM, the col2im gather
 
 
+# 3x3 stride-2 dgrads as polyphase Winograd (winograd.polyphase_dgrad_matrices): (padding, DX
+# spatial dims, m). Even and odd padding put the two-tap phase on odd and even DX rows; odd DX
+# dims crop the last tile; padding 0 and 2 start a tile's DY read one row before or at its own.
+POLYPHASE_DGRADS = [
+    ((1, 1), (12, 12), 2),
+    ((1, 1), (9, 11), 2),
+    ((0, 0), (11, 10), 2),
+    ((2, 2), (10, 9), 2),
+    ((1, 1), (16, 13), 4),
+    ((0, 2), (9, 12), 4),
+]
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "host"])
+@pytest.mark.parametrize("padding, hw, m", POLYPHASE_DGRADS, ids=["p1", "p1odd", "p0", "p2", "p1m4", "p02m4"])
+def test_strided_dgrad_polyphase_winograd(monkeypatch, rng, arch, padding, hw, m):
+    """A 3x3 stride-2 dgrad as Winograd F(m, 2) per DX phase (FUSILLI_CONV_LOWERING=polyphase<m>):
+    filter, input (DY) and output transforms around one batched GEMM, no col2im and no transposed
+    torch.aten.convolution; numerics against the reference as x86-64-v3 code and this host's own.
+    48 DY channels and 40 DX channels, so the GEMM's tiles have remainders."""
+    from fusilli import pipeline
+    from fusilli.backend.targets import Target
+
+    arch = None if arch == "host" else arch
+    try:
+        Target.resolve("cpu", arch).check_runs_here(f"{arch} code")
+    except fs.FusilliError:
+        pytest.skip(f"this CPU cannot run {arch} code")
+    monkeypatch.setattr(pipeline, "CONV_LOWERING", f"polyphase{m}")
+    n, k, c = 2, 48, 40
+    attrs = dict(padding=list(padding), stride=[2, 2], dilation=[1, 1])
+    x_dim, w_dim = [n, c, *hw], [k, c, 3, 3]
+    y_dim = list(conv_forward(np.zeros(x_dim), np.zeros(w_dim), groups=1, **attrs).shape)
+    g, ins, _ = _dgrad_graph(f"dgrad_polyphase_{arch}_{padding[0]}{padding[1]}_{m}", y_dim, w_dim, x_dim, attrs, True)
+    g.validate()
+    optimized = g.mlir("optimized", fs.Backend.CPU, arch)
+    assert "linalg.batch_matmul" in optimized and "torch.aten.convolution" not in optimized
+    assert "linalg.matmul" not in optimized  # not the col2im GEMM
+    handle = fs.Handle(fs.Backend.CPU, arch=arch)
+    # Winograd's f32 error scales with max|dx| (test_winograd.py).
+    run_and_check(g, handle, {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4)
+    # The filter, DY and output transforms, the GEMM.
+    assert g.compile_stats.dispatch_count == 4
+
+
 @pytest.mark.parametrize("io", [fs.DataType.FLOAT, fs.DataType.BFLOAT16], ids=["f32", "bf16"])
 def test_strided_dgrad_col2im_gemm_filter_layouts(cpu, rng, io):
     """The strided dgrad's GEMM with a KCRS (not channels-last) filter: the permute to KRSC is a
@@ -520,7 +565,8 @@ def test_strided_dgrad_col2im_rule_targets():
     AVX-512 code of any vendor; not at stride 1 (a forward conv of DY), for grouped convs, or on a
     CPU without AVX2 (IREE's transposed conv)."""
     attrs = dict(padding=[1, 1], stride=[2, 2], dilation=[1, 1])
-    g, _, _ = _dgrad_graph("dgrad_col2im_rule", [1, 128, 28, 28], [128, 128, 3, 3], [1, 128, 56, 56], attrs, True)
+    # 49 4x4 DX tiles: too few for cpu-conv-dgrad-winograd-strided.
+    g, _, _ = _dgrad_graph("dgrad_col2im_rule", [1, 256, 14, 14], [256, 256, 3, 3], [1, 256, 28, 28], attrs, True)
     g.validate()
     for arch, holds in (("x86-64-v3", True), ("znver4", True), ("sapphirerapids", True), ("x86-64", False)):
         assert ("cpu-conv-dgrad-col2im-gemm" in g.explain(arch=arch)) is holds, arch
@@ -531,6 +577,51 @@ def test_strided_dgrad_col2im_rule_targets():
     grouped, _, _ = _dgrad_graph("dgrad_col2im_rule_grouped", Y2, W2, X2, CASES_2D, True)
     grouped.validate()
     assert "cpu-conv-dgrad-col2im-gemm" not in grouped.explain(arch="znver4")
+
+
+def test_strided_dgrad_polyphase_rule_targets():
+    """cpu-conv-dgrad-winograd-strided takes 3x3 stride-2 f32 dgrads from 128 4x4 DX tiles on AVX2 code
+    and AMD AVX-512 (measured there; not Intel's), while the transformed filter stays within 8 MiB and
+    the padding's parity agrees along H and W; the others keep cpu-conv-dgrad-col2im-gemm."""
+    attrs = dict(padding=[1, 1], stride=[2, 2], dilation=[1, 1])
+    # ResNet-50's 3x3 s2 dgrad at batch 1: 196 tiles, a 1.6 MB transformed filter.
+    g, _, _ = _dgrad_graph("dgrad_poly_rule", [1, 128, 28, 28], [128, 128, 3, 3], [1, 128, 56, 56], attrs, True)
+    g.validate()
+    for arch, holds in (("x86-64-v3", True), ("znver4", True), ("sapphirerapids", False), ("x86-64", False)):
+        explained = g.explain(arch=arch)
+        assert ("cpu-conv-dgrad-winograd-strided" in explained) is holds, (arch, explained)
+    assert "F(2x2, 2x2) per DX phase" in g.explain(arch="znver4")
+    optimized = g.mlir("optimized", fs.Backend.CPU, "znver4")
+    assert "linalg.batch_matmul" in optimized and "linalg.matmul" not in optimized
+    # 8x512x14x14: 128 tiles but a 26 MB transformed filter; 1x256x28x28: 49 tiles.
+    big, _, _ = _dgrad_graph("dgrad_poly_big", [8, 512, 7, 7], [512, 512, 3, 3], [8, 512, 14, 14], attrs, True)
+    few, _, _ = _dgrad_graph("dgrad_poly_few", [1, 256, 14, 14], [256, 256, 3, 3], [1, 256, 28, 28], attrs, True)
+    # Padding 1 along H, 0 along W: DX 56x55 from DY 28x27.
+    odd = dict(padding=[1, 0], stride=[2, 2], dilation=[1, 1])
+    mixed, _, _ = _dgrad_graph("dgrad_poly_mixed", [1, 128, 28, 27], [128, 128, 3, 3], [1, 128, 56, 55], odd, True)
+    bf16, _, _ = _dgrad_graph(
+        "dgrad_poly_bf16", [1, 128, 28, 28], [128, 128, 3, 3], [1, 128, 56, 56], attrs, True, fs.DataType.BFLOAT16
+    )
+    for other in (big, few, mixed, bf16):
+        other.validate()
+        explained = other.explain(arch="znver4")
+        assert "cpu-conv-dgrad-winograd-strided" not in explained, (other.name, explained)
+        assert "cpu-conv-dgrad-col2im-gemm" in explained, (other.name, explained)
+
+
+def test_strided_dgrad_polyphase_auto(cpu, rng):
+    """Where cpu-conv-dgrad-winograd-strided holds (128 tiles of 4x4 DX positions: 2 x 32 x 32), auto
+    lowers the dgrad as the polyphase Winograd: 4 dispatches (filter, DY and output transforms, the
+    GEMM), no col2im GEMM; numerics against the reference."""
+    attrs = dict(padding=[1, 1], stride=[2, 2], dilation=[1, 1])
+    g, ins, _ = _dgrad_graph("dgrad_poly_auto", [2, 24, 16, 16], [24, 16, 3, 3], [2, 16, 32, 32], attrs, True)
+    g.validate()
+    if "cpu-conv-dgrad-winograd-strided" not in g.explain():
+        pytest.skip("this host's rules keep the col2im GEMM (Intel, or no AVX2)")
+    optimized = g.mlir("optimized")
+    assert "linalg.batch_matmul" in optimized and "linalg.matmul" not in optimized
+    run_and_check(g, cpu, {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4)
+    assert g.compile_stats.dispatch_count == 4
 
 
 @pytest.mark.parametrize("arch", ["x86-64-v3", "host"])
