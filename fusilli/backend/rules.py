@@ -268,6 +268,9 @@ def lowering_summary(nodes: Iterable[Any], target: Target) -> str:
             elif c.rule is CPU_CONV_DGRAD_WINOGRAD_STRIDED:
                 m = polyphase_dgrad_output_tile(problem, target)
                 name += f" F({m}x{m}, 2x2)"
+            elif c.rule is CPU_CONV_WGRAD_WINOGRAD_STRIDED:
+                m = polyphase_wgrad_output_tile(problem, target)
+                name += f" F({m}x{m}, 2x2)"
             if name not in names:
                 names.append(name)
     forced = forced_conv_lowering(nodes)
@@ -863,6 +866,70 @@ CPU_CONV_GEMM_RULES = (CPU_CONV_IM2COL_GEMM, CPU_CONV_DGRAD_FLIPPED_GEMM)
 # output positions (fusilli-conv-layout), which IREE compiles with its default tiles: there the
 # conv GEMM's tile (gemm_config.wgrad_matmul_compilation_info) and its K blocks run it faster.
 CPU_CONV_WGRAD_GEMM_VENDORS = {"avx2": None, "avx512": ("amd",)}  # None: every vendor
+
+
+# cpu-conv-wgrad-winograd-strided: 3x3 stride-2 weight gradients as Winograd over X's phases
+# (winograd.polyphase_wgrad: the forward polyphase F(m, 2)'s transforms, ((2m + 1) / m)^2
+# multiplies per DY position and channel pair instead of 9) where measured faster than the wgrad
+# GEMM. Zen 4 VM (znver4), python benchmarks/conv_lowerings.py --lowering auto (the GEMM) --lowering
+# polyphase2 --lowering polyphase4, ms in one process, two runs, AVX-512 / x86-64-v3 code: 8x128x56x56
+# 17.1, 17.4 -> F(2) 17.4, 15.7, F(4) 14.5, 12.9 / 24.8, 28.1 -> 22.4, 22.6 and 16.0, 16.8: F(4) from
+# this many 4x4 DY tiles ...
+CPU_CONV_WGRAD_POLYPHASE_F4_MIN_TILES = 392
+# ... else F(2) from this many 2x2 ones: 1x128x56x56 (196) 1.99, 1.74 -> 1.87, 1.52 / 2.89, 2.79 ->
+# 1.88, 2.54; 8x256x28x28 (392) 13.8, 15.9 -> 13.0, 15.5 / 24.7, 18.6 -> 19.4, 13.7. 1x256x28x28 (49)
+# lost, 1.46 -> 1.50 / 2.92 -> 3.37.
+CPU_CONV_WGRAD_POLYPHASE_F2_MIN_TILES = 128
+# X's channels (the GEMM's columns) at least this many: 4x64x56x56->128 lost on AVX-512 (3.44, 3.05
+# -> F(2) 5.66, 5.22, F(4) 5.15, 4.97), though F(4) won as x86-64-v3 code (4.36, 4.97 -> 3.01, 3.91).
+CPU_CONV_WGRAD_POLYPHASE_MIN_CHANNELS = 128
+# The GEMM's products (t*t*K*C f32, summed over every tile) at most this large: 8x512x14x14 (26 MB at
+# F(2)) lost, 12.1 -> 16.4 / even 24.7 -> 23.7.
+CPU_CONV_WGRAD_POLYPHASE_MAX_PRODUCT_BYTES = 8 << 20
+
+
+def polyphase_wgrad_output_tile(p: Problem, t: Target) -> int | None:
+    """m of the polyphase Winograd F(m, 2) cpu-conv-wgrad-winograd-strided computes this 3x3 stride-2
+    weight gradient with (tiles of m x m DY positions), or None."""
+    if p.kind != "conv_wgrad" or p.fact("kernel") != (3, 3) or p.fact("stride") != (2, 2):
+        return None
+    if p.fact("dilation") != (1, 1) or p.fact("groups") != 1 or not p.fact("channels_last"):
+        return None
+    if p.element != DataType.FLOAT or vector_isa(t) == "generic":
+        return None
+    if cpu_vendor(t.cpu) in CPU_CONV_POLYPHASE_EXCLUDED_VENDORS:
+        return None
+    c, k = int(p.fact("channels", 0)), conv_out_channels(p)
+    if c < CPU_CONV_WGRAD_POLYPHASE_MIN_CHANNELS or k <= 0:
+        return None
+    for m, min_tiles in ((4, CPU_CONV_WGRAD_POLYPHASE_F4_MIN_TILES), (2, CPU_CONV_WGRAD_POLYPHASE_F2_MIN_TILES)):
+        small = (2 * m + 1) ** 2 * k * c * 4 <= CPU_CONV_WGRAD_POLYPHASE_MAX_PRODUCT_BYTES
+        if winograd_tiles(p, m) >= min_tiles and small:
+            return m
+    return None
+
+
+@rule(
+    "cpu-conv-wgrad-winograd-strided",
+    Backend.CPU,
+    ("conv_wgrad",),
+    "algorithm",
+    evidence=(
+        "3x3 stride-2 weight gradients, Winograd over X's phases against the wgrad GEMM, Zen 4 VM (znver4), "
+        "python benchmarks/conv_lowerings.py --lowering auto --lowering polyphase2 --lowering polyphase4, ms "
+        "in one process, two runs, AVX-512 / x86-64-v3 code: 8x128x56x56 17.1, 17.4 -> F(4x4) 14.5, 12.9 / "
+        "24.8, 28.1 -> 16.0, 16.8; 1x128x56x56 1.99, 1.74 -> F(2x2) 1.87, 1.52 / 2.89, 2.79 -> 1.88, 2.54; "
+        "8x256x28x28 13.8, 15.9 -> 13.0, 15.5 / 24.7, 18.6 -> 19.4, 13.7 (the limits: rules.py)"
+    ),
+)
+def CPU_CONV_WGRAD_WINOGRAD_STRIDED(p: Problem, t: Target) -> str | None:
+    m = polyphase_wgrad_output_tile(p, t)
+    if m is None:
+        return None
+    tiles, isa, vendor = winograd_tiles(p, m), vector_isa(t), cpu_vendor(t.cpu)
+    on = f"{isa}, AMD" if vendor == "amd" else isa
+    limit = CPU_CONV_WGRAD_POLYPHASE_F4_MIN_TILES if m == 4 else CPU_CONV_WGRAD_POLYPHASE_F2_MIN_TILES
+    return f"F({m}x{m}, 2x2) over X's 4 phases, 3x3 stride 2, {tiles} {m}x{m} DY tiles >= {limit}, GEMM tuned for {on}"
 
 
 @rule(

@@ -47,7 +47,8 @@ filter, which every path above reads unflipped from the forward filter (_flipped
 strided one is a transposed conv, rewritten (_rewrite_strided_dgrad) into Winograd per DX phase
 for 3x3 stride 2 (cpu-conv-dgrad-winograd-strided) or else one GEMM of DY and the forward
 filter and a col2im gather (cpu-conv-dgrad-col2im-gemm). Weight gradients
-(``convolution_backward``) are Winograd or one GEMM over the output positions (_rewrite_wgrad).
+(``convolution_backward``) are Winograd (3x3 stride 1; 3x3 stride 2 over X's phases) or one GEMM over
+the output positions (_rewrite_wgrad).
 
 IREE's Winograd rewrite was measured too (see below) and is not used.
 """
@@ -363,6 +364,24 @@ def polyphase_dgrad_tile(lowering: str, problem: rules.Problem, target: Target) 
         2,
         rules.CPU_CONV_DGRAD_WINOGRAD_STRIDED,
         rules.polyphase_dgrad_output_tile,
+    )
+
+
+def polyphase_wgrad_tile(lowering: str, problem: rules.Problem, target: Target) -> int | None:
+    """The F(m, 2) of the polyphase Winograd weight gradient of this 3x3 stride-2 conv, or None.
+
+    ``FUSILLI_CONV_LOWERING=polyphase<m>`` forces it on every 3x3 stride-2 weight gradient this
+    pass rewrites; ``auto`` asks the target's rules (cpu-conv-wgrad-winograd-strided).
+    """
+    return _winograd_family_tile(
+        lowering,
+        problem,
+        target,
+        "polyphase",
+        (2, 2),
+        2,
+        rules.CPU_CONV_WGRAD_WINOGRAD_STRIDED,
+        rules.polyphase_wgrad_output_tile,
     )
 
 
@@ -704,8 +723,9 @@ def _col2im_gemm(b: ir.TorchBuilder, dy_nhwc, w_krsc, dy_dims, dx_dims, kernel, 
 
 
 def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
-    """A channels-last, ungrouped 2-D weight gradient as Winograd (3x3 stride 1, where the
-    target's rules choose it) or one GEMM over the im2col patches.
+    """A channels-last, ungrouped 2-D weight gradient as Winograd (3x3 stride 1; 3x3 stride 2 over X's
+    phases, winograd.polyphase_wgrad; where the target's rules choose them) or one GEMM over the
+    im2col patches.
 
     ``DW[K, R*S*C] = DY[N*Ho*Wo, K]^T x patches(X)[N*Ho*Wo, R*S*C]``: the forward conv's
     im2col read of X, contracted with DY over every output position. The result is the
@@ -740,8 +760,13 @@ def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
         flops = 2 * n * oh * ow * k * c * fy * fx
         facts = rules.conv_facts((fy, fx), stride, dilation, 1, True, n, (oh, ow), c, padding)
         problem = rules.Problem("conv_wgrad", DataType.from_mlir_name(element), flops, facts)
-        if winograd_tile(pipeline.CONV_LOWERING, problem, target) is not None:
-            dw = winograd.winograd_wgrad(b.to_builtin(x_nhwc), b.to_builtin(dy_nhwc), padding, rules.vector_isa(target))
+        polyphase_m = polyphase_wgrad_tile(pipeline.CONV_LOWERING, problem, target)
+        if winograd_tile(pipeline.CONV_LOWERING, problem, target) is not None or polyphase_m is not None:
+            x_b, dy_b, isa = b.to_builtin(x_nhwc), b.to_builtin(dy_nhwc), rules.vector_isa(target)
+            if polyphase_m is not None:
+                dw = winograd.polyphase_wgrad(x_b, dy_b, padding, polyphase_m, isa)
+            else:
+                dw = winograd.winograd_wgrad(x_b, dy_b, padding, isa)
             dw_krsc = b.op("torch_c.from_builtin_tensor", [dw], ir.vtensor_type([k, fy, fx, c], "f32"))
             if element != "f32":
                 dw_krsc = b.to_dtype(dw_krsc, element, _FLOAT_CODES[element])

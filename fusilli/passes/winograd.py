@@ -35,6 +35,10 @@ cpu-conv-dgrad-winograd-strided) runs the same way over DY with the transforms o
 (``krsc_taps``). Its output transform is one stage reading only each position's nonzero terms
 (``sparse_output_transform``): the two separable stages wrote an intermediate as large as DX.
 
+The weight gradient of a 3x3 stride-2 conv (``polyphase_wgrad``, rule
+cpu-conv-wgrad-winograd-strided) takes the forward polyphase transforms the other way round:
+each tile's filter gradient is ``G^T [(A dy) * (B^T x)]``, summed over tiles by one batched GEMM.
+
 The weight gradient of a 3x3 stride-1 conv (``winograd_wgrad``) is Winograd F(3x3, 4x4):
 the same 6x6 input tiles, DY's 4x4 tiles as the "filter", the sum over tiles
 done by one batched GEMM in the transformed domain.
@@ -792,4 +796,51 @@ def winograd_wgrad(x_nhwc: ir.Value, dy_nhwc: ir.Value, pad, isa: str = "generic
     r_, k_, s_, c_ = _dims(4)
     return _separable_stage(
         [_slice(o1, 1, b) for b in range(6)], at, 2, [k, 3, 3, c], _map(4, [k_, r_, s_, c_]), _map(4, [r_, k_, c_])
+    )
+
+
+def polyphase_wgrad(x_nhwc: ir.Value, dy_nhwc: ir.Value, pad, m: int, isa: str = "generic") -> ir.Value:
+    """The KRSC ``[K, 3, 3, C]`` weight gradient of a 3x3 stride-2 conv, by the polyphase F(m, 2).
+
+    The forward conv's 1-D identity ``y = A^T [(G g) * (B^T x)]`` per tile
+    (``polyphase_matrices``) makes ``sum_i dy[i] y[i]`` the bilinear form
+    ``sum_j (A dy)_j (G g)_j (B^T x)_j``, so the gradient of one tile's filter taps is
+    ``G^T [(A dy) * (B^T x)]``: X's tiles transformed as the forward conv's input (``2m + 1``
+    wide, ``2m`` apart, the padding folded into the reads), DY's ``m x m`` tiles by ``A``, the sum
+    over tiles (and the batch) in the transformed domain as one batched GEMM
+    ``M[t*t, K, C] = D[t*t, tiles, K]^T x V[t*t, tiles, C]``, then ``G^T`` along both dims. Per DY
+    position and channel pair ``((2m + 1) / m)^2`` multiplies instead of 9: 6.25 for m = 2, 5.06
+    for m = 4. The transforms are separable (``tile_transform``) as the stride-1 weight
+    gradient's.
+    """
+    at, g, bt = polyphase_matrices(m)
+    t = 2 * m + 1
+    xt, dyt = ir.RankedTensorType(x_nhwc.type), ir.RankedTensorType(dy_nhwc.type)
+    n, c, k = xt.get_dim_size(0), xt.get_dim_size(3), dyt.get_dim_size(3)
+    oh, ow = dyt.get_dim_size(1), dyt.get_dim_size(2)
+    tiles = (-(-oh // m), -(-ow // m))
+    v = tile_transform(x_nhwc, bt, 2 * m, pad, tiles, tiles[1] * 2 * m + 1)
+    d = tile_transform(dy_nhwc, at.T.copy(), m, (0, 0), tiles, tiles[1] * m)
+    zero = ir.arith.ConstantOp(_f32(), 0.0).result
+    init = ir.linalg.fill(zero, outs=[_empty([t * t, k, c])])
+    b_, m_, n_, r_ = _dims(4)
+    maps = [_map(4, [b_, r_, m_]), _map(4, [b_, r_, n_]), _map(4, [b_, m_, n_])]
+    mm = ir.linalg.batch_matmul(d, v, outs=[init], indexing_maps=maps)
+    info = wgrad_batch_matmul_compilation_info(isa, t * t, k, c, tiles[0] * tiles[1] * n)
+    if info is not None:
+        mm.owner.attributes["compilation_info"] = info
+    m4 = _expand(mm, [[0, 1], [2], [3]], [t, t, k, c])
+    gt = g.T.copy()
+    # Rows: O1[r, b, k, c] = sum_a G[a, r] M[a, b, k, c], iterating (b, k, r, c).
+    b_, k_, r_, c_ = _dims(4)
+    o1 = _separable_stage([_slice(m4, 0, a) for a in range(t)], gt, 2, [KERNEL, t, k, c], _map(4, [r_, b_, k_, c_]))
+    # Columns: DW[k, r, s, c] = sum_b G[b, s] O1[r, b, k, c], iterating (r, k, s, c).
+    r_, k_, s_, c_ = _dims(4)
+    return _separable_stage(
+        [_slice(o1, 1, b) for b in range(t)],
+        gt,
+        2,
+        [k, KERNEL, KERNEL, c],
+        _map(4, [k_, r_, s_, c_]),
+        _map(4, [r_, k_, c_]),
     )

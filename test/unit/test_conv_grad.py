@@ -579,6 +579,104 @@ def test_strided_dgrad_col2im_rule_targets():
     assert "cpu-conv-dgrad-col2im-gemm" not in grouped.explain(arch="znver4")
 
 
+# 3x3 stride-2 weight gradients as polyphase Winograd (winograd.polyphase_wgrad): (padding, X spatial
+# dims, m): odd X dims and DY dims no multiple of m leave ragged last tiles on both operands.
+POLYPHASE_WGRADS = [
+    ((1, 1), (12, 12), 2),
+    ((1, 1), (9, 11), 2),
+    ((0, 2), (11, 10), 2),
+    ((1, 1), (16, 13), 4),
+]
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "host"])
+@pytest.mark.parametrize("padding, hw, m", POLYPHASE_WGRADS, ids=["p1", "p1odd", "p02", "p1m4"])
+def test_strided_wgrad_polyphase_winograd(monkeypatch, rng, arch, padding, hw, m):
+    """A 3x3 stride-2 weight gradient as Winograd over X's phases (FUSILLI_CONV_LOWERING=polyphase<m>):
+    X transformed as the forward conv's input, DY's m x m tiles by A, one batched GEMM summing over
+    tiles, G^T along both filter dims; numerics against the reference, as x86-64-v3 code and this
+    host's own."""
+    from fusilli import pipeline
+    from fusilli.backend.targets import Target
+
+    arch = None if arch == "host" else arch
+    try:
+        Target.resolve("cpu", arch).check_runs_here(f"{arch} code")
+    except fs.FusilliError:
+        pytest.skip(f"this CPU cannot run {arch} code")
+    monkeypatch.setattr(pipeline, "CONV_LOWERING", f"polyphase{m}")
+    n, k, c = 2, 40, 24
+    attrs = dict(padding=list(padding), stride=[2, 2], dilation=[1, 1])
+    x_dim, w_dim = [n, c, *hw], [k, c, 3, 3]
+    y_dim = list(conv_forward(np.zeros(x_dim), np.zeros(w_dim), groups=1, **attrs).shape)
+    g, ins, _ = _wgrad_graph(f"wgrad_polyphase_{arch}_{padding[0]}{padding[1]}_{m}", y_dim, x_dim, w_dim, attrs, True)
+    g.validate()
+    optimized = g.mlir("optimized", fs.Backend.CPU, arch)
+    assert "linalg.batch_matmul" in optimized and "linalg.matmul" not in optimized
+    assert "convolution_backward" not in optimized
+    handle = fs.Handle(fs.Backend.CPU, arch=arch)
+    run_and_check(g, handle, {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4)
+    # X rows and columns, DY rows and columns, the GEMM, G^T along rows and along columns.
+    assert g.compile_stats.dispatch_count == 7
+
+
+def test_strided_polyphase_grads_of_256_channels(monkeypatch, cpu, rng):
+    """The polyphase F(4, 2) data and weight gradients with 256 channels on the summed side (DY's for
+    dgrad, X's for wgrad), where Winograd's f32 error grows: it scales with the result's magnitude,
+    so the bound is on the largest error over the largest |reference| (measured 5e-6 and 1e-6)."""
+    from fusilli import pipeline, reference
+
+    monkeypatch.setattr(pipeline, "CONV_LOWERING", "polyphase4")
+    attrs = dict(padding=[1, 1], stride=[2, 2], dilation=[1, 1])
+    dgrad, dgrad_ins, _ = _dgrad_graph("dgrad_poly_256", [2, 256, 8, 8], [256, 32, 3, 3], [2, 32, 16, 16], attrs, True)
+    wgrad, wgrad_ins, _ = _wgrad_graph("wgrad_poly_256", [2, 32, 8, 8], [2, 256, 16, 16], [32, 256, 3, 3], attrs, True)
+    for g, ins in ((dgrad, dgrad_ins), (wgrad, wgrad_ins)):
+        g.validate()
+        assert "linalg.batch_matmul" in g.mlir("optimized")
+        inputs = {t: random_array(t, rng) for t in ins}
+        got = run_and_check(g, cpu, inputs, rtol=1e-3, atol=1e-3)
+        for name, want in reference.run(g, inputs).items():
+            want = np.asarray(want, np.float64)
+            error = np.abs(np.asarray(got[name], np.float64) - want).max() / np.abs(want).max()
+            assert error < 1e-5, (g.name, error)
+
+
+def test_strided_wgrad_polyphase_rule_targets():
+    """cpu-conv-wgrad-winograd-strided takes 3x3 stride-2 f32 weight gradients of >= 128 input channels
+    on AVX2 code and AMD AVX-512: F(4x4) from 392 4x4 DY tiles, else F(2x2) from 128 2x2 ones, while
+    the GEMM's products (t*t*K*C f32) stay within 8 MiB; others keep the wgrad GEMM."""
+    attrs = dict(padding=[1, 1], stride=[2, 2], dilation=[1, 1])
+
+    def explained(name, n, c, h, k, arch):
+        g, _, _ = _wgrad_graph(name, [n, k, h // 2, h // 2], [n, c, h, h], [k, c, 3, 3], attrs, True)
+        g.validate()
+        return [line for line in g.explain(arch=arch).splitlines() if "[conv_wgrad]" in line][0]
+
+    for arch in ("x86-64-v3", "znver4"):
+        assert "cpu-conv-wgrad-winograd-strided (F(2x2, 2x2)" in explained("pw_b1", 1, 128, 56, 128, arch)
+        assert "cpu-conv-wgrad-winograd-strided (F(4x4, 2x2)" in explained("pw_b8", 8, 128, 56, 128, arch)
+        # 8x256x28x28: 128 4x4 tiles (F(2x2) then, 392 2x2 ones).
+        assert "cpu-conv-wgrad-winograd-strided (F(2x2, 2x2)" in explained("pw_256", 8, 256, 28, 256, arch)
+        for name, n, c, h, k in (("pw_few", 1, 256, 28, 256), ("pw_big", 8, 512, 14, 512), ("pw_c64", 4, 64, 56, 128)):
+            line = explained(name, n, c, h, k, arch)
+            assert "cpu-conv-wgrad-gemm" in line and "winograd" not in line, (name, arch, line)
+    assert "winograd" not in explained("pw_intel", 1, 128, 56, 128, "sapphirerapids")
+
+
+def test_strided_wgrad_polyphase_auto(cpu, rng):
+    """Where cpu-conv-wgrad-winograd-strided holds (128 input channels, 2 x 8 x 8 2x2 DY tiles), auto
+    computes the weight gradient over X's phases: numerics against the reference, 7 dispatches."""
+    attrs = dict(padding=[1, 1], stride=[2, 2], dilation=[1, 1])
+    g, ins, _ = _wgrad_graph("wgrad_poly_auto", [2, 16, 16, 16], [2, 128, 32, 32], [16, 128, 3, 3], attrs, True)
+    g.validate()
+    if "cpu-conv-wgrad-winograd-strided" not in g.explain():
+        pytest.skip("this host's rules keep the wgrad GEMM (Intel, or no AVX2)")
+    optimized = g.mlir("optimized")
+    assert "linalg.batch_matmul" in optimized and "linalg.matmul" not in optimized
+    run_and_check(g, cpu, {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4)
+    assert g.compile_stats.dispatch_count == 7
+
+
 def test_strided_dgrad_polyphase_rule_targets():
     """cpu-conv-dgrad-winograd-strided takes 3x3 stride-2 f32 dgrads from 128 4x4 DX tiles on AVX2 code
     and AMD AVX-512 (measured there; not Intel's), while the transformed filter stays within 8 MiB and
