@@ -633,7 +633,8 @@ def batched_gemm(p: WinogradPlan, v: ir.Value, u: ir.Value, isa: str, vendor: st
 
 
 def output_transform(p: WinogradPlan, mm: ir.Value) -> ir.Value:
-    """``y[N, Ho, Wo, K] = A^T M A`` of every tile's GEMM result, in two separable stages.
+    """``y[N, Ho, Wo, K] = A^T M A`` of every tile's GEMM result, in two separable stages (stride-1
+    plans; the polyphase ones' sparse ``A^T`` takes ``sparse_output_transform``).
 
     The rows stage writes ``O1[N, TH, m, TW, t, K]``. The columns stage iterates the NHWC
     result itself, ``(n, oy, ox, k)``, cropped to ``Ho x Wo`` where the tiles overrun it: it
@@ -705,18 +706,28 @@ def _table_lookup(u: ir.Value, table: np.ndarray) -> ir.Value:
 
 
 def sparse_output_transform(p: WinogradPlan, mm: ir.Value) -> ir.Value:
-    """``DX = A^T M A`` of a transposed (dgrad) plan in one stage over DX itself, reading only the
+    """``Y = A^T M A`` of a stride-2 plan in one stage over the result itself, reading only the
     products each output's row and column of A^T name (``_sparse_rows``).
 
-    A transposed plan's ``A^T`` has at most ``m + 1`` nonzeros per row (F(m, 2)'s for the two-tap
-    phase, one for the other): for m = 2 two, so an output reads 4 of a tile's 25 products. One
-    ``linalg.generic`` iterates ``(n, y, x, c)`` over DX (cropped where tiles overrun it), finds
-    its products at indices from ``linalg.index`` (selects among constants: uniform along the
-    channels, so the loads stay contiguous), and takes their coefficients from 1-D ``[H]`` and
-    ``[W]`` constants read along ``y`` and ``x`` (which keep IREE from collapsing those dims
-    into the channels). The separable two stages wrote an intermediate as large as M: as large
-    as DX here (tiles of ``2m`` outputs from ``2m + 1`` products), where the forward conv's
-    tiles shrink it.
+    The polyphase plans' ``A^T`` are sparse: a transposed (dgrad) plan's rows have F(m, 2)'s
+    nonzeros for the two-tap phase and one for the other (for m = 2 at most two, so a DX
+    position reads 4 of its tile's 25 products); a forward plan's, ``[F(m, 2)'s A^T | I]``, have
+    ``m + 2`` at most (3 for m = 2: 9 reads). One ``linalg.generic`` iterates ``(n, y, x, c)``
+    over the NHWC result (cropped where tiles overrun it), finds its products at indices from
+    ``linalg.index`` (selects among constants: uniform along the channels, so the loads stay
+    contiguous), and takes their coefficients from 1-D ``[H]`` and ``[W]`` constants read along
+    ``y`` and ``x`` (which keep IREE from collapsing those dims into the channels). Its output
+    map is the identity, so a fused epilogue is an elementwise consumer IREE fuses into it.
+
+    The separable two stages (``output_transform``) wrote an intermediate as large as M for a
+    dgrad (tiles of ``2m`` outputs from ``2m + 1`` products) and ran their FMAs over the zeros.
+    One thread (benchmarks/dispatch_profile.py --device local-sync), Zen 4 VM, the output
+    transform's dispatches, mean (min) us, two stages -> one: dgrad 3x3 s2 8x128x56x56 7,800
+    (5,200) -> 3,360 (2,200), the whole call 29.6 -> 26.7 ms; forward 3x3 s2 8x128x56x56 4,400
+    (3,100) -> 1,700 (1,500), 1x128x56x56 140 (69) -> 82 (43), 4x64x56x56->128 1,140 (540) -> 700
+    (385); the suite's 3x3 s2 + bias + relu even, one dispatch fewer. At 2 threads, in one
+    process, the forward rows moved within the host's noise (+-12%: rows whose IR was the same
+    moved as much).
     """
     at, _, _ = p.matrices
     t, tile, k = p.t, p.out_tile, p.k
@@ -753,7 +764,7 @@ def winograd_conv(
     u = filter_transform(p, w_taps)
     v = input_transform(p, x_nhwc)
     products = batched_gemm(p, v, u, isa, vendor)
-    return sparse_output_transform(p, products) if p.transposed else output_transform(p, products)
+    return sparse_output_transform(p, products) if p.stride == 2 else output_transform(p, products)
 
 
 def winograd_wgrad(x_nhwc: ir.Value, dy_nhwc: ir.Value, pad, isa: str = "generic") -> ir.Value:

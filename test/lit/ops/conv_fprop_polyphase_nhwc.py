@@ -124,17 +124,19 @@ def polyphase_conv_bias_relu():
 # AVX512: %[[M:.*]] = linalg.batch_matmul {compilation_info = #{{.*}}} ins(%[[V]], %[[U]] : tensor<25x16x8xf32>, tensor<25x8x32xf32>)
 # GENERIC: %[[M:.*]] = linalg.batch_matmul ins(%[[V]], %[[U]] : tensor<25x16x8xf32>, tensor<25x8x32xf32>)
 #
-# Output transform rows then columns, summing the phases: A^T = [F(2, 2)'s A^T | I].
+# Output transform in one stage over the NHWC result, summing the phases: A^T = [F(2, 2)'s A^T | I]
+# has rows [1, 1, 0, 1, 0] and [0, -1, 1, 0, 1], three nonzeros each, so an output reads 3 x 3 of
+# its tile's products, at [a(oy % 2), b(ox % 2), n, oy / 2, ox / 2, k], the coefficients of its
+# row's first nonzero ([1, -1] repeated) and the others (ones) read along oy and ox.
 # CHECK: %[[M6:.*]] = tensor.expand_shape %[[M]] {{\[}}[0, 1], [2, 3, 4], [5]] output_shape [5, 5, 1, 4, 4, 32]
-# CHECK: arith.constant dense<[1.000000e+00, -1.000000e+00]> : tensor<2xf32>
-# CHECK: %[[O1:.*]] = linalg.generic
-# CHECK-SAME: outs(%{{.*}} : tensor<1x4x2x4x5x32xf32>)
-# The columns stage iterates the NHWC result, A^T[ox % 2, b] read along ox (column b = 4,
-# the odd phases' identity, is [0, 1] repeated), O1 read at [n, oy / 2, oy % 2, ox / 2, b, k]:
-# CHECK: arith.constant dense<[0.000000e+00, 1.000000e+00, 0.000000e+00, 1.000000e+00, 0.000000e+00, 1.000000e+00, 0.000000e+00, 1.000000e+00]> : tensor<8xf32>
+# CHECK: arith.constant dense<[1.000000e+00, -1.000000e+00, 1.000000e+00, -1.000000e+00, 1.000000e+00, -1.000000e+00, 1.000000e+00, -1.000000e+00]> : tensor<8xf32>
+# CHECK-NEXT: arith.constant dense<1.000000e+00> : tensor<8xf32>
 # CHECK: linalg.generic
 # CHECK-SAME: outs(%{{.*}} : tensor<1x8x8x32xf32>)
-# CHECK-COUNT-5: tensor.extract %[[O1]]
+# CHECK: arith.divui %{{.*}}, %c2
+# CHECK: arith.remui %{{.*}}, %c2
+# CHECK-COUNT-9: tensor.extract %[[M6]]
+# CHECK-NOT: tensor.extract
 # CHECK: } -> tensor<1x8x8x32xf32>
 #
 # The epilogue iterates in the stored NHWC order, so IREE fuses it into the last stage:
