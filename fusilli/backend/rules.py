@@ -611,8 +611,16 @@ CPU_CONV_POLYPHASE_MIN_TILES = 128
 # 8x128x56x56->128 0.68 -> 0.78 / 0.80 -> 0.85, 4x128x56x56->128 (784, 20 MB) 0.75 -> 0.80 /
 # 0.82 -> 0.98, 8x128x28x28->256 1.13 -> 1.21 / 0.78 -> 0.92 ...
 CPU_CONV_POLYPHASE_MAX_TRANSFORMED_BYTES = 40 << 20
-# ... and the transformed filter at most this large (1x512x14x14->512, 26 MB: 0.72 -> 0.25).
+# ... and the transformed filter at most this large (1x512x14x14->512, 26 MB: 0.72 -> 0.25) ...
 CPU_CONV_POLYPHASE_MAX_FILTER_BYTES = 4 << 20
+# ... or this large per 2x2 output tile, where many tiles share its transform. Zen 4 VM, python
+# benchmarks/conv_lowerings.py --lowering auto (the K-blocked GEMM then) --lowering polyphase2, ms in
+# one process, AVX-512 / x86-64-v3 code: 8x256x28x28->256 (6.5 MB, 392 tiles: 17 KB each) 13.3 -> 10.8,
+# 11.9 -> 10.4 / 14.2 -> 12.3, 18.1 -> 13.8; 8x256x28x28->512 (13 MB, 33 KB) 25.5 -> 20.7 / 30.4 ->
+# 24.7; 1x256x56x56->256 (6.5 MB, 784 tiles) 6.08 -> 5.53 / 8.56 -> 7.38; 4x256x28x28->256 (6.5 MB, 196:
+# 33 KB) even, 7.28 -> 7.43 / 7.58 -> 6.71; 8x512x14x14->512 (26 MB, 128: 205 KB) lost or even, 14.3 ->
+# 15.7 / 23.7 -> 21.6.
+CPU_CONV_POLYPHASE_MAX_FILTER_BYTES_PER_TILE = 40 << 10
 # Measured on AMD cores (AVX-512, and AVX2 as x86-64-v3 code, whose Winograd GEMM tiles are the
 # vendor-free ones); not on Intel's, whose strided GEMMs have tiles of their own.
 CPU_CONV_POLYPHASE_EXCLUDED_VENDORS = ("intel",)
@@ -629,7 +637,10 @@ def polyphase_output_tile(p: Problem, t: Target) -> int | None:
     tiles, channels = winograd_tiles(p, 2), int(p.fact("channels", 0))
     if channels <= 0:
         return None  # (not known: the transformed sizes cannot be checked)
-    if tiles < CPU_CONV_POLYPHASE_MIN_TILES or 25 * conv_filter_elements(p) * 4 > CPU_CONV_POLYPHASE_MAX_FILTER_BYTES:
+    filter_bytes = 25 * conv_filter_elements(p) * 4
+    if tiles < CPU_CONV_POLYPHASE_MIN_TILES:
+        return None
+    if filter_bytes > max(CPU_CONV_POLYPHASE_MAX_FILTER_BYTES, tiles * CPU_CONV_POLYPHASE_MAX_FILTER_BYTES_PER_TILE):
         return None
     if 25 * tiles * (channels + conv_out_channels(p)) * 4 > CPU_CONV_POLYPHASE_MAX_TRANSFORMED_BYTES:
         return None

@@ -264,6 +264,11 @@ def test_polyphase_forcing_leaves_other_convs_to_the_rules(cpu, lowering):
         ((8, 128, 56, 56, 128), "znver4", 2),  # 38.3 MiB
         ((16, 128, 56, 56, 128), "znver4", None),  # 76.6 MiB: more than measured
         ((1, 512, 14, 14, 512), "znver4", None),  # 26 MB transformed filter
+        ((8, 256, 28, 28, 256), "znver4", 2),  # 6.5 MB filter, 392 tiles: <= 40 KiB each
+        ((8, 256, 28, 28, 256), "x86-64-v3", 2),
+        ((4, 256, 28, 28, 256), "znver4", 2),  # 196 tiles: 33 KB each
+        ((2, 256, 28, 28, 256), "znver4", None),  # 98 tiles
+        ((8, 512, 14, 14, 512), "znver4", None),  # 26 MB filter, 128 tiles: 205 KB each
     ],
 )
 def test_polyphase_auto_choice(shape, arch, expected):
