@@ -990,6 +990,11 @@ CPU_CONV_DGRAD_POLYPHASE_MIN_TILES = 128
 # lost to it. The transformed DY and GEMM products are held to the forward's
 # CPU_CONV_POLYPHASE_MAX_TRANSFORMED_BYTES (8x128x56x56, the largest measured, sits at it).
 CPU_CONV_DGRAD_POLYPHASE_MAX_FILTER_BYTES = 8 << 20
+# F(4x4, 2x2) (8x8 DX tiles, 81 products each: 1.27 multiplies per DX position and channel pair
+# instead of 1.56) from this many 8x8 DX tiles: 8x128x56x56 (392) 15.5 -> 14.7 ms (AVX-512), 17.2 ->
+# 16.4 (x86-64-v3), with two-stage output transforms 16.1 -> 13.8; with fewer it lost (1x128x56x56,
+# 49: 1.68 -> 1.72 / 1.77 -> 2.01; 8x256x28x28, 128: 13.0 -> 14.7 / 15.0 -> 20.2).
+CPU_CONV_DGRAD_POLYPHASE_F4_MIN_TILES = 392
 
 
 def strided_dgrad_out_channels(p: Problem) -> int:
@@ -1017,16 +1022,16 @@ def polyphase_dgrad_output_tile(p: Problem, t: Target) -> int | None:
         return None
     if vector_isa(t) == "generic" or cpu_vendor(t.cpu) in CPU_CONV_POLYPHASE_EXCLUDED_VENDORS:
         return None
-    m = 2
-    tiles, k, c = winograd_tiles(p, 2 * m), int(p.fact("channels", 0)), strided_dgrad_out_channels(p)
-    if k <= 0 or c <= 0 or tiles < CPU_CONV_DGRAD_POLYPHASE_MIN_TILES:
+    k, c = int(p.fact("channels", 0)), strided_dgrad_out_channels(p)
+    if k <= 0 or c <= 0:
         return None
-    t_squared = (2 * m + 1) ** 2
-    if t_squared * k * c * 4 > CPU_CONV_DGRAD_POLYPHASE_MAX_FILTER_BYTES:
-        return None
-    if t_squared * tiles * (k + c) * 4 > CPU_CONV_POLYPHASE_MAX_TRANSFORMED_BYTES:
-        return None
-    return m
+    for m, min_tiles in ((4, CPU_CONV_DGRAD_POLYPHASE_F4_MIN_TILES), (2, CPU_CONV_DGRAD_POLYPHASE_MIN_TILES)):
+        tiles, t_squared = winograd_tiles(p, 2 * m), (2 * m + 1) ** 2
+        if tiles < min_tiles or t_squared * k * c * 4 > CPU_CONV_DGRAD_POLYPHASE_MAX_FILTER_BYTES:
+            continue
+        if t_squared * tiles * (k + c) * 4 <= CPU_CONV_POLYPHASE_MAX_TRANSFORMED_BYTES:
+            return m
+    return None
 
 
 @rule(
@@ -1043,7 +1048,8 @@ def polyphase_dgrad_output_tile(p: Problem, t: Target) -> int | None:
         "1x512x14x14 2.35 -> 6.20. F(4x4, 2x2) won only at 8x128x56x56 (14.7 / 16.4 ms) and lost elsewhere. "
         "A second run, this rule (--lowering auto) against --lowering gemm: 1x128x56x56 1.55 -> 1.49 / 2.26 -> "
         "1.77, 8x128x56x56 15.9 -> 13.1 / 17.3 -> 13.1, 8x256x28x28 14.1 -> 10.9 / 14.1 -> 11.6, 4x64x56x56->128 "
-        "2.74 -> 2.88 / 5.12 -> 5.05 (even: DX's 64 channels make a narrow GEMM)"
+        "2.74 -> 2.88 / 5.12 -> 5.05 (even: DX's 64 channels make a narrow GEMM). F(4x4, 2x2) from 392 8x8 DX "
+        "tiles: 8x128x56x56 F(2x2) -> F(4x4) 12.7 -> 11.3 / 13.7 -> 12.2"
     ),
 )
 def CPU_CONV_DGRAD_WINOGRAD_STRIDED(p: Problem, t: Target) -> str | None:
@@ -1052,9 +1058,10 @@ def CPU_CONV_DGRAD_WINOGRAD_STRIDED(p: Problem, t: Target) -> str | None:
         return None
     tiles, isa, vendor = winograd_tiles(p, 2 * m), vector_isa(t), cpu_vendor(t.cpu)
     on = f"{isa}, AMD" if vendor == "amd" else isa
+    limit = CPU_CONV_DGRAD_POLYPHASE_F4_MIN_TILES if m == 4 else CPU_CONV_DGRAD_POLYPHASE_MIN_TILES
     return (
-        f"F({m}x{m}, 2x2) per DX phase, 3x3 stride 2, {tiles} {2 * m}x{2 * m} DX tiles >= "
-        f"{CPU_CONV_DGRAD_POLYPHASE_MIN_TILES}, no col2im, GEMM tuned for {on}"
+        f"F({m}x{m}, 2x2) per DX phase, 3x3 stride 2, {tiles} {2 * m}x{2 * m} DX tiles >= {limit}, "
+        f"no col2im, GEMM tuned for {on}"
     )
 
 
