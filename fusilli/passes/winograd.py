@@ -32,8 +32,8 @@ cpu-conv-dgrad-winograd-strided) runs the same way over DY with the transforms o
 ``polyphase_dgrad_matrices``: DX's positions of one parity are a 2-tap stride-1 correlation of DY
 (F(m, 2)), the others a 1-tap one; a ``2m x 2m`` tile of DX reads an ``(m + 1)^2`` tile of DY,
 ``m`` apart, and the filter transform reads the forward filter's KRSC ``[K, C]`` taps
-(``krsc_taps``). Its output transform is one stage reading only each position's nonzero terms
-(``sparse_output_transform``): the two separable stages wrote an intermediate as large as DX.
+(``krsc_taps``). The stride-2 plans' output transforms (forward and dgrad) are one stage reading
+only each position's nonzero terms of their sparse ``A^T`` (``sparse_output_transform``).
 
 The weight gradient of a 3x3 stride-2 conv (``polyphase_wgrad``, rule
 cpu-conv-wgrad-winograd-strided) takes the forward polyphase transforms the other way round:
@@ -126,7 +126,7 @@ class WinogradPlan:
     @property
     def matrices(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(A^T [out_tile, t], G [t, 3], B^T [t, input tile]) of this plan's transforms, float64."""
-        if self.transposed:
+        if self.transposed:  # (the padding's parity, all they depend on, agrees along H and W)
             return polyphase_dgrad_matrices(self.m, self.pad[0])
         return transform_matrices(self.m) if self.stride == 1 else polyphase_matrices(self.m)
 
