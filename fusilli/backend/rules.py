@@ -626,13 +626,19 @@ CPU_CONV_POLYPHASE_MAX_FILTER_BYTES_PER_TILE = 40 << 10
 CPU_CONV_POLYPHASE_EXCLUDED_VENDORS = ("intel",)
 
 
+def _polyphase_applies(p: Problem, t: Target) -> bool:
+    """What the three polyphase rules (forward, dgrad, wgrad) share: an ungrouped channels-last f32
+    3x3 stride-2 conv of dilation 1, on a tuned vector ISA of a vendor they were measured on."""
+    if p.fact("kernel") != (3, 3) or p.fact("stride") != (2, 2) or p.fact("dilation") != (1, 1):
+        return False
+    if p.fact("groups") != 1 or not p.fact("channels_last") or p.element != DataType.FLOAT:
+        return False
+    return vector_isa(t) != "generic" and cpu_vendor(t.cpu) not in CPU_CONV_POLYPHASE_EXCLUDED_VENDORS
+
+
 def polyphase_output_tile(p: Problem, t: Target) -> int | None:
     """m of the polyphase Winograd F(m, 2) cpu-conv-winograd-strided computes this conv with, or None."""
-    if p.fact("kernel") != (3, 3) or p.fact("stride") != (2, 2) or p.fact("dilation") != (1, 1):
-        return None
-    if p.fact("groups") != 1 or not p.fact("channels_last") or p.element != DataType.FLOAT:
-        return None
-    if vector_isa(t) == "generic" or cpu_vendor(t.cpu) in CPU_CONV_POLYPHASE_EXCLUDED_VENDORS:
+    if not _polyphase_applies(p, t):
         return None
     tiles, channels = winograd_tiles(p, 2), int(p.fact("channels", 0))
     if channels <= 0:
@@ -902,13 +908,7 @@ CPU_CONV_WGRAD_POLYPHASE_MAX_PRODUCT_BYTES = 8 << 20
 def polyphase_wgrad_output_tile(p: Problem, t: Target) -> int | None:
     """m of the polyphase Winograd F(m, 2) cpu-conv-wgrad-winograd-strided computes this 3x3 stride-2
     weight gradient with (tiles of m x m DY positions), or None."""
-    if p.kind != "conv_wgrad" or p.fact("kernel") != (3, 3) or p.fact("stride") != (2, 2):
-        return None
-    if p.fact("dilation") != (1, 1) or p.fact("groups") != 1 or not p.fact("channels_last"):
-        return None
-    if p.element != DataType.FLOAT or vector_isa(t) == "generic":
-        return None
-    if cpu_vendor(t.cpu) in CPU_CONV_POLYPHASE_EXCLUDED_VENDORS:
+    if p.kind != "conv_wgrad" or not _polyphase_applies(p, t):
         return None
     c, k = int(p.fact("channels", 0)), conv_out_channels(p)
     if c < CPU_CONV_WGRAD_POLYPHASE_MIN_CHANNELS or k <= 0:
@@ -1013,14 +1013,10 @@ def polyphase_dgrad_output_tile(p: Problem, t: Target) -> int | None:
     """m of the polyphase Winograd F(m, 2) cpu-conv-dgrad-winograd-strided computes this dgrad with
     (tiles of 2m x 2m DX positions), or None. One transform serves rows and columns, so the
     padding's parity must agree along them (it picks which DX rows are the two-tap phase)."""
-    if p.kind != "conv_dgrad" or p.fact("kernel") != (3, 3) or p.fact("stride") != (2, 2):
-        return None
-    if p.fact("dilation") != (1, 1) or p.fact("groups") != 1 or not p.fact("channels_last"):
+    if p.kind != "conv_dgrad" or not _polyphase_applies(p, t):
         return None
     padding = p.fact("padding", ())
-    if len(padding) != 2 or padding[0] % 2 != padding[1] % 2 or p.element != DataType.FLOAT:
-        return None
-    if vector_isa(t) == "generic" or cpu_vendor(t.cpu) in CPU_CONV_POLYPHASE_EXCLUDED_VENDORS:
+    if len(padding) != 2 or padding[0] % 2 != padding[1] % 2:
         return None
     k, c = int(p.fact("channels", 0)), strided_dgrad_out_channels(p)
     if k <= 0 or c <= 0:

@@ -331,58 +331,25 @@ def winograd_tile(lowering: str, problem: rules.Problem, target: Target) -> int 
     )
 
 
+# The polyphase rule and output tile of each conv kind (the forward conv, the strided dgrad per DX
+# phase, the weight gradient over X's phases).
+_POLYPHASE_RULES: dict[str, tuple[rules.Rule, Callable[[rules.Problem, Target], int | None]]] = {
+    "conv_fprop": (rules.CPU_CONV_WINOGRAD_STRIDED, rules.polyphase_output_tile),
+    "conv_dgrad": (rules.CPU_CONV_DGRAD_WINOGRAD_STRIDED, rules.polyphase_dgrad_output_tile),
+    "conv_wgrad": (rules.CPU_CONV_WGRAD_WINOGRAD_STRIDED, rules.polyphase_wgrad_output_tile),
+}
+
+
 def polyphase_tile(lowering: str, problem: rules.Problem, target: Target) -> int | None:
-    """The output tile m of the polyphase Winograd F(m, 2) for this conv on ``target``, or None.
+    """The output tile m of the polyphase Winograd F(m, 2) for this 3x3 stride-2 conv (forward, data
+    or weight gradient, by ``problem.kind``) on ``target``, or None.
 
-    ``FUSILLI_CONV_LOWERING=polyphase<m>`` forces it on every 3x3 stride-2 conv this pass
-    rewrites; ``auto`` asks the target's rules (cpu-conv-winograd-strided).
+    ``FUSILLI_CONV_LOWERING=polyphase<m>`` forces it on every 3x3 stride-2 conv of the kind this pass
+    rewrites; ``auto`` asks the target's rules (cpu-conv-winograd-strided,
+    cpu-conv-dgrad-winograd-strided, cpu-conv-wgrad-winograd-strided).
     """
-    return _winograd_family_tile(
-        lowering,
-        problem,
-        target,
-        "polyphase",
-        (2, 2),
-        2,
-        rules.CPU_CONV_WINOGRAD_STRIDED,
-        rules.polyphase_output_tile,
-    )
-
-
-def polyphase_dgrad_tile(lowering: str, problem: rules.Problem, target: Target) -> int | None:
-    """The F(m, 2) of the polyphase Winograd data gradient of this 3x3 stride-2 conv, or None.
-
-    ``FUSILLI_CONV_LOWERING=polyphase<m>`` forces it on every 3x3 stride-2 dgrad this pass
-    rewrites; ``auto`` asks the target's rules (cpu-conv-dgrad-winograd-strided).
-    """
-    return _winograd_family_tile(
-        lowering,
-        problem,
-        target,
-        "polyphase",
-        (2, 2),
-        2,
-        rules.CPU_CONV_DGRAD_WINOGRAD_STRIDED,
-        rules.polyphase_dgrad_output_tile,
-    )
-
-
-def polyphase_wgrad_tile(lowering: str, problem: rules.Problem, target: Target) -> int | None:
-    """The F(m, 2) of the polyphase Winograd weight gradient of this 3x3 stride-2 conv, or None.
-
-    ``FUSILLI_CONV_LOWERING=polyphase<m>`` forces it on every 3x3 stride-2 weight gradient this
-    pass rewrites; ``auto`` asks the target's rules (cpu-conv-wgrad-winograd-strided).
-    """
-    return _winograd_family_tile(
-        lowering,
-        problem,
-        target,
-        "polyphase",
-        (2, 2),
-        2,
-        rules.CPU_CONV_WGRAD_WINOGRAD_STRIDED,
-        rules.polyphase_wgrad_output_tile,
-    )
+    rule, output_tile = _POLYPHASE_RULES[problem.kind]
+    return _winograd_family_tile(lowering, problem, target, "polyphase", (2, 2), 2, rule, output_tile)
 
 
 def _winograd_family_tile(
@@ -664,7 +631,7 @@ def _rewrite_strided_dgrad(op: ir.Operation, target: Target) -> bool:
     facts = rules.conv_facts((fy, fx), stride, dilation, 1, True, n, (h, wd), k, padding)
     problem = rules.Problem("conv_dgrad", DataType.from_mlir_name(element), flops, facts)
     lowering = pipeline.CONV_LOWERING
-    polyphase_m = polyphase_dgrad_tile(lowering, problem, target)
+    polyphase_m = polyphase_tile(lowering, problem, target)
     if polyphase_m is not None and padding[0] % 2 != padding[1] % 2:
         polyphase_m = None  # (forced) one transform for rows and columns: their padding's parity must agree
     choice = rules.choose(problem, target, "algorithm") if lowering == "auto" else None
@@ -760,7 +727,7 @@ def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
         flops = 2 * n * oh * ow * k * c * fy * fx
         facts = rules.conv_facts((fy, fx), stride, dilation, 1, True, n, (oh, ow), c, padding)
         problem = rules.Problem("conv_wgrad", DataType.from_mlir_name(element), flops, facts)
-        polyphase_m = polyphase_wgrad_tile(pipeline.CONV_LOWERING, problem, target)
+        polyphase_m = polyphase_tile(pipeline.CONV_LOWERING, problem, target)
         if winograd_tile(pipeline.CONV_LOWERING, problem, target) is not None or polyphase_m is not None:
             x_b, dy_b, isa = b.to_builtin(x_nhwc), b.to_builtin(dy_nhwc), rules.vector_isa(target)
             if polyphase_m is not None:

@@ -27,6 +27,19 @@ def _dgrad_graph(name, dy_dim, w_dim, dx_dim, attrs, channels_last, io=fs.DataTy
     return g, (dy, w), dx
 
 
+def _arch_running_here(arch: str) -> str | None:
+    """The ``arch`` a test compiles for (``host``: None, this CPU's own); skips the test where this
+    CPU cannot run that code."""
+    from fusilli.backend.targets import Target
+
+    resolved = None if arch == "host" else arch
+    try:
+        Target.resolve("cpu", resolved).check_runs_here(f"{resolved} code")
+    except fs.FusilliError:
+        pytest.skip(f"this CPU cannot run {resolved} code")
+    return resolved
+
+
 def _wgrad_graph(name, dy_dim, x_dim, dw_dim, attrs, channels_last, io=fs.DataType.FLOAT):
     g = fs.Graph(name=name, io_data_type=io)
     lay = _layout(len(dy_dim), channels_last)
@@ -313,13 +326,7 @@ def test_wgrad_gemm_tile(rng, arch, kernel, stride, tuned):
     it was not measured). 2x72x20x20 -> 40: 800 output positions (K blocks of 256 and a
     remainder of 32), 40 output channels (a partial workgroup and register tile); numerics of
     the tuned GEMM against the reference as x86-64-v3 code and as this host's own."""
-    from fusilli.backend.targets import Target
-
-    arch = None if arch == "host" else arch
-    try:
-        Target.resolve("cpu", arch).check_runs_here(f"{arch} code")
-    except fs.FusilliError:
-        pytest.skip(f"this CPU cannot run {arch} code")
+    arch = _arch_running_here(arch)
     n, c, hw, k = 2, 72, 20 * stride, 40
     oh = (hw + 2 * (kernel // 2) - kernel) // stride + 1
     attrs = dict(padding=[kernel // 2] * 2, stride=[stride] * 2, dilation=[1, 1])
@@ -354,12 +361,7 @@ def test_wgrad_gemm_transposed(rng, arch, kernel, io, rows):
     rows in workgroups of 48 (AVX2's table) or in two equal blocks rounded up to the 8-row
     register tile (AVX-512: 147 -> 80); the transposition to DW fuses into the GEMM's dispatch.
     Numerics against the reference, stride 2 like ResNet-50's stem, batch 2."""
-    from fusilli.backend.targets import Target
-
-    try:
-        Target.resolve("cpu", arch).check_runs_here(f"{arch} code")
-    except fs.FusilliError:
-        pytest.skip(f"this CPU cannot run {arch} code")
+    arch = _arch_running_here(arch)
     n, c, hw, k = 2, 3, 32, 64
     oh = (hw + 2 * (kernel // 2) - kernel) // 2 + 1
     attrs = dict(padding=[kernel // 2] * 2, stride=[2, 2], dilation=[1, 1])
@@ -473,13 +475,7 @@ def test_strided_dgrad_col2im_gemm(rng, arch, kernel, stride, padding, dilation,
     dispatches, no transposed torch.aten.convolution (whose zero-inserted DY costs stride^2 the
     FLOPs). 3 input channels for the 7x7 stem's shape; numerics against the reference as
     x86-64-v3 code and as this host's own."""
-    from fusilli.backend.targets import Target
-
-    arch = None if arch == "host" else arch
-    try:
-        Target.resolve("cpu", arch).check_runs_here(f"{arch} code")
-    except fs.FusilliError:
-        pytest.skip(f"this CPU cannot run {arch} code")
+    arch = _arch_running_here(arch)
     n, k, c = 2, 24, 3 if kernel == (7, 7) else 20
     attrs = dict(padding=list(padding), stride=list(stride), dilation=list(dilation))
     x_dim, w_dim = [n, c, *hw], [k, c, *kernel]
@@ -516,13 +512,8 @@ def test_strided_dgrad_polyphase_winograd(monkeypatch, rng, arch, padding, hw, m
     torch.aten.convolution; numerics against the reference as x86-64-v3 code and this host's own.
     48 DY channels and 40 DX channels, so the GEMM's tiles have remainders."""
     from fusilli import pipeline
-    from fusilli.backend.targets import Target
 
-    arch = None if arch == "host" else arch
-    try:
-        Target.resolve("cpu", arch).check_runs_here(f"{arch} code")
-    except fs.FusilliError:
-        pytest.skip(f"this CPU cannot run {arch} code")
+    arch = _arch_running_here(arch)
     monkeypatch.setattr(pipeline, "CONV_LOWERING", f"polyphase{m}")
     n, k, c = 2, 48, 40
     attrs = dict(padding=list(padding), stride=[2, 2], dilation=[1, 1])
@@ -597,13 +588,8 @@ def test_strided_wgrad_polyphase_winograd(monkeypatch, rng, arch, padding, hw, m
     tiles, G^T along both filter dims; numerics against the reference, as x86-64-v3 code and this
     host's own."""
     from fusilli import pipeline
-    from fusilli.backend.targets import Target
 
-    arch = None if arch == "host" else arch
-    try:
-        Target.resolve("cpu", arch).check_runs_here(f"{arch} code")
-    except fs.FusilliError:
-        pytest.skip(f"this CPU cannot run {arch} code")
+    arch = _arch_running_here(arch)
     monkeypatch.setattr(pipeline, "CONV_LOWERING", f"polyphase{m}")
     n, k, c = 2, 40, 24
     attrs = dict(padding=list(padding), stride=[2, 2], dilation=[1, 1])
@@ -734,13 +720,7 @@ def test_1x1_dgrad_gemm_of_the_forward_filter(rng, arch):
     matrix it is (no torch.aten.flip): with the conv GEMM's config at any rows where
     cpu-conv-im2col-gemm holds (AVX2 code; AMD AVX-512; not Intel AVX-512), else the plain
     matmul. 2x5x7 = 70 rows (not a multiple of any tile), 192 DY channels; numerics."""
-    from fusilli.backend.targets import Target
-
-    arch = None if arch == "host" else arch
-    try:
-        Target.resolve("cpu", arch).check_runs_here(f"{arch} code")
-    except fs.FusilliError:
-        pytest.skip(f"this CPU cannot run {arch} code")
+    arch = _arch_running_here(arch)
     n, k, c, hw = 2, 192, 80, (5, 7)
     attrs = dict(padding=[0, 0], stride=[1, 1], dilation=[1, 1])
     g, ins, _ = _dgrad_graph(f"dgrad_1x1_gemm_{arch}", [n, k, *hw], [k, c, 1, 1], [n, c, *hw], attrs, True)
