@@ -19,9 +19,11 @@ every split tensor has the same even dim 0, outermost in memory, whose halves st
 runs the plan; ``choose_cpu_executor`` there says when.
 
 A batch-1 graph has no batch to split; ``plan_row_split`` cuts its rows instead (H, dim 2 of
-rank-4 NCHW-ordered dims) where every node's output rows each read the same input row
-(``Node.row_split_slots``: 1x1 stride-1 unpadded convs, pointwise ops) and the cut tensors
-are channels-last, so that each half of the caller's array is again one dense block.
+rank-4 NCHW-ordered dims) where every node's output rows each read one input row
+(``Node.row_split_slots``: 1x1 unpadded convs, of any stride whose halves line up, and
+pointwise ops) and the cut tensors are channels-last, so that each half of the caller's
+array is again one dense block. Each cut tensor is halved along its own H: a stride-2 1x1
+conv's input has twice the rows of its output.
 """
 
 from __future__ import annotations
@@ -43,9 +45,10 @@ HALF_ALIGNMENT = 64
 @dataclasses.dataclass(frozen=True)
 class BatchSplitPlan:
     """How a graph runs as two half-batch calls: the tensors cut along dim 0 (by name) and
-    the batch extent they share. Every other tensor is read whole by both halves."""
+    the batch extent they share. Every other tensor is read whole by both halves. A row
+    split cuts each tensor along its own H (``half_of``); ``batch`` is then the outputs' H."""
 
-    batch: int  # the extent cut in half: dim 0, or H for a row split
+    batch: int  # the extent cut in half: dim 0, or the outputs' H for a row split
     split: frozenset[str]
     # Bytes of the bound tensors cut in half, and of those both halves read whole (work on
     # them, a filter's transform or packing, say, is done by both halves).
@@ -58,6 +61,11 @@ class BatchSplitPlan:
     def half(self) -> int:
         return self.batch // 2
 
+    def half_of(self, t: TensorAttr) -> int:
+        """The extent of a cut tensor's half along the cut dim (its own: a row split's
+        tensors may differ in H)."""
+        return t.dim[self.axis] // 2
+
     def half_graph(self, graph: Graph) -> Graph:
         """A validated copy of ``graph`` at half the batch: the split tensors' dim ``axis`` halved.
 
@@ -69,11 +77,12 @@ class BatchSplitPlan:
         doc = graph.to_dict()
         for t in (*doc["inputs"], *(t for node in doc["nodes"] for t in node["output_tensors"])):
             if t["name"] in self.split:
-                t["dim"] = [self.half if i == self.axis else d for i, d in enumerate(t["dim"])]
+                half = t["dim"][self.axis] // 2
+                t["dim"] = [half if i == self.axis else d for i, d in enumerate(t["dim"])]
                 if t["is_virtual"]:
                     t["stride"] = None
                 elif self.axis:
-                    t["stride"] = [self.half * t["stride"][self.axis], *t["stride"][1:]]
+                    t["stride"] = [half * t["stride"][self.axis], *t["stride"][1:]]
         half = type(graph)._from_dict(doc)
         half.validate()
         return half
@@ -99,8 +108,8 @@ def plan_batch_split(graph: Graph) -> tuple[BatchSplitPlan | None, str]:
 def plan_row_split(graph: Graph) -> tuple[BatchSplitPlan | None, str]:
     """The plan for running a validated batch-1 ``graph`` as two calls over half its rows (H,
     dim 2 of its rank-4 tensors), or None with the reason it cannot. Only nodes whose output
-    rows each read the same input row split so (``Node.row_split_slots``: 1x1 stride-1
-    unpadded convs, pointwise ops), and the cut tensors must have dim 0 of 1 with H next
+    rows each read one input row split so (``Node.row_split_slots``: 1x1 unpadded convs whose
+    halves line up, pointwise ops), and the cut tensors must have dim 0 of 1 with H next
     outermost in memory (NHWC), so each half of the caller's array is one dense block."""
     return _plan(graph, 2, lambda node: node.row_split_slots(), "H")
 
@@ -123,11 +132,13 @@ def _plan(graph: Graph, axis: int, slots_of, what: str) -> tuple[BatchSplitPlan 
         if not split.get(t.name, False):
             return None, f"output '{t.name}' does not carry the {'batch' if axis == 0 else 'rows'}"
     extents = {tensors[name].dim[axis] for name, cut in split.items() if cut}
-    if len(extents) != 1:
+    # The batch is one extent; rows may differ from tensor to tensor (a strided 1x1 conv's
+    # input has more than its output), each node having checked that its halves line up.
+    if axis == 0 and len(extents) != 1:
         return None, f"the split tensors' {what} differ ({sorted(extents)})"
-    (extent,) = extents
-    if extent < 2 or extent % 2:
-        return None, f"{what} is {extent}, not an even number >= 2"
+    for extent in sorted(extents):
+        if extent < 2 or extent % 2:
+            return None, f"{what} is {extent}, not an even number >= 2"
     for name, cut in split.items():
         t = tensors[name]
         if t.dynamic_dims:
@@ -140,7 +151,7 @@ def _plan(graph: Graph, axis: int, slots_of, what: str) -> tuple[BatchSplitPlan 
             continue
         if not _outermost(t, axis):
             return None, f"{what} of tensor '{name}' is not outermost in memory (stride {t.stride})"
-        offset = extent // 2 * t.stride[axis] * max(data_type_of(t).bits // 8, 1)
+        offset = t.dim[axis] // 2 * t.stride[axis] * max(data_type_of(t).bits // 8, 1)
         if offset % HALF_ALIGNMENT:
             return (
                 None,
@@ -148,7 +159,7 @@ def _plan(graph: Graph, axis: int, slots_of, what: str) -> tuple[BatchSplitPlan 
             )
     bound = [(tensors[name], cut) for name, cut in split.items() if not tensors[name].is_virtual]
     plan = BatchSplitPlan(
-        extent,
+        graph.output_tensors()[0].dim[axis],
         frozenset(name for name, cut in split.items() if cut),
         split_bytes=sum(tensor_bytes(t) for t, cut in bound if cut),
         whole_bytes=sum(tensor_bytes(t) for t, cut in bound if not cut and not t.is_scalar),

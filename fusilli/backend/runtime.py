@@ -884,8 +884,8 @@ class CompiledGraph:
         # Split: (inline half's view, worker half's view), each imported on its device. The
         # cut dim is outermost in memory but for dims of extent 1 (the plan checked), so each
         # half is one dense block of the physical view.
-        h = self.split.half
         if t.name in self.split.split:
+            h = self.split.half_of(t)
             axis = self.split.physical_axis(t)
             lead = (slice(None),) * axis
             parts = (phys[(*lead, slice(0, h))], phys[(*lead, slice(h, None))])

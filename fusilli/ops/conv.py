@@ -188,10 +188,14 @@ class ConvFPropNode(ConvNodeBase):
         return frozenset({"X", "Y"})  # each image's output reads that image only
 
     def row_split_slots(self) -> frozenset[str] | None:
-        """A 2-D 1x1 stride-1 unpadded conv: each output row reads that input row only."""
-        w = self.tensor("W")
-        pointwise = w.rank == 4 and w.dim[2:] == [1, 1] and self.stride == [1, 1] and not any(self.padding)
-        return frozenset({"X", "Y"}) if pointwise else None
+        """A 2-D 1x1 unpadded conv: output row ``i`` reads input row ``stride * i`` only. With
+        a row stride ``s`` the halves line up where X's ``H`` is a multiple of ``2 s``: the
+        first ``H / 2`` input rows are exactly those the first half of the output rows read
+        (and a half-height conv then has half the output rows)."""
+        x, w = self.tensor("X"), self.tensor("W")
+        pointwise = w.rank == 4 and w.dim[2:] == [1, 1] and not any(self.padding)
+        rows_line_up = self.stride[0] == 1 or x.dim[2] % (2 * self.stride[0]) == 0  # stride 1: plan checks H even
+        return frozenset({"X", "Y"}) if pointwise and rows_line_up else None
 
 
 class ConvGradNodeBase(ConvNodeBase):

@@ -1,6 +1,6 @@
-"""The ``split`` CPU executor's row split: a batch-1 graph whose output rows each read the
-same input row (1x1 stride-1 unpadded convs, pointwise ops) runs as two calls over half its
-rows (H) at once (fusilli/batch_split.py ``plan_row_split``). Plans, numerics against the
+"""The ``split`` CPU executor's row split: a batch-1 graph whose output rows each read one
+input row (1x1 unpadded convs whose halves line up, pointwise ops) runs as two calls over half
+its rows (H) at once (fusilli/batch_split.py ``plan_row_split``). Plans, numerics against the
 reference (misaligned arrays: test_batch_split.py's staging test), and when ``auto`` takes it. Timing is BENCHMARKS.md's (none is asserted here)."""
 
 from __future__ import annotations
@@ -46,6 +46,19 @@ def test_1x1_conv_bias_relu_splits_its_rows():
     assert strides["x"] == fs.strides([1, 16, 6, 10], "NHWC")  # the caller's half, as laid out
 
 
+def test_strided_1x1_conv_cuts_each_tensor_along_its_own_rows():
+    # Stride 2 over 12 rows: input rows 0-5 feed output rows 0-2 and rows 6-11 rows 3-5.
+    g = channels_last_conv_graph([1, 16, 12, 8], 24, (1, 1), (2, 2), (0, 0), epilogue=True, name="rows_s2_plan")
+    plan, why = plan_row_split(g)
+    assert plan is not None and plan.axis == 2 and plan.batch == 6 and "3 of its 6 rows" in why, why
+    half = plan.half_graph(g)
+    dims = {t.name: t.dim for t in half.all_tensors() if not t.is_scalar}
+    assert dims["x"] == [1, 16, 6, 8] and dims["y"] == [1, 24, 3, 4]
+    assert {plan.half_of(t) for t in g.input_tensors() if t.name == "x"} == {6}
+    strides = {t.name: t.stride for t in half.input_tensors()}
+    assert strides["x"] == fs.strides([1, 16, 6, 8], "NHWC")
+
+
 @pytest.mark.parametrize(
     "graph, reason",
     [
@@ -54,7 +67,8 @@ def test_1x1_conv_bias_relu_splits_its_rows():
             "mixes rows of H",
         ),
         (
-            lambda: channels_last_conv_graph([1, 8, 12, 12], 8, (1, 1), (2, 2), (0, 0), name="rows_s2"),
+            # Stride 2 over 10 rows: the first 5 input rows feed output rows 0-2, 3 of its 5.
+            lambda: channels_last_conv_graph([1, 8, 10, 12], 8, (1, 1), (2, 2), (0, 0), name="rows_s2"),
             "mixes rows of H",
         ),
         (
@@ -90,8 +104,13 @@ def test_pointwise_operand_carrying_h_without_a_dim_2_cannot_split():
 
 # ----------------------------------------------------------------------------- numerics
 @pytest.mark.parametrize("epilogue", [False, True])
-def test_1x1_conv_row_split_matches_reference(cpu, rng, split_executor, epilogue):
-    g = channels_last_conv_graph([1, 32, 16, 12], 48, (1, 1), (1, 1), (0, 0), epilogue=epilogue, name="rows_num")
+@pytest.mark.parametrize("stride", [1, 2, 3])
+def test_1x1_conv_row_split_matches_reference(cpu, rng, split_executor, epilogue, stride):
+    # 24 rows: a multiple of 2 * stride for each stride, so every case splits (width 12 odd
+    # after stride 3 = 4 columns; the columns are never cut).
+    g = channels_last_conv_graph(
+        [1, 32, 24, 12], 48, (1, 1), (stride, stride), (0, 0), epilogue=epilogue, name=f"rows_num_s{stride}"
+    )
     run_and_check(g, cpu, inputs_of(g, rng), rtol=1e-4, atol=1e-4)
     assert g._compiled.executor == "split" and g._compiled.split.axis == 2
 
@@ -114,9 +133,14 @@ def test_auto_row_splits_a_batch_1_1x1_conv_on_two_cpus(auto_on_two_cpus):
     execution = runtime.cpu_execution(g, "znver4")
     assert execution.executor == "split" and "28 of its 56 rows" in execution.why
     assert g.explain(fs.Backend.CPU, "znver4").endswith("split along H))")
-    strided = channels_last_conv_graph([1, 64, 56, 56], 128, (1, 1), (2, 2), (0, 0), name="rows_auto_s2")
+    # ResNet-50's 1x1 stride-2 1x512x28x28->1024: each half reads 14 input rows for 7 output rows.
+    strided = channels_last_conv_graph([1, 512, 28, 28], 1024, (1, 1), (2, 2), (0, 0), name="rows_auto_s2")
     execution = runtime.cpu_execution(strided, "znver4")
-    assert execution.executor == "local-task" and "dim 0 is 1" in execution.why and "rows:" in execution.why
+    assert execution.executor == "split" and "7 of its 14 rows" in execution.why
+    # 1x256x56x56->512: 784 GEMM rows take the explicit GEMM, its halves' 392 would not.
+    strided = channels_last_conv_graph([1, 256, 56, 56], 512, (1, 1), (2, 2), (0, 0), name="rows_auto_s2_gemm")
+    execution = runtime.cpu_execution(strided, "znver4")
+    assert execution.executor == "local-task" and "would be lowered otherwise" in execution.why
 
 
 def test_auto_keeps_a_row_split_that_writes_more_than_it_reads_on_the_pool(auto_on_two_cpus):
