@@ -959,7 +959,9 @@ def CPU_CONV_WGRAD_WINOGRAD_STRIDED(p: Problem, t: Target) -> str | None:
         "1x64x14x14 0.93 -> 0.89 within noise. Intel AVX-512 not measured. Filter columns R*S*C that "
         "do not fill the register tile (the C = 3 stem's 147) as DW^T[R*S*C, K] "
         "(gemm_config.wgrad_gemm_transposed), two runs, batch 1 / 8: AVX-512 0.28-0.33 / 0.25 -> "
-        "0.57-0.75 / 0.55-0.66, x86-64-v3 0.45-0.48 / 0.38-0.40 -> 0.81-0.84 / 0.75-0.83"
+        "0.57-0.75 / 0.55-0.66, x86-64-v3 0.45-0.48 / 0.38-0.40 -> 0.81-0.84 / 0.75-0.83. AVX2 code also "
+        "takes DW^T where K <= 128 < R*S*C (1x1 1x256x56x56->64 0.59-0.67 -> 0.84-0.85, 8x256x56x56->64 "
+        "0.57-0.84 -> 0.66-1.04; gemm_config.WGRAD_TRANSPOSED_MAX_OUT_CHANNELS)"
     ),
 )
 def CPU_CONV_WGRAD_GEMM(p: Problem, t: Target) -> str | None:

@@ -331,17 +331,43 @@ def wgrad_matmul_compilation_info(isa: str, m: int, n: int, k: int, vendor: str 
 # tile (both cores busy), AVX2 the table's rows.
 _MAX_VECTOR_BYTES = {"avx2": 32 * 512, "avx512": 64 * 512}
 WGRAD_TRANSPOSED_EQUAL_ROW_BLOCKS = {"avx512"}
+# AVX2 code also takes the transposed GEMM where the output channels K are few (at most
+# WGRAD_TRANSPOSED_MAX_OUT_CHANNELS) and the filter columns more: DW[K, R*S*C] then has 64 or 128
+# rows for 48-row workgroups (48 + 16, 48 + 48 + 32) over a deep K, DW^T[R*S*C, K] hundreds.
+# x86-64-v3 code on the Zen 4 VM (znver4), PyTorch held to AVX2, the two forms compiled in one
+# process and run interleaved, ms (ratio to PyTorch), two runs: ResNet-50's 1x1 8x512x28x28->128
+# 8.91 -> 8.01 (0.63 -> 0.70), 11.39 -> 10.92 (0.59 -> 0.62); 8x256x56x56->64 10.39 -> 8.93 (0.57 ->
+# 0.66), 14.61 -> 11.87 (0.84 -> 1.04); 1x512x28x28->128 1.38 -> 1.18 (0.67 -> 0.78), 1.50 -> 1.08
+# (0.64 -> 0.89); 1x256x56x56->64 1.52 -> 1.08 (0.59 -> 0.84), 1.21 -> 0.97 (0.67 -> 0.85); 3x3
+# weight gradients on the GEMM (R*S*C = 576): 1x64x14x14->64 0.262 -> 0.239, 0.199 -> 0.154, 3x3 s2
+# 8x64x56x56->128 11.8 -> 9.9, 15.7 -> 9.0, 3x3 s2 1x64x56x56->128 1.00 -> 1.09, 1.04 -> 0.92 and
+# 3x3 1x128x7x7->128 (1152) 0.167 -> 0.165, 0.194 -> 0.198 within noise. One thread
+# (benchmarks/dispatch_profile.py), 8x256x56x56->64's GEMM 14.8 -> 11.3 ms min. With 256
+# output channels it ran even (1x1 8x1024x14x14->256 8.54 / 8.32, 1x1024x14x14->256 1.34 / 1.32)
+# and with more filter rows than columns it lost (1x2048x7x7->512 0.92 -> 1.15 ms, 1x512x7x7->2048
+# 1.05 -> 1.61). AVX-512 code (8x32 tile in 64-row workgroups) lost or ran even on the same four
+# rows (ratio 1.04 -> 0.88, 0.99 -> 0.77, 1.25 -> 1.13, 0.95 -> 0.98) and keeps DW[K, R*S*C].
+WGRAD_TRANSPOSED_FEW_OUT_CHANNELS_ISAS = {"avx2"}
+WGRAD_TRANSPOSED_MAX_OUT_CHANNELS = 128
 
 
 def wgrad_gemm_transposed(isa: str, out_channels: int, filter_columns: int, vendor: str | None = None) -> bool:
     """Whether a weight gradient's GEMM on ``isa`` is computed as ``DW^T[R*S*C, K]`` (see above):
-    ``filter_columns`` (R*S*C) no multiple of the conv GEMM tile's register columns and the
-    ``out_channels`` (K) a multiple of them."""
+    the ``out_channels`` (K) a multiple of the conv GEMM tile's register columns, and either
+    ``filter_columns`` (R*S*C) no multiple of them or, on AVX2, K at most
+    ``WGRAD_TRANSPOSED_MAX_OUT_CHANNELS`` and fewer than R*S*C."""
     tile = conv_gemm_tile(isa, out_channels, vendor)
     if tile is None:
         return False
     columns = tile.vector[1]
-    return filter_columns % columns != 0 and out_channels % columns == 0
+    if out_channels % columns != 0:
+        return False
+    few_out_channels = (
+        isa in WGRAD_TRANSPOSED_FEW_OUT_CHANNELS_ISAS
+        and out_channels <= WGRAD_TRANSPOSED_MAX_OUT_CHANNELS
+        and filter_columns > out_channels
+    )
+    return filter_columns % columns != 0 or few_out_channels
 
 
 def wgrad_transposed_matmul_compilation_info(

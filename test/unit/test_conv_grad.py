@@ -387,6 +387,35 @@ def test_wgrad_gemm_transposed(rng, arch, kernel, io, rows):
         assert g.compile_stats.dispatch_count == 2
 
 
+@pytest.mark.parametrize(
+    "kernel, stride, c, hw, k",
+    [(1, 1, 256, 16, 64), (3, 2, 64, 17, 128)],
+    ids=["1x1-256-to-64", "3x3-s2-64-to-128"],
+)
+def test_wgrad_gemm_transposed_for_few_output_channels_on_avx2(rng, kernel, stride, c, hw, k):
+    """AVX2 code computes a weight gradient with at most 128 output channels and more filter
+    columns as DW^T[R*S*C, K] (gemm_config.WGRAD_TRANSPOSED_MAX_OUT_CHANNELS); AVX-512 code keeps
+    DW[K, R*S*C]. Numerics against the reference, batch 2."""
+    from fusilli.passes import gemm_config
+
+    n, pad = 2, kernel // 2
+    oh = (hw + 2 * pad - kernel) // stride + 1
+    attrs = dict(padding=[pad] * 2, stride=[stride] * 2, dilation=[1, 1])
+    name = f"wgrad_gemm_few_out_{kernel}_{c}_{k}"
+    g, ins, _ = _wgrad_graph(name, [n, k, oh, oh], [n, c, hw, hw], [k, c, kernel, kernel], attrs, True)
+    g.validate()
+    columns = kernel * kernel * c
+    assert f"as DW^T[R*S*C = {columns}, K]" in g.explain(arch="x86-64-v3")
+    assert "DW^T" not in g.explain(arch="znver4")
+    assert gemm_config.wgrad_gemm_transposed("avx2", k, columns)
+    assert not gemm_config.wgrad_gemm_transposed("avx2", 256, columns)  # 256 output channels: even, DW[K, ...]
+    assert not gemm_config.wgrad_gemm_transposed("avx2", k, k // 2)  # fewer filter columns than K
+    arch = _arch_running_here("x86-64-v3")
+    optimized = g.mlir("optimized", fs.Backend.CPU, arch)
+    assert f"-> tensor<{columns}x{k}xf32>" in optimized  # the GEMM's result, rows R*S*C
+    run_and_check(g, fs.Handle(fs.Backend.CPU, arch=arch), {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("arch", ["x86-64-v3", "znver4"])
 def test_wgrad_of_three_channels_leaves_winograd(arch):
     """A 3x3 weight gradient of an RGB input (C = 3) is the transposed GEMM, not Winograd, whose

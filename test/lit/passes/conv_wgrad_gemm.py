@@ -7,7 +7,8 @@
 # code; AMD AVX-512) it carries the conv GEMM's lowering config (gemm_config.
 # wgrad_matmul_compilation_info): 1x1 8x1024x14x14 -> 256 is 1568 deep, in K blocks of 256;
 # 3x3 stride 2 1x64x29x29 -> 64 is a patch gather (read through the padding) and 225 deep,
-# whole K. Intel AVX-512 keeps IREE's default tiles.
+# whole K. Intel AVX-512 keeps IREE's default tiles. AVX2 takes a GEMM with at most 128 output
+# channels and more filter columns transposed, DW^T[R*S*C, K] (gemm_config.wgrad_gemm_transposed).
 
 from lit_helpers import TARGET_ARCH, TARGET_BACKEND, optimized, run
 
@@ -52,13 +53,34 @@ def wgrad_3x3_strided():
 # tensor.extract): 2 dispatches, the gather and the GEMM.
 # CHECK-LABEL: TEST: wgrad_3x3_strided
 # TUNED: cpu-conv-wgrad-gemm (one GEMM over 225 output positions
+# AVX2-SAME: as DW^T[R*S*C = 576, K]
+# AMD-NOT: DW^T
 # INTEL-NOT: compilation_info
 # CHECK-NOT: tensor.pad
 # CHECK: outs(%{{.*}} : tensor<1x15x15x3x3x64xf32>)
 # CHECK: tensor.extract %{{.*}} : tensor<1x29x29x64xf32>
 # CHECK: arith.select
-# TUNED: linalg.matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<225x64xf32>, tensor<225x576xf32>) outs(%{{.*}} : tensor<64x576xf32>)
+# AVX2: linalg.matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<225x576xf32>, tensor<225x64xf32>) outs(%{{.*}} : tensor<576x64xf32>)
+# AMD: linalg.matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<225x64xf32>, tensor<225x576xf32>) outs(%{{.*}} : tensor<64x576xf32>)
 # INTEL: linalg.matmul {{.*}}ins(%{{.*}}, %{{.*}} : tensor<225x64xf32>, tensor<225x576xf32>)
+
+
+@run
+def wgrad_1x1_few_out_channels():
+    g = build("wgrad_1x1_few_out_channels", 1, 256, 56, 64, 1, 1, 0)
+    print(g.explain(TARGET_BACKEND, TARGET_ARCH))
+    print(optimized(g))
+
+
+# ResNet-50's 1x1 256 -> 64: DW[64, 256] has one 64-row workgroup of AVX2's 48 rows and a
+# remainder; AVX2 computes DW^T[256, 64] (and permutes it back in the GEMM's dispatch), AVX-512
+# keeps DW[64, 256].
+# CHECK-LABEL: TEST: wgrad_1x1_few_out_channels
+# AVX2: cpu-conv-wgrad-gemm (one GEMM over 3136 output positions as DW^T[R*S*C = 256, K]
+# AVX2: #iree_cpu.lowering_config<{{.*}}cache_reduction = [0, 0, 256], distribution = [48, 64, 0], vector_common_parallel = [6, 16, 0]
+# AVX2: linalg.matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<3136x256xf32>, tensor<3136x64xf32>) outs(%{{.*}} : tensor<256x64xf32>)
+# AMD-NOT: DW^T
+# AMD: linalg.matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<3136x64xf32>, tensor<3136x256xf32>) outs(%{{.*}} : tensor<64x256xf32>)
 
 
 @run
