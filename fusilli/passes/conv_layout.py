@@ -513,6 +513,48 @@ def _matmul(lhs: ir.Value, rhs: ir.Value, rows: int, cols: int, lhs_map, rhs_map
     return ir.linalg.matmul(lhs, rhs, outs=[init], indexing_maps=[lhs_map, rhs_map, out_map])
 
 
+def _chunked_wgrad_gemm(dy2: ir.Value, patches: ir.Value, chunk: int, isa: str, vendor: str | None) -> ir.Value:
+    """``DW[K, C] = sum_c partial[c]``, ``partial[c] = DY_c^T x X_c`` over chunks of ``chunk`` output
+    positions (gemm_config.wgrad_chunk_positions): a batched GEMM with the ISA's tile, then the
+    sum over the chunks (a reduction dispatch of its own)."""
+    f32 = builtin_element_type("f32")
+    positions, k = ir.RankedTensorType(dy2.type).shape
+    columns = ir.RankedTensorType(patches.type).get_dim_size(1)
+    chunks = positions // chunk
+    a = ir.tensor.ExpandShapeOp(
+        ir.RankedTensorType.get([chunks, chunk, k], f32), dy2, _reassoc([[0, 1], [2]]), [], [chunks, chunk, k]
+    ).result
+    b = ir.tensor.ExpandShapeOp(
+        ir.RankedTensorType.get([chunks, chunk, columns], f32),
+        patches,
+        _reassoc([[0, 1], [2]]),
+        [],
+        [chunks, chunk, columns],
+    ).result
+    zero = ir.arith.ConstantOp(f32, 0.0).result
+    d = [ir.AffineDimExpr.get(i) for i in range(4)]  # chunk, m (K), n (C), position in the chunk
+    maps = [ir.AffineMap.get(4, 0, [d[0], d[3], d[1]]), ir.AffineMap.get(4, 0, [d[0], d[3], d[2]])]
+    maps.append(ir.AffineMap.get(4, 0, [d[0], d[1], d[2]]))
+    init = ir.linalg.fill(zero, outs=[ir.tensor.EmptyOp([chunks, k, columns], f32).result])
+    partial = ir.linalg.batch_matmul(a, b, outs=[init], indexing_maps=maps)
+    info = gemm_config.wgrad_chunked_compilation_info(isa, chunks, k, columns, chunk, vendor)
+    if info is not None:
+        partial.owner.attributes["compilation_info"] = info
+    e = [ir.AffineDimExpr.get(i) for i in range(3)]  # m, n, chunk
+    total = ir.linalg.fill(zero, outs=[ir.tensor.EmptyOp([k, columns], f32).result])
+    reduce = ir.linalg.GenericOp(
+        [total.type],
+        [partial],
+        [total],
+        ir.indexing_maps(ir.AffineMap.get(3, 0, [e[2], e[0], e[1]]), ir.AffineMap.get(3, 0, [e[0], e[1]])),
+        ir.iterator_types("parallel", "parallel", "reduction"),
+    )
+    block = reduce.regions[0].blocks.append(f32, f32)
+    with ir.InsertionPoint(block):
+        ir.linalg.YieldOp([ir.arith.AddFOp(block.arguments[1], block.arguments[0]).result])
+    return reduce.result
+
+
 def _mnk_map(*dims: int) -> ir.AffineMap:
     return ir.AffineMap.get(3, 0, [ir.AffineDimExpr.get(d) for d in dims])
 
@@ -764,8 +806,15 @@ def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
                 info = gemm_config.wgrad_transposed_matmul_compilation_info(isa, columns, k, positions, vendor)
                 dw_shape, groups, to_nchw = [fy, fx, c, k], [[0, 1, 2], [3]], [3, 2, 0, 1]
             else:
-                mm = _matmul(dy2, patches, k, columns, _mnk_map(K, M), _mnk_map(K, N))
-                info = gemm_config.wgrad_matmul_compilation_info(isa, k, columns, positions, vendor) if tiled else None
+                chunk = gemm_config.wgrad_chunk_positions((fy, fx), positions, k) if tiled else None
+                if chunk is not None:
+                    mm = _chunked_wgrad_gemm(dy2, patches, chunk, isa, vendor)
+                    info = None
+                else:
+                    mm = _matmul(dy2, patches, k, columns, _mnk_map(K, M), _mnk_map(K, N))
+                    info = (
+                        gemm_config.wgrad_matmul_compilation_info(isa, k, columns, positions, vendor) if tiled else None
+                    )
                 dw_shape, groups, to_nchw = [k, fy, fx, c], [[0], [1, 2, 3]], TO_NCHW
             if info is not None:
                 mm.owner.attributes["compilation_info"] = info

@@ -310,6 +310,54 @@ def wgrad_matmul_compilation_info(isa: str, m: int, n: int, k: int, vendor: str 
     return None if tile is None else _compilation_info(tile, None, m, n, k)
 
 
+# A 1x1 weight gradient over many output positions sums them in chunks: partial[c, K, C] over
+# about WGRAD_CHUNK_POSITIONS positions each (a batched GEMM, a chunk per row of workgroups), then
+# the partials (a reduction, a dispatch of its own). As one GEMM, DW[K, C] has few workgroups
+# (K/64 x C/64), each streaming every position of its DY and X columns from memory, and two threads
+# gained little over one (8x512x28x28->128 on AVX-512: 9.5 ms min on one thread, 7.9-9.5 on two);
+# a chunk's DY and X rows (224 positions: 112 KB and 448 KB there) are read by all of its
+# workgroups while in cache. Zen 4 VM (znver4), the two forms compiled in one process and run
+# interleaved, ms (ratio to PyTorch); AVX-512, three runs: ResNet-50's 1x1 8x512x28x28->128 8.03 ->
+# 6.23 (0.78 -> 1.00), 9.45 -> 7.18 (0.74 -> 0.98), 6.75 -> 5.49 (0.88 -> 1.08); 8x128x28x28->512
+# 7.57 -> 5.61 (0.90 -> 1.21), 7.36 -> 6.03 (0.97 -> 1.19), 7.75 -> 5.85 (0.93 -> 1.24); two runs:
+# 1x1 s2 8x256x56x56->512 17.1 -> 13.2 (0.69 -> 0.89), 16.6 -> 13.5 (0.92 -> 1.13); one run:
+# 8x64x56x56->256 7.34 -> 6.99. x86-64-v3 code, PyTorch held to AVX2: 8x128x28x28->512 12.4 -> 9.7
+# (0.59 -> 0.75), 8.32 -> 6.15 (0.67 -> 0.91); 1x1 s2 8x256x56x56->512 21.1 -> 19.0, 16.2 -> 13.5
+# (0.74 -> 0.89); 8x64x56x56->256 10.7 -> 7.6. Where it lost or ran even, hence the limits: fewer
+# positions (1x512x28x28->128, 784: 0.73 -> 0.90 ms; 1x256x56x56->64, 3136: 0.69 -> 0.79;
+# 8x1024x14x14->256, 1568: 5.76 -> 6.04 and 6.59 -> 5.92 on AVX-512), 64 output channels
+# (8x256x56x56->64 8.67 -> 7.76 and 6.69 -> 7.55 on AVX-512), 3x3 filters (the patch gather's
+# dispatch before: 3x3 s2 8x64x56x56->128 9.5 -> 11.0, 3x3 8x512x7x7 14.5 -> 18.5). The transposed
+# GEMMs (below: AVX2's with at most 128 output channels, the stem's) are not chunked (not measured).
+WGRAD_CHUNK_POSITIONS = 256
+WGRAD_CHUNK_MIN_POSITIONS = 4096
+WGRAD_CHUNK_MIN_OUT_CHANNELS = 128
+
+
+def wgrad_chunk_positions(kernel: tuple[int, ...], positions: int, out_channels: int) -> int | None:
+    """The output positions per chunk of a weight gradient's GEMM (see above): the divisor of
+    ``positions`` nearest ``WGRAD_CHUNK_POSITIONS`` (within a factor of two), or None where it
+    stays one GEMM."""
+    if tuple(kernel) != (1, 1) or positions < WGRAD_CHUNK_MIN_POSITIONS:
+        return None
+    if out_channels < WGRAD_CHUNK_MIN_OUT_CHANNELS:
+        return None
+    # A divisor within a factor of two of the chunk measured (none: one GEMM, as for a prime count).
+    want = WGRAD_CHUNK_POSITIONS
+    divisors = [d for d in range(want // 2, 2 * want + 1) if positions % d == 0]
+    return min(divisors, key=lambda d: (abs(d - want), d), default=None)
+
+
+def wgrad_chunked_compilation_info(
+    isa: str, chunks: int, m: int, n: int, positions: int, vendor: str | None = None
+) -> ir.Attribute | None:
+    """The ``compilation_info`` of a chunked weight gradient's batched GEMM ``partial[chunks, m = K,
+    n = C]`` over ``positions`` per chunk: the conv GEMM's tile for ``n`` columns, one chunk
+    per workgroup."""
+    tile = conv_gemm_tile(isa, n, vendor)
+    return None if tile is None else _compilation_info(tile, chunks, m, n, positions)
+
+
 # A weight gradient whose filter columns R*S*C are no multiple of the register tile's columns
 # (the 7x7 stem, C = 3: 147) is computed transposed, DW^T[R*S*C, K] = patches^T x DY: the K
 # output channels (a multiple of the tile) become the vectorized columns and R*S*C the rows, of

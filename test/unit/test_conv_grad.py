@@ -417,6 +417,37 @@ def test_wgrad_gemm_transposed_for_few_output_channels_on_avx2(rng, kernel, stri
 
 
 @pytest.mark.parametrize("arch", ["x86-64-v3", "znver4"])
+@pytest.mark.parametrize("stride", [1, 2])
+def test_wgrad_gemm_in_chunks_of_output_positions(rng, arch, stride):
+    """A 1x1 weight gradient over at least 4096 output positions with at least 128 output channels
+    sums its positions in chunks of about 256 (gemm_config.wgrad_chunk_positions): a batched GEMM of
+    partials, then their sum: 2 dispatches (3 with stride 2, X's rows gathered first). Numerics
+    against the reference."""
+    n, c, k = 4, 32, 128
+    hw = 32 * stride
+    attrs = dict(padding=[0, 0], stride=[stride] * 2, dilation=[1, 1])
+    g, ins, _ = _wgrad_graph(f"wgrad_chunks_{arch}_{stride}", [n, k, 32, 32], [n, c, hw, hw], [k, c, 1, 1], attrs, True)
+    g.validate()
+    assert "one batched GEMM over 16 chunks of 256 output positions, summed" in g.explain(arch=arch)
+    arch = _arch_running_here(arch)
+    optimized = g.mlir("optimized", fs.Backend.CPU, arch)
+    assert "linalg.batch_matmul" in optimized and "-> tensor<16x128x32xf32>" in optimized
+    run_and_check(g, fs.Handle(fs.Backend.CPU, arch=arch), {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4)
+    assert g.compile_stats.dispatch_count == 2 + (stride > 1)  # a strided X is gathered first
+
+
+def test_wgrad_chunks_only_where_measured():
+    from fusilli.passes import gemm_config
+
+    assert gemm_config.wgrad_chunk_positions((1, 1), 6272, 128) == 224  # ResNet-50's 8x28x28
+    assert gemm_config.wgrad_chunk_positions((1, 1), 25088, 256) == 256
+    assert gemm_config.wgrad_chunk_positions((1, 1), 3136, 128) is None  # too few positions
+    assert gemm_config.wgrad_chunk_positions((1, 1), 25088, 64) is None  # 64 output channels
+    assert gemm_config.wgrad_chunk_positions((3, 3), 25088, 128) is None  # a patch gather before
+    assert gemm_config.wgrad_chunk_positions((1, 1), 4099, 128) is None  # prime: no chunk near 256
+
+
+@pytest.mark.parametrize("arch", ["x86-64-v3", "znver4"])
 def test_wgrad_of_three_channels_leaves_winograd(arch):
     """A 3x3 weight gradient of an RGB input (C = 3) is the transposed GEMM, not Winograd, whose
     transforms of DY's 64 channels outweigh a GEMM of 3 columns; from 4 channels Winograd."""

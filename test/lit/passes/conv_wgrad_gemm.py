@@ -84,6 +84,29 @@ def wgrad_1x1_few_out_channels():
 
 
 @run
+def wgrad_1x1_chunked():
+    g = build("wgrad_1x1_chunked", 8, 128, 28, 512, 1, 1, 0)
+    print(g.explain(TARGET_BACKEND, TARGET_ARCH))
+    print(optimized(g))
+
+
+# ResNet-50's 1x1 8x128x28x28 -> 512: 6272 output positions summed in 28 chunks of 224
+# (gemm_config.wgrad_chunk_positions): a batched GEMM of partials [28, K, C] with the conv GEMM's
+# tile, a chunk per row of workgroups, then their sum over the chunks.
+# CHECK-LABEL: TEST: wgrad_1x1_chunked
+# TUNED: cpu-conv-wgrad-gemm (one batched GEMM over 28 chunks of 224 output positions, summed
+# INTEL-NOT: chunks
+# AVX2: #iree_cpu.lowering_config<{{.*}}distribution = [1, 48, 64, 0], vector_common_parallel = [1, 6, 16, 0], vector_reduction = [0, 0, 0, 8]>
+# AMD: #iree_cpu.lowering_config<{{.*}}distribution = [1, 64, 64, 0], vector_common_parallel = [1, 8, 32, 0], vector_reduction = [0, 0, 0, 8]>
+# TUNED: tensor.expand_shape {{.*}} : tensor<6272x512xf32> into tensor<28x224x512xf32>
+# TUNED: tensor.expand_shape {{.*}} : tensor<6272x128xf32> into tensor<28x224x128xf32>
+# TUNED: linalg.batch_matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<28x224x512xf32>, tensor<28x224x128xf32>) outs(%{{.*}} : tensor<28x512x128xf32>)
+# TUNED: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]{{.*}} ins(%{{.*}} : tensor<28x512x128xf32>) outs(%{{.*}} : tensor<512x128xf32>)
+# TUNED: arith.addf
+# INTEL: linalg.matmul {{.*}}ins(%{{.*}}, %{{.*}} : tensor<6272x512xf32>, tensor<6272x128xf32>) outs(%{{.*}} : tensor<512x128xf32>)
+
+
+@run
 def wgrad_stem():
     g = build("wgrad_stem", 1, 3, 64, 64, 7, 2, 3)
     print(g.explain(TARGET_BACKEND, TARGET_ARCH))
