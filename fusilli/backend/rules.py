@@ -964,7 +964,8 @@ def CPU_CONV_WGRAD_WINOGRAD_STRIDED(p: Problem, t: Target) -> str | None:
         "0.57-0.84 -> 0.66-1.04; gemm_config.WGRAD_TRANSPOSED_MAX_OUT_CHANNELS). 1x1 ones over >= 4096 output "
         "positions with >= 128 output channels sum chunks of ~256 positions (gemm_config.wgrad_chunk_positions): "
         "AVX-512 8x512x28x28->128 0.74-0.88 -> 0.98-1.08, 8x128x28x28->512 0.90-0.97 -> 1.19-1.24, x86-64-v3 "
-        "8x128x28x28->512 0.59-0.67 -> 0.75-0.91"
+        "8x128x28x28->512 0.59-0.67 -> 0.75-0.91; AVX2's DW^T at any output channels: 8x512x28x28->128 0.64-0.67 "
+        "-> 0.91-0.92, 8x256x56x56->64 0.63-0.79 -> 0.89-1.06"
     ),
 )
 def CPU_CONV_WGRAD_GEMM(p: Problem, t: Target) -> str | None:
@@ -982,10 +983,13 @@ def CPU_CONV_WGRAD_GEMM(p: Problem, t: Target) -> str | None:
     columns = conv_gemm_depth(p)
     out_channels, positions = conv_out_channels(p), conv_gemm_rows(p)
     transposed = gemm_config.wgrad_gemm_transposed(isa, out_channels, columns, vendor)
-    chunk = None if transposed else gemm_config.wgrad_chunk_positions(p.fact("kernel"), positions, out_channels)
-    if chunk is not None:
-        return f"one batched GEMM over {positions // chunk} chunks of {chunk} output positions, summed, conv GEMM tile for {on}"
+    chunk = gemm_config.wgrad_chunk_positions(p.fact("kernel"), positions, out_channels, transposed)
     shape = f" as DW^T[R*S*C = {columns}, K]" if transposed else ""
+    if chunk is not None:
+        return (
+            f"one batched GEMM over {positions // chunk} chunks of {chunk} output positions, summed{shape}, "
+            f"conv GEMM tile for {on}"
+        )
     return f"one GEMM over {positions} output positions{shape}, conv GEMM tile for {on}"
 
 

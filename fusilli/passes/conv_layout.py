@@ -513,26 +513,27 @@ def _matmul(lhs: ir.Value, rhs: ir.Value, rows: int, cols: int, lhs_map, rhs_map
     return ir.linalg.matmul(lhs, rhs, outs=[init], indexing_maps=[lhs_map, rhs_map, out_map])
 
 
-def _chunked_wgrad_gemm(dy2: ir.Value, patches: ir.Value, chunk: int, isa: str, vendor: str | None) -> ir.Value:
-    """``DW[K, C] = sum_c partial[c]``, ``partial[c] = DY_c^T x X_c`` over chunks of ``chunk`` output
-    positions (gemm_config.wgrad_chunk_positions): a batched GEMM with the ISA's tile, then the
-    sum over the chunks (a reduction dispatch of its own)."""
+def _chunked_wgrad_gemm(lhs: ir.Value, rhs: ir.Value, chunk: int, isa: str, vendor: str | None) -> ir.Value:
+    """``out[M, N] = sum_c lhs_c^T x rhs_c`` of a weight gradient's ``[positions, M]`` and ``[positions,
+    N]`` operands (DY and the patches for DW[K, R*S*C], the other way round for DW^T) over chunks of
+    ``chunk`` output positions (gemm_config.wgrad_chunk_positions): a batched GEMM of partials with
+    the ISA's tile for ``N`` columns, then their sum over the chunks (a reduction dispatch of its own)."""
     f32 = builtin_element_type("f32")
-    positions, k = ir.RankedTensorType(dy2.type).shape
-    columns = ir.RankedTensorType(patches.type).get_dim_size(1)
+    positions, k = ir.RankedTensorType(lhs.type).shape
+    columns = ir.RankedTensorType(rhs.type).get_dim_size(1)
     chunks = positions // chunk
     a = ir.tensor.ExpandShapeOp(
-        ir.RankedTensorType.get([chunks, chunk, k], f32), dy2, _reassoc([[0, 1], [2]]), [], [chunks, chunk, k]
+        ir.RankedTensorType.get([chunks, chunk, k], f32), lhs, _reassoc([[0, 1], [2]]), [], [chunks, chunk, k]
     ).result
     b = ir.tensor.ExpandShapeOp(
         ir.RankedTensorType.get([chunks, chunk, columns], f32),
-        patches,
+        rhs,
         _reassoc([[0, 1], [2]]),
         [],
         [chunks, chunk, columns],
     ).result
     zero = ir.arith.ConstantOp(f32, 0.0).result
-    d = [ir.AffineDimExpr.get(i) for i in range(4)]  # chunk, m (K), n (C), position in the chunk
+    d = [ir.AffineDimExpr.get(i) for i in range(4)]  # chunk, m, n, position in the chunk
     maps = [ir.AffineMap.get(4, 0, [d[0], d[3], d[1]]), ir.AffineMap.get(4, 0, [d[0], d[3], d[2]])]
     maps.append(ir.AffineMap.get(4, 0, [d[0], d[1], d[2]]))
     init = ir.linalg.fill(zero, outs=[ir.tensor.EmptyOp([chunks, k, columns], f32).result])
@@ -801,15 +802,17 @@ def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
             isa, vendor, columns, positions = rules.vector_isa(target), cpu_vendor(target.cpu), fy * fx * c, n * oh * ow
             transposed = tiled and gemm_config.wgrad_gemm_transposed(isa, k, columns, vendor)
             f32 = builtin_element_type("f32")
+            chunk = gemm_config.wgrad_chunk_positions((fy, fx), positions, k, transposed) if tiled else None
             if transposed:
-                mm = _matmul(patches, dy2, columns, k, _mnk_map(K, M), _mnk_map(K, N))
-                info = gemm_config.wgrad_transposed_matmul_compilation_info(isa, columns, k, positions, vendor)
+                if chunk is not None:
+                    mm, info = _chunked_wgrad_gemm(patches, dy2, chunk, isa, vendor), None
+                else:
+                    mm = _matmul(patches, dy2, columns, k, _mnk_map(K, M), _mnk_map(K, N))
+                    info = gemm_config.wgrad_transposed_matmul_compilation_info(isa, columns, k, positions, vendor)
                 dw_shape, groups, to_nchw = [fy, fx, c, k], [[0, 1, 2], [3]], [3, 2, 0, 1]
             else:
-                chunk = gemm_config.wgrad_chunk_positions((fy, fx), positions, k) if tiled else None
                 if chunk is not None:
-                    mm = _chunked_wgrad_gemm(dy2, patches, chunk, isa, vendor)
-                    info = None
+                    mm, info = _chunked_wgrad_gemm(dy2, patches, chunk, isa, vendor), None
                 else:
                     mm = _matmul(dy2, patches, k, columns, _mnk_map(K, M), _mnk_map(K, N))
                     info = (

@@ -328,19 +328,24 @@ def wgrad_matmul_compilation_info(isa: str, m: int, n: int, k: int, vendor: str 
 # 8x1024x14x14->256, 1568: 5.76 -> 6.04 and 6.59 -> 5.92 on AVX-512), 64 output channels
 # (8x256x56x56->64 8.67 -> 7.76 and 6.69 -> 7.55 on AVX-512), 3x3 filters (the patch gather's
 # dispatch before: 3x3 s2 8x64x56x56->128 9.5 -> 11.0, 3x3 8x512x7x7 14.5 -> 18.5). The transposed
-# GEMMs (below: AVX2's with at most 128 output channels, the stem's) are not chunked (not measured).
+# GEMMs DW^T (below) of 1x1 filters take chunks at any output channels: AVX2's with at most 128,
+# x86-64-v3 code, PyTorch held to AVX2, two runs: 8x512x28x28->128 9.26 -> 6.78 (0.67 -> 0.91), 8.92
+# -> 6.24 (0.64 -> 0.92); 8x256x56x56->64 8.27 -> 6.16 (0.79 -> 1.06), 8.90 -> 6.35 (0.63 -> 0.89);
+# 1x256x56x56->64 (3136 positions, not taken) 0.97 -> 0.90, 0.93 -> 0.90.
 WGRAD_CHUNK_POSITIONS = 256
 WGRAD_CHUNK_MIN_POSITIONS = 4096
 WGRAD_CHUNK_MIN_OUT_CHANNELS = 128
 
 
-def wgrad_chunk_positions(kernel: tuple[int, ...], positions: int, out_channels: int) -> int | None:
-    """The output positions per chunk of a weight gradient's GEMM (see above): the divisor of
-    ``positions`` nearest ``WGRAD_CHUNK_POSITIONS`` (within a factor of two), or None where it
-    stays one GEMM."""
+def wgrad_chunk_positions(
+    kernel: tuple[int, ...], positions: int, out_channels: int, transposed: bool = False
+) -> int | None:
+    """The output positions per chunk of a weight gradient's GEMM (see above; ``transposed``: as
+    DW^T, ``wgrad_gemm_transposed``): the divisor of ``positions`` nearest ``WGRAD_CHUNK_POSITIONS``
+    (within a factor of two), or None where it stays one GEMM."""
     if tuple(kernel) != (1, 1) or positions < WGRAD_CHUNK_MIN_POSITIONS:
         return None
-    if out_channels < WGRAD_CHUNK_MIN_OUT_CHANNELS:
+    if out_channels < WGRAD_CHUNK_MIN_OUT_CHANNELS and not transposed:
         return None
     # A divisor within a factor of two of the chunk measured (none: one GEMM, as for a prime count).
     want = WGRAD_CHUNK_POSITIONS

@@ -445,6 +445,24 @@ def test_wgrad_chunks_only_where_measured():
     assert gemm_config.wgrad_chunk_positions((1, 1), 25088, 64) is None  # 64 output channels
     assert gemm_config.wgrad_chunk_positions((3, 3), 25088, 128) is None  # a patch gather before
     assert gemm_config.wgrad_chunk_positions((1, 1), 4099, 128) is None  # prime: no chunk near 256
+    assert gemm_config.wgrad_chunk_positions((1, 1), 25088, 64, transposed=True) == 256  # DW^T: any K
+
+
+def test_transposed_wgrad_gemm_in_chunks_on_avx2(rng):
+    """AVX2's DW^T of a 1x1 weight gradient with 64 output channels takes chunks too; AVX-512's
+    DW[64, C] stays one GEMM (64 output channels). Numerics against the reference."""
+    n, c, k = 4, 256, 64
+    attrs = dict(padding=[0, 0], stride=[1, 1], dilation=[1, 1])
+    g, ins, _ = _wgrad_graph("wgrad_chunks_transposed", [n, k, 32, 32], [n, c, 32, 32], [k, c, 1, 1], attrs, True)
+    g.validate()
+    assert "one batched GEMM over 16 chunks of 256 output positions, summed as DW^T[R*S*C = 256, K]" in g.explain(
+        arch="x86-64-v3"
+    )
+    assert "one GEMM over 4096 output positions, conv GEMM tile" in g.explain(arch="znver4")
+    arch = _arch_running_here("x86-64-v3")
+    optimized = g.mlir("optimized", fs.Backend.CPU, arch)
+    assert "-> tensor<16x256x64xf32>" in optimized  # the partials of DW^T
+    run_and_check(g, fs.Handle(fs.Backend.CPU, arch=arch), {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("arch", ["x86-64-v3", "znver4"])

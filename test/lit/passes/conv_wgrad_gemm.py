@@ -107,6 +107,24 @@ def wgrad_1x1_chunked():
 
 
 @run
+def wgrad_1x1_few_out_channels_chunked():
+    g = build("wgrad_1x1_few_out_channels_chunked", 8, 256, 56, 64, 1, 1, 0)
+    print(g.explain(TARGET_BACKEND, TARGET_ARCH))
+    print(optimized(g))
+
+
+# ResNet-50's 1x1 8x256x56x56 -> 64: AVX2's DW^T[256, 64] takes 98 chunks of 256 positions; AMD
+# AVX-512's DW[64, 256] (64 output channels) stays one GEMM.
+# CHECK-LABEL: TEST: wgrad_1x1_few_out_channels_chunked
+# AVX2: cpu-conv-wgrad-gemm (one batched GEMM over 98 chunks of 256 output positions, summed as DW^T[R*S*C = 256, K]
+# AVX2: linalg.batch_matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<98x256x256xf32>, tensor<98x256x64xf32>) outs(%{{.*}} : tensor<98x256x64xf32>)
+# AVX2: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]{{.*}} ins(%{{.*}} : tensor<98x256x64xf32>) outs(%{{.*}} : tensor<256x64xf32>)
+# AMD: cpu-conv-wgrad-gemm (one GEMM over 25088 output positions, conv GEMM tile
+# AMD-NOT: batch_matmul
+# AMD: linalg.matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<25088x64xf32>, tensor<25088x256xf32>) outs(%{{.*}} : tensor<64x256xf32>)
+
+
+@run
 def wgrad_stem():
     g = build("wgrad_stem", 1, 3, 64, 64, 7, 2, 3)
     print(g.explain(TARGET_BACKEND, TARGET_ARCH))
