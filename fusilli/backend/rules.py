@@ -965,7 +965,8 @@ def CPU_CONV_WGRAD_WINOGRAD_STRIDED(p: Problem, t: Target) -> str | None:
         "positions with >= 128 output channels sum chunks of ~256 positions (gemm_config.wgrad_chunk_positions): "
         "AVX-512 8x512x28x28->128 0.74-0.88 -> 0.98-1.08, 8x128x28x28->512 0.90-0.97 -> 1.19-1.24, x86-64-v3 "
         "8x128x28x28->512 0.59-0.67 -> 0.75-0.91; AVX2's DW^T at any output channels: 8x512x28x28->128 0.64-0.67 "
-        "-> 0.91-0.92, 8x256x56x56->64 0.63-0.79 -> 0.89-1.06"
+        "-> 0.91-0.92, 8x256x56x56->64 0.63-0.79 -> 0.89-1.06, and of any filter (3x3 s2 8x64x56x56->128 "
+        "0.78-0.84 -> 1.12-1.26, the stem 8x3x224x224 0.79-0.82 -> 0.95-1.03)"
     ),
 )
 def CPU_CONV_WGRAD_GEMM(p: Problem, t: Target) -> str | None:
@@ -983,7 +984,7 @@ def CPU_CONV_WGRAD_GEMM(p: Problem, t: Target) -> str | None:
     columns = conv_gemm_depth(p)
     out_channels, positions = conv_out_channels(p), conv_gemm_rows(p)
     transposed = gemm_config.wgrad_gemm_transposed(isa, out_channels, columns, vendor)
-    chunk = gemm_config.wgrad_chunk_positions(p.fact("kernel"), positions, out_channels, transposed)
+    chunk = gemm_config.wgrad_chunk_positions(p.fact("kernel"), positions, out_channels, transposed, isa)
     shape = f" as DW^T[R*S*C = {columns}, K]" if transposed else ""
     if chunk is not None:
         return (

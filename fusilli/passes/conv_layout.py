@@ -802,7 +802,7 @@ def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
             isa, vendor, columns, positions = rules.vector_isa(target), cpu_vendor(target.cpu), fy * fx * c, n * oh * ow
             transposed = tiled and gemm_config.wgrad_gemm_transposed(isa, k, columns, vendor)
             f32 = builtin_element_type("f32")
-            chunk = gemm_config.wgrad_chunk_positions((fy, fx), positions, k, transposed) if tiled else None
+            chunk = gemm_config.wgrad_chunk_positions((fy, fx), positions, k, transposed, isa) if tiled else None
             if transposed:
                 if chunk is not None:
                     mm, info = _chunked_wgrad_gemm(patches, dy2, chunk, isa, vendor), None

@@ -331,19 +331,25 @@ def wgrad_matmul_compilation_info(isa: str, m: int, n: int, k: int, vendor: str 
 # GEMMs DW^T (below) of 1x1 filters take chunks at any output channels: AVX2's with at most 128,
 # x86-64-v3 code, PyTorch held to AVX2, two runs: 8x512x28x28->128 9.26 -> 6.78 (0.67 -> 0.91), 8.92
 # -> 6.24 (0.64 -> 0.92); 8x256x56x56->64 8.27 -> 6.16 (0.79 -> 1.06), 8.90 -> 6.35 (0.63 -> 0.89);
-# 1x256x56x56->64 (3136 positions, not taken) 0.97 -> 0.90, 0.93 -> 0.90.
+# 1x256x56x56->64 (3136 positions, not taken) 0.97 -> 0.90, 0.93 -> 0.90. AVX2's DW^T of any filter
+# takes them (its patch gather did not cost what AVX-512's did): 3x3 s2 8x64x56x56->128 19.9 -> 14.9
+# (0.84 -> 1.12), 22.4 -> 13.7 (0.78 -> 1.26); the 7x7 s2 stem (C = 3) 8x3x224x224 33.4 -> 26.7
+# (0.82 -> 1.03), 34.4 -> 28.4 (0.79 -> 0.95), 1x3x224x224 5.10 -> 4.31, 4.80 -> 3.97. AVX-512's stem
+# (DW^T in two 80-row blocks) lost with chunks: batch 8 19.8 -> 23.7, 21.2 -> 25.3 ms.
+WGRAD_CHUNK_TRANSPOSED_ANY_KERNEL_ISAS = {"avx2"}
 WGRAD_CHUNK_POSITIONS = 256
 WGRAD_CHUNK_MIN_POSITIONS = 4096
 WGRAD_CHUNK_MIN_OUT_CHANNELS = 128
 
 
 def wgrad_chunk_positions(
-    kernel: tuple[int, ...], positions: int, out_channels: int, transposed: bool = False
+    kernel: tuple[int, ...], positions: int, out_channels: int, transposed: bool = False, isa: str = "generic"
 ) -> int | None:
-    """The output positions per chunk of a weight gradient's GEMM (see above; ``transposed``: as
-    DW^T, ``wgrad_gemm_transposed``): the divisor of ``positions`` nearest ``WGRAD_CHUNK_POSITIONS``
+    """The output positions per chunk of a weight gradient's GEMM on ``isa`` (see above;
+    ``transposed``: as DW^T, ``wgrad_gemm_transposed``): the divisor of ``positions`` nearest ``WGRAD_CHUNK_POSITIONS``
     (within a factor of two), or None where it stays one GEMM."""
-    if tuple(kernel) != (1, 1) or positions < WGRAD_CHUNK_MIN_POSITIONS:
+    any_kernel = transposed and isa in WGRAD_CHUNK_TRANSPOSED_ANY_KERNEL_ISAS
+    if (tuple(kernel) != (1, 1) and not any_kernel) or positions < WGRAD_CHUNK_MIN_POSITIONS:
         return None
     if out_channels < WGRAD_CHUNK_MIN_OUT_CHANNELS and not transposed:
         return None

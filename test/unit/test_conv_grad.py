@@ -446,6 +446,21 @@ def test_wgrad_chunks_only_where_measured():
     assert gemm_config.wgrad_chunk_positions((3, 3), 25088, 128) is None  # a patch gather before
     assert gemm_config.wgrad_chunk_positions((1, 1), 4099, 128) is None  # prime: no chunk near 256
     assert gemm_config.wgrad_chunk_positions((1, 1), 25088, 64, transposed=True) == 256  # DW^T: any K
+    assert gemm_config.wgrad_chunk_positions((7, 7), 100352, 64, True, "avx2") == 256  # AVX2's DW^T: any filter
+    assert gemm_config.wgrad_chunk_positions((7, 7), 100352, 64, True, "avx512") is None  # not AVX-512's stem
+
+
+def test_transposed_3x3_wgrad_gemm_in_chunks_on_avx2(rng):
+    """AVX2's DW^T of a 3x3 stride-2 weight gradient (128 output channels, 576 filter columns) over
+    4096 output positions takes chunks as well (after its patch gather); AVX-512 keeps one GEMM."""
+    attrs = dict(padding=[1, 1], stride=[2, 2], dilation=[1, 1])
+    g, ins, _ = _wgrad_graph("wgrad_chunks_3x3_s2", [4, 128, 32, 32], [4, 64, 64, 64], [128, 64, 3, 3], attrs, True)
+    g.validate()
+    assert "16 chunks of 256 output positions, summed as DW^T[R*S*C = 576, K]" in g.explain(arch="x86-64-v3")
+    assert "one GEMM over 4096 output positions, conv GEMM tile" in g.explain(arch="znver4")
+    arch = _arch_running_here("x86-64-v3")
+    run_and_check(g, fs.Handle(fs.Backend.CPU, arch=arch), {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4)
+    assert g.compile_stats.dispatch_count == 3  # the patch gather, the partials, their sum
 
 
 def test_transposed_wgrad_gemm_in_chunks_on_avx2(rng):
