@@ -48,7 +48,8 @@ strided one is a transposed conv, rewritten (_rewrite_strided_dgrad) into Winogr
 for 3x3 stride 2 (cpu-conv-dgrad-winograd-strided) or else one GEMM of DY and the forward
 filter and a col2im gather (cpu-conv-dgrad-col2im-gemm). Weight gradients
 (``convolution_backward``) are Winograd (3x3 stride 1; 3x3 stride 2 over X's phases) or one GEMM over
-the output positions (_rewrite_wgrad).
+the output positions (_rewrite_wgrad; over many positions a batched GEMM over chunks of them and
+the partials' sum, _chunked_wgrad_gemm).
 
 IREE's Winograd rewrite was measured too (see below) and is not used.
 """
@@ -741,8 +742,10 @@ def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
     im2col read of X, contracted with DY over every output position. The result is the
     KRSC filter gradient (a channels-last DW's own layout); ``torch.aten.convolution_backward``
     runs at ~0.06x PyTorch on CPU (BENCHMARKS.md). Where R*S*C does not fill the GEMM tile's
-    register columns (the C = 3 stem) the GEMM is ``DW^T[R*S*C, K]``, the same operands
-    swapped, and the permute to the filter's layout reads it transposed.
+    register columns (the C = 3 stem), or on AVX2 where K is small, the GEMM is ``DW^T[R*S*C, K]``,
+    the same operands swapped, and the permute to the filter's layout reads it transposed
+    (gemm_config.wgrad_gemm_transposed). Over many output positions the GEMM sums chunks of
+    them (gemm_config.wgrad_chunk_positions, _chunked_wgrad_gemm).
     """
     dy, x = op.operands[0], op.operands[1]
     dyt, xt, dwt = ir.TensorType.of(dy), ir.TensorType.of(x), ir.TensorType.of(op.results[1])
