@@ -472,6 +472,12 @@ def _collapse(value: ir.Value, groups: list[list[int]]) -> ir.Value:
     return ir.tensor.CollapseShapeOp(ir.RankedTensorType.get(out, src.element_type), value, _reassoc(groups)).result
 
 
+def _expand(value: ir.Value, groups: list[list[int]], shape: list[int]) -> ir.Value:
+    """``value`` reshaped to ``shape`` by splitting its dims as ``groups`` say (``_collapse``'s inverse)."""
+    element = ir.RankedTensorType(value.type).element_type
+    return ir.tensor.ExpandShapeOp(ir.RankedTensorType.get(shape, element), value, _reassoc(groups), [], shape).result
+
+
 def _patches(xin: ir.Value, out_hw, stride, padding, dilation, kernel) -> ir.Value:
     """The ``[N*Ho*Wo, R*S*C]`` patch matrix of the NHWC builtin tensor ``xin``.
 
@@ -523,16 +529,8 @@ def _chunked_wgrad_gemm(lhs: ir.Value, rhs: ir.Value, chunk: int, isa: str, vend
     positions, k = ir.RankedTensorType(lhs.type).shape
     columns = ir.RankedTensorType(rhs.type).get_dim_size(1)
     chunks = positions // chunk
-    a = ir.tensor.ExpandShapeOp(
-        ir.RankedTensorType.get([chunks, chunk, k], f32), lhs, _reassoc([[0, 1], [2]]), [], [chunks, chunk, k]
-    ).result
-    b = ir.tensor.ExpandShapeOp(
-        ir.RankedTensorType.get([chunks, chunk, columns], f32),
-        rhs,
-        _reassoc([[0, 1], [2]]),
-        [],
-        [chunks, chunk, columns],
-    ).result
+    a = _expand(lhs, [[0, 1], [2]], [chunks, chunk, k])
+    b = _expand(rhs, [[0, 1], [2]], [chunks, chunk, columns])
     zero = ir.arith.ConstantOp(f32, 0.0).result
     d = [ir.AffineDimExpr.get(i) for i in range(4)]  # chunk, m, n, position in the chunk
     maps = [ir.AffineMap.get(4, 0, [d[0], d[3], d[1]]), ir.AffineMap.get(4, 0, [d[0], d[3], d[2]])]
@@ -570,14 +568,11 @@ def _im2col_matmul(b: ir.TorchBuilder, x_nhwc, w_krsc, out_dims, stride, padding
     The filter is the KRSC filter reshaped, read transposed by the matmul's indexing maps.
     """
     n, oh, ow, k = out_dims
-    f32 = builtin_element_type("f32")
     xin, win = b.to_builtin(x_nhwc), b.to_builtin(w_krsc)
     patches = _patches(xin, (oh, ow), stride, padding, dilation, kernel)
     filt = _collapse(win, [[0], [1, 2, 3]])
     mm = _matmul(patches, filt, n * oh * ow, k, _mnk_map(M, K), _mnk_map(N, K))
-    y = ir.tensor.ExpandShapeOp(
-        ir.RankedTensorType.get([n, oh, ow, k], f32), mm, _reassoc([[0, 1, 2], [3]]), [], [n, oh, ow, k]
-    ).result
+    y = _expand(mm, [[0, 1, 2], [3]], [n, oh, ow, k])
     return b.op("torch_c.from_builtin_tensor", [y], ir.vtensor_type([n, oh, ow, k], "f32"))
 
 
@@ -626,10 +621,7 @@ def _im2col_gemm(
     )
     if info is not None:
         mm.owner.attributes["compilation_info"] = info
-    f32 = builtin_element_type("f32")
-    return ir.tensor.ExpandShapeOp(
-        ir.RankedTensorType.get([n, oh, ow, k], f32), mm, _reassoc([[0, 1, 2], [3]]), [], [n, oh, ow, k]
-    ).result
+    return _expand(mm, [[0, 1, 2], [3]], [n, oh, ow, k])
 
 
 def _rewrite_strided_dgrad(op: ir.Operation, target: Target) -> bool:
@@ -713,7 +705,6 @@ def _col2im_gemm(b: ir.TorchBuilder, dy_nhwc, w_krsc, dy_dims, dx_dims, kernel, 
     n, oh, ow, k = dy_dims
     h, wd, c = dx_dims
     fy, fx = kernel
-    f32 = builtin_element_type("f32")
     rows, cols = n * oh * ow, fy * fx * c
     dy2 = _collapse(b.to_builtin(dy_nhwc), [[0, 1, 2], [3]])
     # As in _im2col_gemm: a filter that is not channels-last is transposed in a dispatch of
@@ -723,13 +714,7 @@ def _col2im_gemm(b: ir.TorchBuilder, dy_nhwc, w_krsc, dy_dims, dx_dims, kernel, 
     info = gemm_config.matmul_compilation_info(rules.vector_isa(target), rows, cols, k, cpu_vendor(target.cpu))
     if info is not None:
         mm.owner.attributes["compilation_info"] = info
-    columns = ir.tensor.ExpandShapeOp(
-        ir.RankedTensorType.get([n, oh, ow, fy, fx, c], f32),
-        mm,
-        _reassoc([[0, 1, 2], [3, 4, 5]]),
-        [],
-        [n, oh, ow, fy, fx, c],
-    ).result
+    columns = _expand(mm, [[0, 1, 2], [3, 4, 5]], [n, oh, ow, fy, fx, c])
     return conv_direct.col2im(columns, (n, h, wd, c), stride, padding, dilation)
 
 
@@ -804,29 +789,26 @@ def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
             tiled = lowering == "gemm" or (choice is not None and choice.rule is rules.CPU_CONV_WGRAD_GEMM)
             isa, vendor, columns, positions = rules.vector_isa(target), cpu_vendor(target.cpu), fy * fx * c, n * oh * ow
             transposed = tiled and gemm_config.wgrad_gemm_transposed(isa, k, columns, vendor)
-            f32 = builtin_element_type("f32")
             chunk = gemm_config.wgrad_chunk_positions((fy, fx), positions, k, transposed, isa) if tiled else None
+            # DW^T[R*S*C, K] = patches^T x DY, or DW[K, R*S*C] = DY^T x patches.
             if transposed:
-                if chunk is not None:
-                    mm, info = _chunked_wgrad_gemm(patches, dy2, chunk, isa, vendor), None
-                else:
-                    mm = _matmul(patches, dy2, columns, k, _mnk_map(K, M), _mnk_map(K, N))
-                    info = gemm_config.wgrad_transposed_matmul_compilation_info(isa, columns, k, positions, vendor)
+                lhs, rhs, rows, cols = patches, dy2, columns, k
                 dw_shape, groups, to_nchw = [fy, fx, c, k], [[0, 1, 2], [3]], [3, 2, 0, 1]
             else:
-                if chunk is not None:
-                    mm, info = _chunked_wgrad_gemm(dy2, patches, chunk, isa, vendor), None
-                else:
-                    mm = _matmul(dy2, patches, k, columns, _mnk_map(K, M), _mnk_map(K, N))
-                    info = (
-                        gemm_config.wgrad_matmul_compilation_info(isa, k, columns, positions, vendor) if tiled else None
-                    )
+                lhs, rhs, rows, cols = dy2, patches, k, columns
                 dw_shape, groups, to_nchw = [k, fy, fx, c], [[0], [1, 2, 3]], TO_NCHW
+            info = None
+            if chunk is not None:
+                mm = _chunked_wgrad_gemm(lhs, rhs, chunk, isa, vendor)
+            else:
+                mm = _matmul(lhs, rhs, rows, cols, _mnk_map(K, M), _mnk_map(K, N))
+                if transposed:
+                    info = gemm_config.wgrad_transposed_matmul_compilation_info(isa, columns, k, positions, vendor)
+                elif tiled:
+                    info = gemm_config.wgrad_matmul_compilation_info(isa, k, columns, positions, vendor)
             if info is not None:
                 mm.owner.attributes["compilation_info"] = info
-            dw = ir.tensor.ExpandShapeOp(
-                ir.RankedTensorType.get(dw_shape, f32), mm, _reassoc(groups), [], dw_shape
-            ).result
+            dw = _expand(mm, groups, dw_shape)
             dw_filter = b.op("torch_c.from_builtin_tensor", [dw], ir.vtensor_type(dw_shape, "f32"))
             if element != "f32":
                 dw_filter = b.to_dtype(dw_filter, element, _FLOAT_CODES[element])

@@ -11,7 +11,8 @@ prints ``TEST: conv_nhwc`` then the IR, so each case starts with
 
 Every op script runs once per target: ``FUSILLI_LIT_TARGET=amdgpu:gfx942`` (RUN
 line with ``--check-prefixes=CHECK,AMDGPU``) or the host CPU (``CHECK,CPU``).
-``emitted(g)`` / ``optimized(g)`` print the graph's IR lowered for that target,
+``emitted(g)`` / ``optimized(g)`` print the graph's IR lowered for that target
+(``explained_and_optimized(g)``: after the rules ``g.explain`` names),
 so ``CHECK`` lines pin what both targets share and ``CPU`` / ``AMDGPU`` lines
 what each target's lowering rules make different.
 """
@@ -35,6 +36,12 @@ def emitted(g: fs.Graph) -> str:
 def optimized(g: fs.Graph) -> str:
     """The module after fusilli's passes for the lit run's target."""
     return g.mlir("optimized", TARGET_BACKEND, TARGET_ARCH)
+
+
+def explained_and_optimized(g: fs.Graph) -> str:
+    """``g.explain`` for the lit run's target (the rules each node gets), then the module after
+    fusilli's passes: CHECK lines pin the choice and the IR it made."""
+    return f"{g.explain(TARGET_BACKEND, TARGET_ARCH)}\n{optimized(g)}"
 
 
 def run(fn):

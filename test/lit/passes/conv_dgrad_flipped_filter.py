@@ -9,7 +9,7 @@
 # (16 tiles) is Winograd F(4x4), whose filter transform reads the taps as [K, C] slices of the
 # KRSC forward filter, tap (0, 0) first from [0, 2, 2, 0]. No torch.aten.flip is left.
 
-from lit_helpers import TARGET_ARCH, TARGET_BACKEND, optimized, run
+from lit_helpers import explained_and_optimized, optimized, run
 
 import fusilli as fs
 
@@ -27,8 +27,7 @@ def build(name, hw):
 @run
 def dgrad_few_tiles():
     g = build("dgrad_flipped_gemm", 8)
-    print(g.explain(TARGET_BACKEND, TARGET_ARCH))
-    print(optimized(g))
+    print(explained_and_optimized(g))
 
 
 # CHECK-LABEL: TEST: dgrad_few_tiles

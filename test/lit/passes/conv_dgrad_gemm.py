@@ -9,7 +9,7 @@
 # reads each tap's column where h + pad - r = oh * stride. A CPU without AVX2 keeps the
 # transposed conv.
 
-from lit_helpers import TARGET_ARCH, TARGET_BACKEND, optimized, run
+from lit_helpers import explained_and_optimized, run
 
 import fusilli as fs
 
@@ -29,8 +29,7 @@ def build(name, n, k, c, hw, kernel, stride, padding):
 def dgrad_3x3_s2():
     # 49 4x4 DX tiles: too few for cpu-conv-dgrad-winograd-strided (conv_dgrad_polyphase_nhwc.py).
     g = build("dgrad_3x3_s2", 1, 256, 256, 28, 3, 2, 1)
-    print(g.explain(TARGET_BACKEND, TARGET_ARCH))
-    print(optimized(g))
+    print(explained_and_optimized(g))
 
 
 # CHECK-LABEL: TEST: dgrad_3x3_s2
@@ -54,8 +53,7 @@ def dgrad_3x3_s2():
 @run
 def dgrad_1x1_s2():
     g = build("dgrad_1x1_s2", 1, 512, 256, 56, 1, 2, 0)
-    print(g.explain(TARGET_BACKEND, TARGET_ARCH))
-    print(optimized(g))
+    print(explained_and_optimized(g))
 
 
 # CHECK-LABEL: TEST: dgrad_1x1_s2
@@ -76,8 +74,7 @@ def dgrad_1x1_s2():
 @run
 def dgrad_1x1_few_rows():
     g = build("dgrad_1x1_few_rows", 1, 2048, 512, 7, 1, 1, 0)
-    print(g.explain(TARGET_BACKEND, TARGET_ARCH))
-    print(optimized(g))
+    print(explained_and_optimized(g))
 
 
 # CHECK-LABEL: TEST: dgrad_1x1_few_rows

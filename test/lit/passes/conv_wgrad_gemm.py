@@ -10,7 +10,7 @@
 # whole K. Intel AVX-512 keeps IREE's default tiles. AVX2 takes a GEMM with at most 128 output
 # channels and more filter columns transposed, DW^T[R*S*C, K] (gemm_config.wgrad_gemm_transposed).
 
-from lit_helpers import TARGET_ARCH, TARGET_BACKEND, optimized, run
+from lit_helpers import explained_and_optimized, run
 
 import fusilli as fs
 
@@ -28,8 +28,7 @@ def build(name, n, c, hw, k, kernel, stride, padding):
 @run
 def wgrad_1x1_deep():
     g = build("wgrad_1x1_deep", 8, 1024, 14, 256, 1, 1, 0)
-    print(g.explain(TARGET_BACKEND, TARGET_ARCH))
-    print(optimized(g))
+    print(explained_and_optimized(g))
 
 
 # CHECK-LABEL: TEST: wgrad_1x1_deep
@@ -45,8 +44,7 @@ def wgrad_1x1_deep():
 @run
 def wgrad_3x3_strided():
     g = build("wgrad_3x3_strided", 1, 64, 29, 64, 3, 2, 1)
-    print(g.explain(TARGET_BACKEND, TARGET_ARCH))
-    print(optimized(g))
+    print(explained_and_optimized(g))
 
 
 # The patches read X through its padding (conv_direct.padded_patches: no tensor.pad, masked
@@ -68,8 +66,7 @@ def wgrad_3x3_strided():
 @run
 def wgrad_1x1_few_out_channels():
     g = build("wgrad_1x1_few_out_channels", 1, 256, 56, 64, 1, 1, 0)
-    print(g.explain(TARGET_BACKEND, TARGET_ARCH))
-    print(optimized(g))
+    print(explained_and_optimized(g))
 
 
 # ResNet-50's 1x1 256 -> 64: DW[64, 256] has one 64-row workgroup of AVX2's 48 rows and a
@@ -86,8 +83,7 @@ def wgrad_1x1_few_out_channels():
 @run
 def wgrad_1x1_chunked():
     g = build("wgrad_1x1_chunked", 8, 128, 28, 512, 1, 1, 0)
-    print(g.explain(TARGET_BACKEND, TARGET_ARCH))
-    print(optimized(g))
+    print(explained_and_optimized(g))
 
 
 # ResNet-50's 1x1 8x128x28x28 -> 512: 6272 output positions summed in 28 chunks of 224
@@ -109,8 +105,7 @@ def wgrad_1x1_chunked():
 @run
 def wgrad_1x1_few_out_channels_chunked():
     g = build("wgrad_1x1_few_out_channels_chunked", 8, 256, 56, 64, 1, 1, 0)
-    print(g.explain(TARGET_BACKEND, TARGET_ARCH))
-    print(optimized(g))
+    print(explained_and_optimized(g))
 
 
 # ResNet-50's 1x1 8x256x56x56 -> 64: AVX2's DW^T[256, 64] takes 98 chunks of 256 positions; AMD
@@ -127,8 +122,7 @@ def wgrad_1x1_few_out_channels_chunked():
 @run
 def wgrad_stem():
     g = build("wgrad_stem", 1, 3, 64, 64, 7, 2, 3)
-    print(g.explain(TARGET_BACKEND, TARGET_ARCH))
-    print(optimized(g))
+    print(explained_and_optimized(g))
 
 
 # The stem's 3 input channels leave R*S*C = 147 filter columns, no multiple of the register

@@ -10,7 +10,7 @@
 # with the one-pass filter transform): 36 points. A 28x28 image (49 4x4 tiles) is F(4x4)
 # everywhere.
 
-from lit_helpers import TARGET_ARCH, TARGET_BACKEND, optimized, run
+from lit_helpers import explained_and_optimized, run
 
 import fusilli as fs
 
@@ -26,8 +26,7 @@ def build(name, hw, c):
 @run
 def small_image_many_channels():
     g = build("winograd_f2_choice", 14, 256)
-    print(g.explain(TARGET_BACKEND, TARGET_ARCH))
-    print(optimized(g))
+    print(explained_and_optimized(g))
 
 
 # CHECK-LABEL: TEST: small_image_many_channels
@@ -45,8 +44,7 @@ def small_image_many_channels():
 @run
 def larger_image():
     g = build("winograd_f4_choice", 28, 128)
-    print(g.explain(TARGET_BACKEND, TARGET_ARCH))
-    print(optimized(g))
+    print(explained_and_optimized(g))
 
 
 # CHECK-LABEL: TEST: larger_image
