@@ -28,6 +28,7 @@ class GemmTile:
     cache_reduction: int | None = None  # K per cache block (None: the whole K at once) ...
     cache_reduction_min_depth: int = 0  # ... for GEMMs at least this deep
     k_blocks_divide: bool = False  # K blocks that divide K where the rows need it (k_block)
+    narrow_k_block: int | None = None  # K per cache block of 2-D GEMMs wide and tall enough (k_block)
 
 
 # Winograd batched GEMM [t*t, tiles, K] x [t*t, C, K], f32, per ISA.
@@ -103,8 +104,11 @@ WINOGRAD_VENDOR_TILE_MIN_ROWS = 512
 #   whole-K -> this: 1x1 4x256x28x28->128 0.81-0.84 -> 0.87-0.94, 1x1 8x64x56x56->64 0.90-0.94 ->
 #   1.01-1.03, 7x7 s2 stem 0.76-0.77 -> 0.84-0.85, 1x1 + bias + relu 512x512->2048 0.36 ->
 #   0.60-0.66, 1x1 8x256x14x14->1024 0.76-0.79 -> 0.85-0.88; rows on data tiling unchanged.
-#   6x16 in 96x64 and without K blocks measured between the two. AMD AVX2 cores not re-measured
-#   (4x16 was chosen against IREE's 8x8 on Zen 3, winograd-cpu.md).
+#   6x16 in 96x64 and without K blocks measured between the two. AMD AVX2 cores keep the tile
+#   and take narrower K blocks in wide GEMMs (``narrow_k_block``, see NARROW_K_BLOCK_MIN_COLUMNS).
+#   Zen 1 (znver1), one thread, 1x1 s2 1x256x56x56->512 (784x512x256), ms: whole K, 48x64 8.2,
+#   48x128 7.4, 24x64 7.9, 96x64 8.5, 48x32 8.4; K in blocks of 64, 48x64 6.6-6.8, 24x128 6.8,
+#   60x64 6.8 (the register tiles there: below).
 CONV_GEMM_TILES = {
     "avx2": GemmTile((48, 64), (6, 16), 8, cache_reduction=256, cache_reduction_min_depth=512),
     "avx512": GemmTile((64, 64), (8, 32), 8),
@@ -122,6 +126,9 @@ CONV_GEMM_TILES = {
 # 8x256x14x14->1024 0.59-0.78 -> 0.82-0.93, 1x1 8x1024x14x14->256 0.74-0.79 -> 0.82-0.93, 3x3
 # 8x512x7x7 0.66-0.76 -> 0.73-0.81), worse on the 3x3 stride-2 convs by ~5% (0.76-0.78 -> 0.72-0.73).
 CONV_GEMM_TILES_BY_VENDOR = {
+    ("avx2", "amd"): GemmTile(
+        (48, 64), (6, 16), 8, cache_reduction=256, cache_reduction_min_depth=512, narrow_k_block=64
+    ),
     ("avx512", "intel"): GemmTile((60, 64), (6, 64), 8, cache_reduction=256, cache_reduction_min_depth=512),
     ("avx512", "amd"): GemmTile(
         (64, 64), (8, 32), 8, cache_reduction=256, cache_reduction_min_depth=512, k_blocks_divide=True
@@ -191,6 +198,42 @@ def deep_gemm_rows(rows: int, isa: str = "avx512") -> int:
     return math.ceil(rows / math.ceil(rows / DEEP_GEMM_MAX_ROWS[isa]))
 
 
+# AMD's AVX2 cores (znver1-3 as named) take K in blocks of 64 (``narrow_k_block``) in 2-D conv
+# GEMMs of at least two row blocks, NARROW_K_BLOCK_MIN_COLUMNS columns and a B operand (K x N)
+# of more than NARROW_K_BLOCK_MIN_B_BYTES, K a multiple of the register tile's K step. On Zen 1
+# (32 KB L1D, 512 KB L2, 256-bit FMAs issued as two 128-bit halves) a workgroup's B block of
+# 256 x 64 f32 is 64 KB, twice the L1, read again for each 6-row register step; in blocks of 64
+# it is 16 KB. One thread (FUSILLI_CPU_EXECUTOR=local-sync, PyTorch on one thread beside),
+# 1x1 s2 1x256x56x56->512 (784x512x256): whole K 8.1-9.1 ms, blocks of 128 7.1-7.5, of 64
+# 6.6-6.8, of 32 6.9 (PyTorch 5.9-6.1); with blocks of 64 the register tiles 4x16 7.1, 8x8 8.1,
+# 3x32 7.9 ms. Two threads, EPYC Zen 1 VM (znver1), the two forms compiled in one process and run
+# interleaved with PyTorch (benchmarks/conv_lowerings.py-style A/B), ratio to PyTorch, two runs,
+# table -> blocks of 64: 1x1 s2 1x256x56x56->512 0.74 -> 0.89, 0.70 -> 0.83 (three more runs:
+# 0.96 -> 1.03, 0.74 -> 0.85, 0.80 -> 0.98); 1x1 8x1024x14x14->256 0.89 -> 0.88, 0.67 -> 0.87;
+# dgrad 1x1 1x1024x14x14->256 0.75 -> 0.94, 0.80 -> 1.02; 8x1024x14x14->256 0.74 -> 0.98, 0.58 ->
+# 0.96; wgrad 1x1 1x512x28x28->128 0.81 -> 1.01, 0.68 -> 0.81; 1x128x28x28->512 0.77 -> 0.93, 0.67
+# -> 0.87; 1x1 s2 1x256x56x56->512 0.78 -> 0.99, 0.77 -> 0.95; 8x1024x14x14->256 0.57 -> 0.69, 0.55
+# -> 0.62; 3x3 8x512x7x7 0.90 -> 1.03, 0.83 -> 1.06; dgrad 1x1 s2 1x256x56x56->512 2.11 -> 2.00,
+# 2.04 -> 1.97 (within noise). Where they lost, hence the limits: a B of 128 KB (the suite's 1x1
+# 4x256x28x28->128, halves of 1568x128x256: 0.85 -> 0.83, 1.08 -> 0.95, 1.21 -> 1.05), 64 columns
+# (1x1 1x256x56x56->64: 1.06 -> 0.96, 1.10 -> 0.87, 1.06 -> 0.90), K no multiple of 8 (wgrad 3x3
+# 1x256x14x14, 196 positions: 1.74 -> 1.45, 1.76 -> 1.49), one row block (the 49-row dgrads
+# 1x2048x7x7->512 0.99 -> 0.79, 1x512x7x7->2048 1.13 -> 0.97) and the chunked weight gradients'
+# batched GEMMs (8x512x28x28->128 0.78 -> 0.62, 8x128x28x28->512 0.73 -> 0.58, 1x1 s2
+# 8x256x56x56->512 0.75 -> 0.59). Zen 2 and 3 (the same L1 and L2, full-width FMAs) were not
+# measured; AVX2 code for no named CPU (x86-64-v3) keeps the table's blocks.
+NARROW_K_BLOCK_MIN_COLUMNS = 128
+NARROW_K_BLOCK_MIN_B_BYTES = 128 << 10
+
+
+def narrow_k_blocks_apply(tile: GemmTile, m: int, n: int, k: int) -> bool:
+    """Whether a 2-D ``m`` x ``n`` GEMM ``k`` deep takes ``tile.narrow_k_block`` (see above)."""
+    narrow = tile.narrow_k_block
+    if narrow is None or k < 2 * narrow or k % tile.reduction:
+        return False
+    return m >= 2 * tile.distribution[0] and n >= NARROW_K_BLOCK_MIN_COLUMNS and 4 * k * n > NARROW_K_BLOCK_MIN_B_BYTES
+
+
 # A K block that leaves a remainder of K, together with a last row of workgroups shorter than
 # the others by a count that is no multiple of the register tile's rows, runs that remainder
 # at a fraction of the speed: IREE 3.13, AVX-512 8x32 register tile in 64x64 workgroups, K in
@@ -206,8 +249,12 @@ def deep_gemm_rows(rows: int, isa: str = "avx512") -> int:
 # and twice it), and whole K where K has none (tiles with ``k_blocks_divide``). The AVX2 6x16
 # tile in 48x64 had no such loss (98-130 rows: 75-108 GFLOP/s with either block) and keeps its
 # blocks; Intel's 6x64 tile was not measured.
-def k_block(tile: GemmTile, m: int, k: int) -> int | None:
-    """The K cache block of ``tile`` for an ``m`` x ``k`` GEMM (see above), or None for whole K."""
+def k_block(tile: GemmTile, m: int, k: int, n: int = 0, batched: bool = False) -> int | None:
+    """The K cache block of ``tile`` for an ``m`` x ``n`` GEMM ``k`` deep (``batched``: one of a
+    batch), see above and ``NARROW_K_BLOCK_MIN_COLUMNS``, or None for whole K."""
+    narrow = tile.narrow_k_block
+    if narrow is not None and not batched and narrow_k_blocks_apply(tile, m, n, k):
+        return narrow
     want = tile.cache_reduction
     if want is None or k < max(tile.cache_reduction_min_depth, want):
         return None
@@ -242,7 +289,7 @@ def _compilation_info(tile: GemmTile, batch: int | None, m: int, n: int, k: int)
     vm, vn = min(tile.vector[0], dm), min(tile.vector[1], dn)
     lead = "1, " if batch is not None else ""
     zero = "0, " if batch is not None else ""
-    block = k_block(tile, m, k)
+    block = k_block(tile, m, k, n, batch is not None)
     text = (
         "#iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<"
         f"distribution = [{lead}{dm}, {dn}, 0], "

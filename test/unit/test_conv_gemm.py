@@ -113,6 +113,53 @@ def test_k_block(m, k, block):
         assert k % block == 0 and block % tile.reduction == 0
 
 
+@pytest.mark.parametrize(
+    "m, n, k, block",
+    [
+        (784, 512, 256, 64),  # ResNet-50's 1x1 s2 1x256x56x56->512: a B of 512 KB
+        (196, 1024, 256, 64),  # dgrad 1x1 1x1024x14x14->256
+        (512, 128, 784, 64),  # wgrad 1x1 1x128x28x28->512, 784 positions deep
+        (512, 4608, 392, 64),  # wgrad 3x3 8x512x7x7
+        (1568, 128, 256, None),  # the suite's 1x1 in halves: a B of 128 KB
+        (3136, 64, 256, None),  # 64 columns
+        (256, 2304, 196, None),  # K no multiple of the register tile's K step
+        (49, 2048, 512, 256),  # one row block: the table's block
+        (784, 512, 64, None),  # K shallower than two blocks
+    ],
+)
+def test_narrow_k_blocks_on_amd_avx2(m, n, k, block):
+    """AMD AVX2 cores take K in blocks of 64 in 2-D conv GEMMs with two row blocks, 128 columns
+    and a B over 128 KB (gemm_config.NARROW_K_BLOCK_MIN_COLUMNS); batched GEMMs (the chunked weight
+    gradients) and AVX2 code for no named CPU keep the table's blocks (256 from 512 deep)."""
+    tile = gemm_config.CONV_GEMM_TILES_BY_VENDOR[("avx2", "amd")]
+    table = None if k < 512 else 256
+    assert gemm_config.k_block(tile, m, k, n) == block
+    assert gemm_config.k_block(tile, m, k, n, batched=True) == table
+    assert gemm_config.k_block(gemm_config.CONV_GEMM_TILES["avx2"], m, k, n) == table
+    with fusilli_context():
+        amd = str(gemm_config.matmul_compilation_info("avx2", m, n, k, "amd"))
+        vendorless = str(gemm_config.matmul_compilation_info("avx2", m, n, k))
+    assert ("cache_reduction = [0, 0, 64]" in amd) is (block == 64)
+    assert "cache_reduction = [0, 0, 64]" not in vendorless
+
+
+def test_numerics_narrow_k_blocks(cpu, rng, gemm_lowering, monkeypatch):
+    """A 1x1 conv's GEMM in K blocks of 64 (``narrow_k_block``, AMD AVX2's), with bias + relu, on
+    this host's ISA whatever its vendor: 169 rows and 136 output channels leave partial
+    workgroups and register tiles in both dims, 512 deep (8 blocks)."""
+    target = Target.resolve("cpu", None)
+    isa, vendor = rules.vector_isa(target), targets.cpu_vendor(target.cpu)
+    if isa == "generic":
+        pytest.skip("no tuned GEMM for a CPU without AVX2")
+    base = gemm_config.conv_gemm_tile(isa, 136, vendor)
+    narrow = gemm_config.GemmTile(base.distribution, base.vector, base.reduction, narrow_k_block=64)
+    monkeypatch.setitem(gemm_config.CONV_GEMM_TILES_BY_VENDOR, (isa, vendor or ""), narrow)
+    monkeypatch.setenv("FUSILLI_DISABLE_CACHE", "1")  # the tile tables are not in the cache key
+    g = build([1, 512, 13, 13], 136, (1, 1), (1, 1), (0, 0), (1, 1), epilogue=True, name="gemm_narrow_k")
+    assert "cache_reduction = [0, 0, 64]" in g.mlir("optimized")
+    run_and_check(g, cpu, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
+
+
 def _problem(shape, kernel, stride, padding, channels_last=True, element=F32):
     n, c, h, w, k = shape
     out = [(d + 2 * p - r) // s + 1 for d, p, r, s in zip((h, w), padding, kernel, stride)]
@@ -357,8 +404,9 @@ def test_deep_gemm_rows_in_equal_blocks():
 
 def test_numerics_deep_gemm_rows(cpu, rng, gemm_lowering, monkeypatch):
     """A deep GEMM's equal row blocks (gemm_config.deep_gemm_rows) with bias + relu on this host's
-    ISA whatever its vendor: 2x256x14x14 is 392 rows in four workgroups of 98, which the 6-row
-    register tile leaves a remainder of 2; K 32 keeps the accumulator small for AVX2 codegen."""
+    ISA whatever its vendor: 2x256x14x14 is 392 rows, in four workgroups of 98 on AVX-512 (the 8-row
+    register tile leaves a remainder of 2) and seven of 56 on AVX2; K 32 keeps the accumulator
+    small for AVX2 codegen."""
     target = Target.resolve("cpu", None)
     isa, vendor = rules.vector_isa(target), targets.cpu_vendor(target.cpu)
     if isa == "generic":
@@ -366,7 +414,7 @@ def test_numerics_deep_gemm_rows(cpu, rng, gemm_lowering, monkeypatch):
     monkeypatch.setattr(gemm_config, "DEEP_GEMM_VENDORS", {(isa, vendor or "")})
     monkeypatch.setenv("FUSILLI_DISABLE_CACHE", "1")  # the tile tables are not in the cache key
     g = build([2, 256, 14, 14], 32, (3, 3), (1, 1), (1, 1), (1, 1), epilogue=True, name="gemm_deep_rows")
-    assert "distribution = [98, 32, 0]" in g.mlir("optimized")
+    assert f"distribution = [{gemm_config.deep_gemm_rows(392, isa)}, 32, 0]" in g.mlir("optimized")
     run_and_check(g, cpu, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
 
 

@@ -1,0 +1,80 @@
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver1 %python %s | filecheck %s --check-prefixes=CHECK,ZEN
+# RUN: env FUSILLI_LIT_TARGET=cpu:x86-64-v3 %python %s | filecheck %s --check-prefixes=CHECK,V3
+
+# On AMD's AVX2 cores (znver1-3) a 2-D conv GEMM with two row blocks, >= 128 columns and a B
+# operand over 128 KB takes K in cache blocks of 64 (gemm_config.narrow_k_block: on Zen 1 the
+# 48x64 workgroup's whole-K B block outgrew the 32 KB L1). AVX2 code for no named CPU
+# (x86-64-v3) keeps the table's blocks: whole K below 512 deep. Forward, data-gradient and
+# weight-gradient GEMMs alike; a B of 128 KB (the suite's 1x1 conv) keeps whole K.
+
+from lit_helpers import explained_and_optimized, run
+
+import fusilli as fs
+
+
+def nhwc(g, name, dims):
+    return g.tensor(name=name, dim=dims, stride=fs.strides(dims, "NHWC"))
+
+
+def fprop(name, n, c, hw, k, stride):
+    g = fs.Graph(name=name)
+    x, w = nhwc(g, "x", [n, c, hw, hw]), nhwc(g, "w", [k, c, 1, 1])
+    g.conv_fprop(x, w, padding=[0, 0], stride=[stride] * 2, dilation=[1, 1], name="conv").set_output(True)
+    return g.validate()
+
+
+@run
+def fprop_1x1_s2_wide():
+    # 784 x 512 GEMM 256 deep: B is 512 KB.
+    print(explained_and_optimized(fprop("fprop_1x1_s2_wide", 1, 256, 56, 512, 2)))
+
+
+# CHECK-LABEL: TEST: fprop_1x1_s2_wide
+# CHECK: conv [conv_fprop]: {{.*}}cpu-conv-im2col-gemm (1x1, 784 GEMM rows
+# ZEN: #iree_cpu.lowering_config<cache_parallel = [48, 64, 0], cache_reduction = [0, 0, 64], distribution = [48, 64, 0], vector_common_parallel = [6, 16, 0], vector_reduction = [0, 0, 8]>
+# V3: #iree_cpu.lowering_config<cache_parallel = [48, 64, 0], distribution = [48, 64, 0], vector_common_parallel = [6, 16, 0], vector_reduction = [0, 0, 8]>
+# CHECK: linalg.matmul {compilation_info = {{.*}}} ins(%{{.*}}, %{{.*}} : tensor<784x256xf32>, tensor<256x512xf32>)
+
+
+@run
+def fprop_1x1_small_b():
+    # 3136 x 128 GEMM 256 deep: B is 128 KB, whole K on both.
+    print(explained_and_optimized(fprop("fprop_1x1_small_b", 4, 256, 28, 128, 1)))
+
+
+# CHECK-LABEL: TEST: fprop_1x1_small_b
+# CHECK-NOT: cache_reduction
+# CHECK: linalg.matmul {compilation_info = {{.*}}} ins(%{{.*}}, %{{.*}} : tensor<3136x256xf32>, tensor<256x128xf32>)
+
+
+@run
+def dgrad_1x1_wide():
+    # DX[196, 1024] = DY[196, 256] x W[256, 1024]: B is 1 MB.
+    g = fs.Graph(name="dgrad_1x1_wide")
+    dy, w = nhwc(g, "dy", [1, 256, 14, 14]), nhwc(g, "w", [256, 1024, 1, 1])
+    dx = g.conv_dgrad(dy, w, padding=[0, 0], stride=[1, 1], dilation=[1, 1], name="dgrad")
+    dx.set_dim([1, 1024, 14, 14]).set_stride(fs.strides([1, 1024, 14, 14], "NHWC")).set_output(True)
+    print(explained_and_optimized(g.validate()))
+
+
+# CHECK-LABEL: TEST: dgrad_1x1_wide
+# ZEN: cache_reduction = [0, 0, 64]
+# V3-NOT: cache_reduction
+# CHECK: linalg.matmul {{.*}}compilation_info = {{.*}} : tensor<196x256xf32>, tensor<256x1024xf32>)
+
+
+@run
+def wgrad_1x1_deep():
+    # DW[512, 128] over 784 output positions: B (X's 784 x 128) is 392 KB; V3's K blocks of 256.
+    g = fs.Graph(name="wgrad_1x1_deep")
+    dy, x = nhwc(g, "dy", [1, 512, 28, 28]), nhwc(g, "x", [1, 128, 28, 28])
+    dw = g.conv_wgrad(dy, x, padding=[0, 0], stride=[1, 1], dilation=[1, 1], name="wgrad")
+    dw.set_dim([512, 128, 1, 1]).set_stride(fs.strides([512, 128, 1, 1], "NHWC")).set_output(True)
+    print(explained_and_optimized(g.validate()))
+
+
+# CHECK-LABEL: TEST: wgrad_1x1_deep
+# CHECK: wgrad [conv_wgrad]: {{.*}}cpu-conv-wgrad-gemm (one GEMM over 784 output positions
+# ZEN: cache_reduction = [0, 0, 64]
+# V3: cache_reduction = [0, 0, 256]
+# CHECK: linalg.matmul {{.*}}compilation_info = {{.*}} : tensor<784x512xf32>, tensor<784x128xf32>) outs(%{{.*}} : tensor<512x128xf32>)
