@@ -984,7 +984,9 @@ def CPU_CONV_WGRAD_GEMM(p: Problem, t: Target) -> str | None:
     columns = conv_gemm_depth(p)
     out_channels, positions = conv_out_channels(p), conv_gemm_rows(p)
     transposed = gemm_config.wgrad_gemm_transposed(isa, out_channels, columns, vendor)
-    chunk = gemm_config.wgrad_chunk_positions(p.fact("kernel"), positions, out_channels, transposed, isa)
+    chunk = gemm_config.wgrad_chunk_positions(
+        p.fact("kernel"), positions, out_channels, transposed, isa, vendor, columns
+    )
     shape = f" as DW^T[R*S*C = {columns}, K]" if transposed else ""
     if chunk is not None:
         return (

@@ -789,7 +789,11 @@ def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
             tiled = lowering == "gemm" or (choice is not None and choice.rule is rules.CPU_CONV_WGRAD_GEMM)
             isa, vendor, columns, positions = rules.vector_isa(target), cpu_vendor(target.cpu), fy * fx * c, n * oh * ow
             transposed = tiled and gemm_config.wgrad_gemm_transposed(isa, k, columns, vendor)
-            chunk = gemm_config.wgrad_chunk_positions((fy, fx), positions, k, transposed, isa) if tiled else None
+            chunk = (
+                gemm_config.wgrad_chunk_positions((fy, fx), positions, k, transposed, isa, vendor, columns)
+                if tiled
+                else None
+            )
             # DW^T[R*S*C, K] = patches^T x DY, or DW[K, R*S*C] = DY^T x patches.
             if transposed:
                 lhs, rhs, rows, cols = patches, dy2, columns, k

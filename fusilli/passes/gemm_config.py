@@ -387,14 +387,32 @@ WGRAD_CHUNK_TRANSPOSED_ANY_KERNEL_ISAS = {"avx2"}
 WGRAD_CHUNK_POSITIONS = 256
 WGRAD_CHUNK_MIN_POSITIONS = 4096
 WGRAD_CHUNK_MIN_OUT_CHANNELS = 128
+# A chunk's DY and X rows ((K + R*S*C) x 4 bytes a position) are meant to stay in the L2 while its
+# workgroups read them: where they would outgrow it (the L2 per core, by ISA and vendor where
+# measured) the chunk is halved. AMD's AVX2 cores have 512 KB (Zen 1-3); 256 positions of
+# 8x128x28x28->512 are 640 KB. EPYC Zen 1 VM (znver1), the two compiled in one process and run
+# interleaved with PyTorch, ratio to PyTorch, two runs, 256 -> 128 positions: 1x1 8x512x28x28->128
+# (DW^T) 0.72 -> 0.79, 0.74 -> 0.85; 8x128x28x28->512 0.69 -> 0.76, 0.75 -> 0.86; 1x1 s2
+# 8x256x56x56->512 0.81 -> 0.91, 0.73 -> 0.81; 3x3 s2 8x64x56x56->128 (DW^T, 576 filter columns)
+# 1.17 -> 1.18, 1.16 -> 1.21. 8x256x56x56->64 (320 KB, kept) lost with 128: 1.06 -> 0.94, 1.16 ->
+# 1.06; 64 positions lost everywhere (0.83-0.96), and one GEMM (no chunks) more (0.59-0.70).
+# Zen 4 (1 MB) measured 256 best (above), Zen 2 and 3 not measured.
+WGRAD_CHUNK_L2_BYTES = {("avx2", "amd"): 512 << 10}
 
 
 def wgrad_chunk_positions(
-    kernel: tuple[int, ...], positions: int, out_channels: int, transposed: bool = False, isa: str = "generic"
+    kernel: tuple[int, ...],
+    positions: int,
+    out_channels: int,
+    transposed: bool = False,
+    isa: str = "generic",
+    vendor: str | None = None,
+    filter_columns: int = 0,
 ) -> int | None:
-    """The output positions per chunk of a weight gradient's GEMM on ``isa`` (see above;
-    ``transposed``: as DW^T, ``wgrad_gemm_transposed``): the divisor of ``positions`` nearest ``WGRAD_CHUNK_POSITIONS``
-    (within a factor of two), or None where it stays one GEMM."""
+    """The output positions per chunk of a weight gradient's GEMM on ``isa`` and the CPU ``vendor``
+    (see above; ``transposed``: as DW^T, ``wgrad_gemm_transposed``; ``filter_columns``: R*S*C):
+    the divisor of ``positions`` nearest ``WGRAD_CHUNK_POSITIONS`` (halved where a chunk's rows
+    outgrow ``WGRAD_CHUNK_L2_BYTES``) within a factor of two, or None where it stays one GEMM."""
     any_kernel = transposed and isa in WGRAD_CHUNK_TRANSPOSED_ANY_KERNEL_ISAS
     if (tuple(kernel) != (1, 1) and not any_kernel) or positions < WGRAD_CHUNK_MIN_POSITIONS:
         return None
@@ -402,6 +420,9 @@ def wgrad_chunk_positions(
         return None
     # A divisor within a factor of two of the chunk measured (none: one GEMM, as for a prime count).
     want = WGRAD_CHUNK_POSITIONS
+    l2_bytes = WGRAD_CHUNK_L2_BYTES.get((isa, vendor or ""))
+    if l2_bytes is not None and 4 * want * (out_channels + filter_columns) > l2_bytes:
+        want //= 2
     divisors = [d for d in range(want // 2, 2 * want + 1) if positions % d == 0]
     return min(divisors, key=lambda d: (abs(d - want), d), default=None)
 

@@ -448,6 +448,24 @@ def test_wgrad_chunks_only_where_measured():
     assert gemm_config.wgrad_chunk_positions((1, 1), 25088, 64, transposed=True) == 256  # DW^T: any K
     assert gemm_config.wgrad_chunk_positions((7, 7), 100352, 64, True, "avx2") == 256  # AVX2's DW^T: any filter
     assert gemm_config.wgrad_chunk_positions((7, 7), 100352, 64, True, "avx512") is None  # not AVX-512's stem
+    # AMD's AVX2 cores (512 KB L2) halve a chunk whose DY and X rows would outgrow it.
+    assert gemm_config.wgrad_chunk_positions((1, 1), 6272, 512, False, "avx2", "amd", 128) == 128  # 640 KB at 256
+    assert gemm_config.wgrad_chunk_positions((1, 1), 25088, 64, True, "avx2", "amd", 256) == 256  # 320 KB
+    assert gemm_config.wgrad_chunk_positions((1, 1), 6272, 512, False, "avx2", None, 128) == 224  # x86-64-v3: kept
+
+
+def test_wgrad_chunks_halved_for_amd_avx2_l2(rng):
+    """On AMD's AVX2 cores a chunk of 256 positions of 1x1 4x128x32x32->512 would hold 640 KB of DY and
+    X rows, more than their 512 KB L2 (gemm_config.WGRAD_CHUNK_L2_BYTES): 32 chunks of 128. Numerics
+    against the reference where this CPU runs znver1 code."""
+    attrs = dict(padding=[0, 0], stride=[1, 1], dilation=[1, 1])
+    g, ins, _ = _wgrad_graph("wgrad_chunks_zen", [4, 512, 32, 32], [4, 128, 32, 32], [512, 128, 1, 1], attrs, True)
+    g.validate()
+    assert "one batched GEMM over 32 chunks of 128 output positions, summed" in g.explain(arch="znver1")
+    assert "one batched GEMM over 16 chunks of 256 output positions, summed" in g.explain(arch="x86-64-v3")
+    arch = _arch_running_here("znver1")
+    assert "-> tensor<32x512x128xf32>" in g.mlir("optimized", fs.Backend.CPU, arch)
+    run_and_check(g, fs.Handle(fs.Backend.CPU, arch=arch), {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4)
 
 
 def test_transposed_3x3_wgrad_gemm_in_chunks_on_avx2(rng):

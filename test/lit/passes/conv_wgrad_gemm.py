@@ -1,6 +1,7 @@
 # RUN: env FUSILLI_LIT_TARGET=cpu:x86-64-v3 %python %s | filecheck %s --check-prefixes=CHECK,TUNED,AVX2
 # RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,TUNED,AMD
 # RUN: env FUSILLI_LIT_TARGET=cpu:sapphirerapids %python %s | filecheck %s --check-prefixes=CHECK,INTEL
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver1 %python %s | filecheck %s --check-prefixes=CHECK,ZEN
 
 # A channels-last weight gradient Winograd does not take is one GEMM over the output positions,
 # DW[K, R*S*C] = DY^T x patches (fusilli-conv-layout). Where cpu-conv-wgrad-gemm holds (AVX2
@@ -100,6 +101,11 @@ def wgrad_1x1_chunked():
 # TUNED: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]{{.*}} ins(%{{.*}} : tensor<28x512x128xf32>) outs(%{{.*}} : tensor<512x128xf32>)
 # TUNED: arith.addf
 # INTEL: linalg.matmul {{.*}}ins(%{{.*}}, %{{.*}} : tensor<6272x512xf32>, tensor<6272x128xf32>) outs(%{{.*}} : tensor<512x128xf32>)
+# AMD's AVX2 cores (znver1) halve the chunk: 256 positions of DY and X rows are 640 KB, more than
+# their 512 KB L2 (gemm_config.WGRAD_CHUNK_L2_BYTES).
+# ZEN: cpu-conv-wgrad-gemm (one batched GEMM over 49 chunks of 128 output positions, summed
+# ZEN: linalg.batch_matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<49x128x512xf32>, tensor<49x128x128xf32>) outs(%{{.*}} : tensor<49x512x128xf32>)
+# ZEN: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]{{.*}} ins(%{{.*}} : tensor<49x512x128xf32>) outs(%{{.*}} : tensor<512x128xf32>)
 
 
 @run
@@ -112,6 +118,7 @@ def wgrad_1x1_few_out_channels_chunked():
 # AVX-512's DW[64, 256] (64 output channels) stays one GEMM.
 # CHECK-LABEL: TEST: wgrad_1x1_few_out_channels_chunked
 # AVX2: cpu-conv-wgrad-gemm (one batched GEMM over 98 chunks of 256 output positions, summed as DW^T[R*S*C = 256, K]
+# ZEN: cpu-conv-wgrad-gemm (one batched GEMM over 98 chunks of 256 output positions, summed as DW^T[R*S*C = 256, K]
 # AVX2: linalg.batch_matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<98x256x256xf32>, tensor<98x256x64xf32>) outs(%{{.*}} : tensor<98x256x64xf32>)
 # AVX2: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]{{.*}} ins(%{{.*}} : tensor<98x256x64xf32>) outs(%{{.*}} : tensor<256x64xf32>)
 # AMD: cpu-conv-wgrad-gemm (one GEMM over 25088 output positions, conv GEMM tile
