@@ -458,6 +458,13 @@ CPU_CONV_WINOGRAD_MIN_TILES = 48
 # The weight gradient (no filter transform) and Intel's cores (F(2x2) below) keep 48.
 CPU_CONV_WINOGRAD_MIN_TILES_ONE_PASS_FILTER = 16
 CPU_CONV_WINOGRAD_ONE_PASS_FILTER_KINDS = ("conv_fprop", "conv_dgrad")
+# Those few tiles (fewer than CPU_CONV_WINOGRAD_MIN_TILES) take F(2x2, 3x3) on AMD's AVX2 cores where
+# its transformed filter (16*C*K f32) is at most CPU_CONV_WINOGRAD_F2_MAX_FILTER_BYTES: ResNet-50's
+# 3x3 1x256x14x14->256 (16 4x4 tiles, 49 2x2 ones, a 4 MiB filter), EPYC Zen 1 VM (znver1), in one
+# process, ratio to PyTorch, F(4x4) -> F(2x2), three runs: forward 0.81 -> 0.90, 0.72 -> 0.86,
+# 0.71 -> 0.83; data gradient 0.90 -> 1.10, 0.91 -> 1.11, 0.84 -> 1.04 (x86-64-v3 code on the Zen 4
+# VM had it even or ahead as well: 1.06 -> 1.15). 8x512x7x7 (a 16 MiB filter) keeps F(4x4).
+CPU_CONV_WINOGRAD_F2_FEW_TILES = {("avx2", "amd")}
 # A weight gradient's Winograd transforms DY's K channels per tile for a batched GEMM whose
 # columns are X's C channels: with C = 3 (a first layer's RGB input) the transforms outweigh
 # the GEMM, and one GEMM over the output positions (cpu-conv-wgrad-gemm, DW^T[27, K]) wins.
@@ -502,6 +509,9 @@ def winograd_output_tile(p: Problem, t: Target) -> int | None:
     vendor = cpu_vendor(t.cpu)
     one_pass_filter = vendor != "intel" and p.kind in CPU_CONV_WINOGRAD_ONE_PASS_FILTER_KINDS
     if one_pass_filter and winograd_tiles(p) >= CPU_CONV_WINOGRAD_MIN_TILES_ONE_PASS_FILTER:
+        f2_filter_fits = 16 * conv_filter_elements(p) * 4 <= CPU_CONV_WINOGRAD_F2_MAX_FILTER_BYTES
+        if (isa, vendor) in CPU_CONV_WINOGRAD_F2_FEW_TILES and p.element == DataType.FLOAT and f2_filter_fits:
+            return 2
         return 4
     intel_avx512 = isa == "avx512" and vendor == "intel"
     f32_fprop = p.kind == "conv_fprop" and p.element == DataType.FLOAT  # as measured
@@ -582,16 +592,20 @@ def CPU_CONV_WINOGRAD(p: Problem, t: Target) -> str | None:
     m = winograd_output_tile(p, t)
     if m is None:
         return None
-    tiles, isa = winograd_tiles(p, m), vector_isa(t)
-    on = f"{isa}, Intel" if m == 2 else isa
+    tiles, isa, vendor = winograd_tiles(p, m), vector_isa(t), cpu_vendor(t.cpu)
+    head = f"F({m}x{m}, 3x3), 3x3 stride 1, {_mflop(p.flops)} >= {_mflop(CPU_CONV_WINOGRAD_MIN_FLOPS)}"
     limit = CPU_CONV_WINOGRAD_MIN_TILES
+    if m == 2 and vendor != "intel":  # CPU_CONV_WINOGRAD_F2_FEW_TILES
+        few, mib = winograd_tiles(p, 4), CPU_CONV_WINOGRAD_F2_MAX_FILTER_BYTES >> 20
+        return (
+            f"{head}, {few} 4x4 tiles in [{CPU_CONV_WINOGRAD_MIN_TILES_ONE_PASS_FILTER}, {limit}), F(2x2)'s "
+            f"transformed filter <= {mib} MiB, GEMM tuned for {isa}, AMD"
+        )
+    on = f"{isa}, Intel" if m == 2 else isa
     if m == 4 and tiles < limit:
         limit = CPU_CONV_WINOGRAD_MIN_TILES_ONE_PASS_FILTER
         on += ", not Intel"
-    return (
-        f"F({m}x{m}, 3x3), 3x3 stride 1, {_mflop(p.flops)} >= {_mflop(CPU_CONV_WINOGRAD_MIN_FLOPS)}, {tiles} "
-        f"{m}x{m} tiles >= {limit}, GEMM tuned for {on}"
-    )
+    return f"{head}, {tiles} {m}x{m} tiles >= {limit}, GEMM tuned for {on}"
 
 
 # cpu-conv-winograd-strided: 3x3 stride-2 convs as Winograd over the input's phases

@@ -1,14 +1,16 @@
 # RUN: env FUSILLI_LIT_TARGET=cpu:sapphirerapids %python %s | filecheck %s --check-prefixes=CHECK,INTEL
 # RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,AMD
 # RUN: env FUSILLI_LIT_TARGET=cpu:x86-64-v3 %python %s | filecheck %s --check-prefixes=CHECK,TILED
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver1 %python %s | filecheck %s --check-prefixes=CHECK,ZEN
 
 # cpu-conv-winograd's output tile (rules.winograd_output_tile): a 3x3 conv over
 # 1x256x14x14 has 16 4x4 output tiles, below the F(4x4, 3x3) limit (48), and 49 2x2
 # ones. On an Intel AVX-512 core it is Winograd F(2x2, 3x3): 4x4 = 16 transform
 # points, a [16, 49, 256] x [16, 256, 256] batched GEMM. On AMD Zen 4 and as x86-64-v3 code
 # its 16 4x4 tiles are enough for F(4x4) (cpu-conv-winograd's limit for cores not Intel's,
-# with the one-pass filter transform): 36 points. A 28x28 image (49 4x4 tiles) is F(4x4)
-# everywhere.
+# with the one-pass filter transform): 36 points. AMD's AVX2 cores (znver1) take F(2x2) for
+# those few 4x4 tiles while its transformed filter (16*C*K f32, 4 MiB here) is at most 4 MiB
+# (rules.CPU_CONV_WINOGRAD_F2_FEW_TILES). A 28x28 image (49 4x4 tiles) is F(4x4) everywhere.
 
 from lit_helpers import explained_and_optimized, run
 
@@ -39,6 +41,9 @@ def small_image_many_channels():
 # AMD: cpu-conv-winograd (F(4x4, 3x3), 3x3 stride 1, {{.*}} 16 4x4 tiles >= 16, GEMM tuned for avx512, not Intel)
 # AMD: linalg.batch_matmul {{.*}}ins(%{{.*}}, %{{.*}} : tensor<36x16x256xf32>, tensor<36x256x256xf32>)
 # AMD-NOT: linalg.matmul
+# ZEN: cpu-conv-winograd (F(2x2, 3x3), 3x3 stride 1, {{.*}} 16 4x4 tiles in [16, 48), F(2x2)'s transformed filter <= 4 MiB, GEMM tuned for avx2, AMD)
+# ZEN: linalg.batch_matmul {{.*}}ins(%{{.*}}, %{{.*}} : tensor<16x49x256xf32>, tensor<16x256x256xf32>)
+# ZEN-NOT: linalg.conv_2d_nhwc_hwcf
 
 
 @run
