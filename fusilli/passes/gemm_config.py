@@ -77,10 +77,23 @@ WINOGRAD_WGRAD_GEMM_TILES = {
 # gradient's GEMM (a row per output channel) takes the ISA's table: measured there as the
 # best of IREE's default, 6x64 in 60x64 and 8x32 in 64x64 (4x64x28x28 0.86 -> 0.89-0.91 ->
 # 0.93, 8x128x28x28 1.25 -> 1.19-1.27 -> 1.37, 8x256x14x14 0.80 -> 0.87-0.89 -> 0.88).
+# AMD's AVX2 cores take 4 rows x two 8-wide vectors in 64x64 workgroups (the tile chosen on Zen 3
+# in winograd-cpu.md, and the weight gradient's) from any rows: on Zen 1, whose 256-bit FMAs
+# issue as two 128-bit halves, 8 accumulators keep the FMA pipes as busy as 12 and leave
+# registers free. EPYC Zen 1 VM (znver1), in one process, interleaved, ratio to PyTorch, two runs,
+# 6x16 in 48x64 -> 4x16 in 64x64: polyphase 3x3 s2 + bias + relu 4x128x28x28->256 0.93 -> 1.00,
+# 0.88 -> 0.96; 3x3 s2 1x128x56x56->128 0.87 -> 0.96, 1.06 -> 1.19; conv 3x3 4x64x56x56->64 1.64
+# -> 1.72, 1.69 -> 1.88; dgrad 4x64x28x28 1.91 -> 2.09, 2.19 -> 2.18; 3x3 1x64x56x56->64 1.77 ->
+# 2.01, 1.93 -> 2.19; F(2x2) 1x256x14x14->256 0.95 -> 1.13, 1.17 -> 1.50; 8x128x28x28->128 1.98 ->
+# 2.11, 2.06 -> 2.26; 8x256x14x14->256 1.48 -> 1.74, 1.63 -> 1.82. 2x32 measured within 0.1 of
+# 4x16 (ahead on two rows of eight, behind on five), 3x24 lost (0.52-1.23), and in one run of
+# the stride-2 rows 8x8 0.83-0.84, 4x16 in 32x64 or 64x128 0.93-0.97, 6x16 in 48x64 with K in
+# blocks of 64 0.68-0.87.
 WINOGRAD_GEMM_TILES_BY_VENDOR = {
     ("avx512", "intel"): GemmTile((60, 64), (6, 64), 8),
+    ("avx2", "amd"): GemmTile((64, 64), (4, 16), 8),
 }
-WINOGRAD_VENDOR_TILE_MIN_ROWS = 512
+WINOGRAD_VENDOR_TILE_MIN_ROWS = {("avx512", "intel"): 512}  # other entries: from any rows
 
 # The GEMM of a conv lowered as im2col patches x HWCF filter ([N*Ho*Wo, R*S*C] x
 # [R*S*C, K]) without data tiling, per ISA (rules.CPU_CONV_IM2COL_GEMM has the measurements).
@@ -306,9 +319,10 @@ def batch_matmul_compilation_info(
     isa: str, batch: int, m: int, n: int, k: int, vendor: str | None = None
 ) -> ir.Attribute | None:
     """The ``compilation_info`` for an f32 Winograd ``linalg.batch_matmul`` of ``m`` rows on ``isa``
-    (and the CPU ``vendor``: its entry from ``WINOGRAD_VENDOR_TILE_MIN_ROWS`` rows), or None for
+    (and the CPU ``vendor``: its entry, from ``WINOGRAD_VENDOR_TILE_MIN_ROWS`` rows), or None for
     IREE's default."""
-    tile = WINOGRAD_GEMM_TILES_BY_VENDOR.get((isa, vendor or "")) if m >= WINOGRAD_VENDOR_TILE_MIN_ROWS else None
+    key = (isa, vendor or "")
+    tile = WINOGRAD_GEMM_TILES_BY_VENDOR.get(key) if m >= WINOGRAD_VENDOR_TILE_MIN_ROWS.get(key, 0) else None
     tile = tile or WINOGRAD_GEMM_TILES.get(isa)
     return None if tile is None else _compilation_info(tile, batch, m, n, k)
 

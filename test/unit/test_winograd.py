@@ -167,6 +167,10 @@ def _check_gemm_configs():
     amd = str(gemm_config.batch_matmul_compilation_info("avx512", 36, 784, 64, 64, "amd"))
     assert "distribution = [1, 60, 64, 0]" in intel and "vector_common_parallel = [1, 6, 64, 0]" in intel
     assert amd == str(gemm_config.batch_matmul_compilation_info("avx512", 36, 784, 64, 64))
+    # AMD's AVX2 cores take 4x16 in 64x64 from any rows (Zen 1: 8 accumulators are enough).
+    for rows in (49, 196, 784):
+        zen = str(gemm_config.batch_matmul_compilation_info("avx2", 25, rows, 128, 128, "amd"))
+        assert f"distribution = [1, {min(rows, 64)}, 64, 0]" in zen and "vector_common_parallel = [1, 4, 16, 0]" in zen
     # Below 512 rows (and for the weight gradient's GEMM) Intel takes the ISA's 8x32 in 64x64.
     fewer = str(gemm_config.batch_matmul_compilation_info("avx512", 36, 392, 64, 64, "intel"))
     assert "distribution = [1, 64, 64, 0]" in fewer and "vector_common_parallel = [1, 8, 32, 0]" in fewer

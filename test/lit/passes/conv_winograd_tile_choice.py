@@ -10,7 +10,8 @@
 # its 16 4x4 tiles are enough for F(4x4) (cpu-conv-winograd's limit for cores not Intel's,
 # with the one-pass filter transform): 36 points. AMD's AVX2 cores (znver1) take F(2x2) for
 # those few 4x4 tiles while its transformed filter (16*C*K f32, 4 MiB here) is at most 4 MiB
-# (rules.CPU_CONV_WINOGRAD_F2_FEW_TILES). A 28x28 image (49 4x4 tiles) is F(4x4) everywhere.
+# (rules.CPU_CONV_WINOGRAD_F2_FEW_TILES), their GEMM the 4x16 register tile in 64x64 workgroups
+# (gemm_config.WINOGRAD_GEMM_TILES_BY_VENDOR). A 28x28 image (49 4x4 tiles) is F(4x4) everywhere.
 
 from lit_helpers import explained_and_optimized, run
 
@@ -42,6 +43,7 @@ def small_image_many_channels():
 # AMD: linalg.batch_matmul {{.*}}ins(%{{.*}}, %{{.*}} : tensor<36x16x256xf32>, tensor<36x256x256xf32>)
 # AMD-NOT: linalg.matmul
 # ZEN: cpu-conv-winograd (F(2x2, 3x3), 3x3 stride 1, {{.*}} 16 4x4 tiles in [16, 48), F(2x2)'s transformed filter <= 4 MiB, GEMM tuned for avx2, AMD)
+# ZEN: #iree_cpu.lowering_config<cache_parallel = [1, 49, 64, 0], distribution = [1, 49, 64, 0], vector_common_parallel = [1, 4, 16, 0], vector_reduction = [0, 0, 0, 8]>
 # ZEN: linalg.batch_matmul {{.*}}ins(%{{.*}}, %{{.*}} : tensor<16x49x256xf32>, tensor<16x256x256xf32>)
 # ZEN-NOT: linalg.conv_2d_nhwc_hwcf
 
