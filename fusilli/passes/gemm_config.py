@@ -546,12 +546,17 @@ def wgrad_transposed_matmul_compilation_info(
 # the AVX2 tile both vendors measured: as x86-64-v3 code on a Zen 4 VM (PyTorch held to AVX2),
 # im2col GEMM (Winograd for the first layer) -> direct, in one process, two runs: stem
 # 1x3x224x224 0.75-0.77 -> 0.89, stem 8x3x224x224 0.72-0.74 -> 0.97, 3x3 s1 1x3x224x224->64
-# 0.19-0.21 -> 0.82-0.84.
+# 0.19-0.21 -> 0.82-0.84. AMD's AVX2 cores take 4 output columns x 16 channels (8 accumulators,
+# as 8x8, but two 8-wide filter loads per tap and half the input broadcasts): EPYC Zen 1 VM
+# (znver1), in one process, interleaved, ratio to PyTorch, three runs, 8x8 -> 4x16: stem
+# 8x3x224x224->64 0.83 -> 1.08, 0.84 -> 1.09, 0.87 -> 1.09 (2x32: 1.02-1.04, 8x16 0.81, 4x8 0.79);
+# stem 1x3x224x224 0.80 -> 0.81, 0.75 -> 0.83, 0.78 -> 0.80; first layer 3x3 1x3x224x224->64 1.10
+# -> 1.10, 1.07 -> 1.08.
 DIRECT_CONV_TILES_BY_VENDOR = {
     ("avx512", "intel"): ((1, 8, 56, 64), (1, 1, 8, 32)),
     ("avx2", "intel"): ((1, 8, 56, 64), (1, 1, 8, 8)),
     ("avx512", "amd"): ((1, 8, 56, 64), (1, 1, 8, 32)),
-    ("avx2", "amd"): ((1, 8, 56, 64), (1, 1, 8, 8)),
+    ("avx2", "amd"): ((1, 8, 56, 64), (1, 1, 4, 16)),
     ("avx2", ""): ((1, 8, 56, 64), (1, 1, 8, 8)),
 }
 
