@@ -179,12 +179,15 @@ def test_im2col_bias_relu(cpu, rng, monkeypatch, name, dtype):
     run_and_check(g, cpu, inputs_for(g, rng), **TOL[dtype])
 
 
-def test_im2col_operand_types(monkeypatch):
-    """bf16 operands stay bf16 (f32 accumulator); f16 operands are widened to f32."""
+@pytest.mark.parametrize("arch, bf16_operand", [("znver4", "bf16"), ("x86-64-v3", "f32")])
+def test_im2col_operand_types(monkeypatch, arch, bf16_operand):
+    """bf16 operands stay bf16 (f32 accumulator) where the CPU has bf16 dot products (znver4's
+    avx512bf16), else they are widened to f32 as f16 operands are."""
     import re
 
-    for dtype, operand in ((BF16, "bf16"), (F16, "f32"), (F32, "f32")):
-        ir_text = _im2col_graph(monkeypatch, "3x3_pad1", CASES["3x3_pad1"], dtype).mlir("optimized")
+    for dtype, operand in ((BF16, bf16_operand), (F16, "f32"), (F32, "f32")):
+        g = _im2col_graph(monkeypatch, "3x3_pad1", CASES["3x3_pad1"], dtype)
+        ir_text = g.mlir("optimized", fs.Backend.CPU, arch)
         mm = [line for line in ir_text.splitlines() if "linalg.matmul" in line]
         assert len(mm) == 1
         assert re.search(rf"ins\(.*tensor<\d+x\d+x{operand}>, tensor<\d+x\d+x{operand}>\) outs\(.*xf32>\)", mm[0])
