@@ -1,4 +1,4 @@
-// RUN: env FUSILLI_CONV_LOWERING=im2col %fusilli-opt %s --pass-pipeline=fusilli-conv-layout | filecheck %s
+// RUN: env FUSILLI_CONV_LOWERING=im2col %fusilli-opt %s --backend cpu --arch znver4 --pass-pipeline=fusilli-conv-layout | filecheck %s
 // RUN: env FUSILLI_CONV_LOWERING=auto %fusilli-opt %s --backend cpu --arch znver4 --pass-pipeline=fusilli-conv-layout | filecheck %s --check-prefix=AUTO
 // RUN: env FUSILLI_CONV_LOWERING=auto %fusilli-opt %s --backend cpu --arch sapphirerapids --pass-pipeline=fusilli-conv-layout | filecheck %s --check-prefix=INTEL
 
@@ -8,7 +8,7 @@
 // [N, Ho, Wo, R, S, C] patches, collapsed to [N*Ho*Wo, R*S*C], then a
 // linalg.matmul against the KRSC filter collapsed to [K, R*S*C] (read
 // transposed by its indexing maps, so a channels-last filter needs no permute)
-// with an f32 accumulator. bf16 operands stay bf16; f16 operands are widened to
+// with an f32 accumulator. bf16 operands stay bf16 (znver4 has avx512bf16); f16 operands are widened to
 // f32 first; the result is rounded once. No activation or filter permute remains.
 
 // CHECK-DAG: #[[GATHER:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1 + d3, d2 + d4, d5)>
