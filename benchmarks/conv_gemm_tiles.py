@@ -9,7 +9,7 @@ give each conv GEMM (``gemm_config.conv_gemm_tile``: per ISA and CPU vendor, str
 patch matrices apart); ``current`` is the tables as they stand. Rows a variant compiles alike show
 the method's noise.
 
-Usage: python benchmarks/conv_gemm_tiles.py [SUITE] [--variant NAME=...]... [--blocks 6] [--iters 15]
+Usage: python benchmarks/conv_gemm_tiles.py [SUITE] [--variant NAME=...]... [--blocks 6] [--iters 15] [--torch-threads N]
   default variants: current, and whole-K (the current register tile, no K blocks)
 """
 
@@ -42,9 +42,16 @@ def main() -> None:
     parser.add_argument("--variant", action="append", default=[], help="NAME=DM,DN,VM,VN,KR[,CR,MIN_DEPTH]")
     parser.add_argument("--blocks", type=int, default=6)
     parser.add_argument("--iters", type=int, default=15)
+    parser.add_argument(
+        "--torch-threads",
+        type=int,
+        help="PyTorch's threads (one-thread comparisons: 1, with FUSILLI_CPU_EXECUTOR=local-sync)",
+    )
     args = parser.parse_args()
     os.environ["FUSILLI_DISABLE_CACHE"] = "1"
     torch = _import_torch()
+    if args.torch_threads:
+        torch.set_num_threads(args.torch_threads)
     target = Target.resolve("cpu", None)
     key = (rules.vector_isa(target), cpu_vendor(target.cpu) or "")
     current = gemm_config.conv_gemm_tile(key[0], 256, key[1] or None)

@@ -7,7 +7,7 @@ who goes first; the medians and the ratios to PyTorch are printed. A lowering th
 not apply to a row's conv leaves it to the rules (``auto``), so such columns show the
 method's noise. ``LOWERING@EXECUTOR`` also sets ``FUSILLI_CPU_EXECUTOR`` for that column.
 
-Usage: python benchmarks/conv_lowerings.py SUITE [--lowering auto] [--lowering gemm@split]... [--blocks 6] [--iters 15]
+Usage: python benchmarks/conv_lowerings.py SUITE [--lowering auto] [--lowering gemm@split]... [--blocks 6] [--iters 15] [--torch-threads N]
   default lowerings: auto, gemm, polyphase2
 """
 
@@ -30,9 +30,16 @@ def main() -> None:
     parser.add_argument("--lowering", action="append", default=[], help="LOWERING[@EXECUTOR]")
     parser.add_argument("--blocks", type=int, default=6)
     parser.add_argument("--iters", type=int, default=15)
+    parser.add_argument(
+        "--torch-threads",
+        type=int,
+        help="PyTorch's threads (one-thread comparisons: 1, with FUSILLI_CPU_EXECUTOR=local-sync)",
+    )
     args = parser.parse_args()
     lowerings = args.lowering or ["auto", "gemm", "polyphase2"]
     torch = _import_torch()
+    if args.torch_threads:
+        torch.set_num_threads(args.torch_threads)
     names = [*lowerings, "torch"]
     print("ratio = PyTorch median / lowering median")
     print(

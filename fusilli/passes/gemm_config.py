@@ -88,7 +88,9 @@ WINOGRAD_WGRAD_GEMM_TILES = {
 # 2.11, 2.06 -> 2.26; 8x256x14x14->256 1.48 -> 1.74, 1.63 -> 1.82. 2x32 measured within 0.1 of
 # 4x16 (ahead on two rows of eight, behind on five), 3x24 lost (0.52-1.23), and in one run of
 # the stride-2 rows 8x8 0.83-0.84, 4x16 in 32x64 or 64x128 0.93-0.97, 6x16 in 48x64 with K in
-# blocks of 64 0.68-0.87.
+# blocks of 64 0.68-0.87. A 512-deep GEMM ran even (8x512x7x7->512, 32 tiles, two runs: 1.18 ->
+# 1.15, 1.16 -> 1.15; its dgrad 1.21 -> 1.18, 1.20 -> 1.18; 4x16 in 48x64 with K in blocks of 128
+# 1.14).
 WINOGRAD_GEMM_TILES_BY_VENDOR = {
     ("avx512", "intel"): GemmTile((60, 64), (6, 64), 8),
     ("avx2", "amd"): GemmTile((64, 64), (4, 16), 8),
