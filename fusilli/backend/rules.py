@@ -509,14 +509,13 @@ def winograd_output_tile(p: Problem, t: Target) -> int | None:
     vendor = cpu_vendor(t.cpu)
     one_pass_filter = vendor != "intel" and p.kind in CPU_CONV_WINOGRAD_ONE_PASS_FILTER_KINDS
     if one_pass_filter and winograd_tiles(p) >= CPU_CONV_WINOGRAD_MIN_TILES_ONE_PASS_FILTER:
-        f2_filter_fits = 16 * conv_filter_elements(p) * 4 <= CPU_CONV_WINOGRAD_F2_MAX_FILTER_BYTES
-        if (isa, vendor) in CPU_CONV_WINOGRAD_F2_FEW_TILES and p.element == DataType.FLOAT and f2_filter_fits:
+        if (isa, vendor) in CPU_CONV_WINOGRAD_F2_FEW_TILES and p.element == DataType.FLOAT and _f2_filter_fits(p):
             return 2
         return 4
     intel_avx512 = isa == "avx512" and vendor == "intel"
     f32_fprop = p.kind == "conv_fprop" and p.element == DataType.FLOAT  # as measured
     if f32_fprop and intel_avx512 and winograd_tiles(p, 2) >= CPU_CONV_WINOGRAD_MIN_TILES:
-        if 16 * conv_filter_elements(p) * 4 <= CPU_CONV_WINOGRAD_F2_MAX_FILTER_BYTES:
+        if _f2_filter_fits(p):
             return 2
     return None
 
@@ -525,6 +524,11 @@ def winograd_output_tile(p: Problem, t: Target) -> int | None:
 # 8x512x7x7->512 (16 MiB of it) ran at 0.61-0.65 of PyTorch against the K-blocked GEMM's
 # 0.72-0.73 (cpu-conv-im2col-gemm); 1x256x14x14->256 (4 MiB) 0.71-0.78 against 0.48-0.49.
 CPU_CONV_WINOGRAD_F2_MAX_FILTER_BYTES = 4 << 20
+
+
+def _f2_filter_fits(p: Problem) -> bool:
+    """Whether F(2x2, 3x3)'s transformed filter (16*C*K f32) is at most CPU_CONV_WINOGRAD_F2_MAX_FILTER_BYTES."""
+    return 16 * conv_filter_elements(p) * 4 <= CPU_CONV_WINOGRAD_F2_MAX_FILTER_BYTES
 
 
 def conv_filter_elements(p: Problem) -> int:

@@ -267,9 +267,8 @@ def narrow_k_blocks_apply(tile: GemmTile, m: int, n: int, k: int) -> bool:
 def k_block(tile: GemmTile, m: int, k: int, n: int = 0, batched: bool = False) -> int | None:
     """The K cache block of ``tile`` for an ``m`` x ``n`` GEMM ``k`` deep (``batched``: one of a
     batch), see above and ``NARROW_K_BLOCK_MIN_COLUMNS``, or None for whole K."""
-    narrow = tile.narrow_k_block
-    if narrow is not None and not batched and narrow_k_blocks_apply(tile, m, n, k):
-        return narrow
+    if not batched and narrow_k_blocks_apply(tile, m, n, k):
+        return tile.narrow_k_block
     want = tile.cache_reduction
     if want is None or k < max(tile.cache_reduction_min_depth, want):
         return None

@@ -23,6 +23,16 @@ def fprop(name, n, c, hw, k, stride):
     return g.validate()
 
 
+def gradient(name, kind, operands, result):
+    """A stride-1 1x1 ``kind`` (conv_dgrad / conv_wgrad) graph of NHWC ``operands`` (name, dims)
+    and a ``result`` of those dims."""
+    g = fs.Graph(name=name)
+    ins = [nhwc(g, tensor, dims) for tensor, dims in operands]
+    y = getattr(g, kind)(*ins, padding=[0, 0], stride=[1, 1], dilation=[1, 1], name=kind.removeprefix("conv_"))
+    y.set_dim(result).set_stride(fs.strides(result, "NHWC")).set_output(True)
+    return g.validate()
+
+
 @run
 def fprop_1x1_s2_wide():
     # 784 x 512 GEMM 256 deep: B is 512 KB.
@@ -50,11 +60,10 @@ def fprop_1x1_small_b():
 @run
 def dgrad_1x1_wide():
     # DX[196, 1024] = DY[196, 256] x W[256, 1024]: B is 1 MB.
-    g = fs.Graph(name="dgrad_1x1_wide")
-    dy, w = nhwc(g, "dy", [1, 256, 14, 14]), nhwc(g, "w", [256, 1024, 1, 1])
-    dx = g.conv_dgrad(dy, w, padding=[0, 0], stride=[1, 1], dilation=[1, 1], name="dgrad")
-    dx.set_dim([1, 1024, 14, 14]).set_stride(fs.strides([1, 1024, 14, 14], "NHWC")).set_output(True)
-    print(explained_and_optimized(g.validate()))
+    g = gradient(
+        "dgrad_1x1_wide", "conv_dgrad", [("dy", [1, 256, 14, 14]), ("w", [256, 1024, 1, 1])], [1, 1024, 14, 14]
+    )
+    print(explained_and_optimized(g))
 
 
 # CHECK-LABEL: TEST: dgrad_1x1_wide
@@ -66,11 +75,8 @@ def dgrad_1x1_wide():
 @run
 def wgrad_1x1_deep():
     # DW[512, 128] over 784 output positions: B (X's 784 x 128) is 392 KB; V3's K blocks of 256.
-    g = fs.Graph(name="wgrad_1x1_deep")
-    dy, x = nhwc(g, "dy", [1, 512, 28, 28]), nhwc(g, "x", [1, 128, 28, 28])
-    dw = g.conv_wgrad(dy, x, padding=[0, 0], stride=[1, 1], dilation=[1, 1], name="wgrad")
-    dw.set_dim([512, 128, 1, 1]).set_stride(fs.strides([512, 128, 1, 1], "NHWC")).set_output(True)
-    print(explained_and_optimized(g.validate()))
+    g = gradient("wgrad_1x1_deep", "conv_wgrad", [("dy", [1, 512, 28, 28]), ("x", [1, 128, 28, 28])], [512, 128, 1, 1])
+    print(explained_and_optimized(g))
 
 
 # CHECK-LABEL: TEST: wgrad_1x1_deep
