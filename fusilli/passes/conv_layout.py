@@ -783,7 +783,8 @@ def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
             patches = _gemm_patches(b.to_builtin(x_nhwc), (oh, ow), (fy, fx), stride, padding, dilation)
             dy2 = _collapse(b.to_builtin(dy_nhwc), [[0, 1, 2], [3]])
             # The conv GEMM's tile where the rules choose it (FUSILLI_CONV_LOWERING=gemm: everywhere),
-            # as DW^T[R*S*C, K] where R*S*C does not fill the tile's columns (gemm_config).
+            # as DW^T[R*S*C, K] where R*S*C does not fill the tile's columns (gemm_config); a plain
+            # GEMM for IREE's data tiling where rules.CPU_CONV_WGRAD_DATA_TILING chose that (its flags).
             lowering = pipeline.CONV_LOWERING
             choice = rules.choose(problem, target, "algorithm") if lowering == "auto" else None
             tiled = lowering == "gemm" or (choice is not None and choice.rule is rules.CPU_CONV_WGRAD_GEMM)

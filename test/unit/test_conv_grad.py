@@ -468,6 +468,71 @@ def test_wgrad_chunks_halved_for_amd_avx2_l2(rng):
     run_and_check(g, fs.Handle(fs.Backend.CPU, arch=arch), {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize(
+    "kernel, n, c, hw, k",
+    [(1, 1, 128, 10, 192), (3, 2, 512, 7, 512)],
+    ids=["1x1-100-positions", "3x3-462-MFLOP"],
+)
+def test_wgrad_data_tiled_on_amd_avx2(rng, kernel, n, c, hw, k):
+    """AMD's AVX2 cores compute a weight gradient's one GEMM with IREE's data tiling
+    (rules.CPU_CONV_WGRAD_DATA_TILING): a plain linalg.matmul without compilation_info, and the
+    data-tiling flags; x86-64-v3 and AMD AVX-512 code keep the conv GEMM's tile. Numerics against
+    the reference where this CPU runs znver1 code, and the dispatches: the packs of DY and of X (for
+    a 3x3 filter fused into the patch gather), the GEMM with DW's unpack."""
+    pad = kernel // 2
+    attrs = dict(padding=[pad] * 2, stride=[1, 1], dilation=[1, 1])
+    g, ins, _ = _wgrad_graph(
+        f"wgrad_data_tiled_{kernel}", [n, k, hw, hw], [n, c, hw, hw], [k, c, kernel, kernel], attrs, True
+    )
+    g.validate()
+    columns, positions = kernel * kernel * c, n * hw * hw
+    want = f"cpu-conv-wgrad-data-tiling (one GEMM DW[{k}, {columns}] over {positions} output positions"
+    assert want in g.explain(arch="znver1")
+    for other in ("x86-64-v3", "znver4"):
+        assert "cpu-conv-wgrad-gemm (one GEMM" in g.explain(arch=other)
+        assert "--iree-opt-data-tiling=true" not in g.target("cpu", other).flags
+    assert "--iree-opt-data-tiling=true" in g.target("cpu", "znver1").flags
+    arch = _arch_running_here("znver1")
+    optimized = g.mlir("optimized", fs.Backend.CPU, arch)
+    assert f"-> tensor<{k}x{columns}xf32>" in optimized  # DW[K, R*S*C], not DW^T
+    assert "linalg.matmul" in optimized and "compilation_info" not in optimized
+    run_and_check(g, fs.Handle(fs.Backend.CPU, arch=arch), {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4)
+    assert g.compile_stats.dispatch_count == 3
+
+
+@pytest.mark.parametrize(
+    "kernel, stride, n, c, hw, k, why",
+    [
+        (1, 1, 1, 512, 7, 256, "49 output positions"),
+        (1, 1, 1, 256, 16, 64, "64 output channels"),
+        (1, 1, 1, 64, 16, 256, "64 filter columns"),
+        (1, 2, 1, 256, 32, 512, "stride 2"),
+        (3, 1, 1, 256, 14, 256, "a 3x3 filter below 268 MFLOP"),
+        (1, 1, 4, 128, 32, 512, "4096 output positions, in chunks"),
+    ],
+)
+def test_wgrad_data_tiling_only_where_measured(kernel, stride, n, c, hw, k, why):
+    """Where data tiling lost or ran even on the Zen 1 VM, AMD's AVX2 cores keep the conv GEMM's tile
+    (the limits: rules.py, CPU_CONV_WGRAD_DATA_TILING)."""
+    pad = kernel // 2
+    oh = (hw + 2 * pad - kernel) // stride + 1
+    attrs = dict(padding=[pad] * 2, stride=[stride] * 2, dilation=[1, 1])
+    g, _, _ = _wgrad_graph("wgrad_kept_tile", [n, k, oh, oh], [n, c, hw, hw], [k, c, kernel, kernel], attrs, True)
+    g.validate()
+    explained = g.explain(arch="znver1")
+    assert "cpu-conv-wgrad-gemm" in explained and "data-tiling" not in explained, why
+
+
+def test_wgrad_data_tiling_keeps_low_precision_on_the_tile():
+    """bf16 weight gradients (widened to f32 on Zen 1) were not measured data-tiled: the tile."""
+    attrs = dict(padding=[0, 0], stride=[1, 1], dilation=[1, 1])
+    g, _, _ = _wgrad_graph(
+        "wgrad_bf16_tile", [1, 192, 10, 10], [1, 128, 10, 10], [192, 128, 1, 1], attrs, True, fs.DataType.BFLOAT16
+    )
+    g.validate()
+    assert "cpu-conv-wgrad-data-tiling" not in g.explain(arch="znver1")
+
+
 def test_transposed_3x3_wgrad_gemm_in_chunks_on_avx2(rng):
     """AVX2's DW^T of a 3x3 stride-2 weight gradient (128 output channels, 576 filter columns) over
     4096 output positions takes chunks as well (after its patch gather); AVX-512 keeps one GEMM."""
@@ -513,19 +578,23 @@ def test_wgrad_of_three_channels_leaves_winograd(arch):
 
 def test_wgrad_gemm_rule_targets():
     """cpu-conv-wgrad-gemm holds on AVX2 code of any vendor and on AMD AVX-512, not on Intel
-    AVX-512 or a CPU without AVX2; Winograd's weight gradients keep Winograd."""
+    AVX-512 or a CPU without AVX2, and AMD's AVX2 cores take cpu-conv-wgrad-data-tiling before it
+    where it holds; Winograd's weight gradients keep Winograd."""
     attrs = dict(padding=[0, 0], stride=[1, 1], dilation=[1, 1])
     g, _, _ = _wgrad_graph("wgrad_rule_targets", [8, 256, 14, 14], [8, 1024, 14, 14], [256, 1024, 1, 1], attrs, True)
     g.validate()
-    for arch, holds in (
-        ("x86-64-v3", True),
-        ("znver3", True),
-        ("haswell", True),
-        ("znver4", True),
-        ("sapphirerapids", False),
-        ("x86-64", False),
+    for arch, rule in (
+        ("x86-64-v3", "cpu-conv-wgrad-gemm"),
+        ("znver3", "cpu-conv-wgrad-data-tiling"),
+        ("znver1", "cpu-conv-wgrad-data-tiling"),
+        ("haswell", "cpu-conv-wgrad-gemm"),
+        ("znver4", "cpu-conv-wgrad-gemm"),
+        ("sapphirerapids", None),
+        ("x86-64", None),
     ):
-        assert ("cpu-conv-wgrad-gemm" in g.explain(arch=arch)) is holds, arch
+        explained = g.explain(arch=arch)
+        for name in ("cpu-conv-wgrad-gemm", "cpu-conv-wgrad-data-tiling"):
+            assert (name in explained) is (name == rule), (arch, explained)
     attrs = dict(padding=[1, 1], stride=[1, 1], dilation=[1, 1])
     wino, _, _ = _wgrad_graph("wgrad_rule_wino", [4, 64, 28, 28], [4, 64, 28, 28], [64, 64, 3, 3], attrs, True)
     wino.validate()

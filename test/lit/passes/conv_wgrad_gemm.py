@@ -10,6 +10,8 @@
 # 3x3 stride 2 1x64x29x29 -> 64 is a patch gather (read through the padding) and 225 deep,
 # whole K. Intel AVX-512 keeps IREE's default tiles. AVX2 takes a GEMM with at most 128 output
 # channels and more filter columns transposed, DW^T[R*S*C, K] (gemm_config.wgrad_gemm_transposed).
+# AMD's AVX2 cores (znver1) leave a stride-1 GEMM of >= 96 positions with >= 128 output channels
+# and filter columns plain, for IREE's data tiling (rules.CPU_CONV_WGRAD_DATA_TILING; its flags).
 
 from lit_helpers import explained_and_optimized, run
 
@@ -40,6 +42,9 @@ def wgrad_1x1_deep():
 # INTEL-NOT: compilation_info
 # TUNED: linalg.matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1568x256xf32>, tensor<1568x1024xf32>) outs(%{{.*}} : tensor<256x1024xf32>)
 # INTEL: linalg.matmul {{.*}}ins(%{{.*}}, %{{.*}} : tensor<1568x256xf32>, tensor<1568x1024xf32>) outs(%{{.*}} : tensor<256x1024xf32>)
+# ZEN: cpu-conv-wgrad-data-tiling (one GEMM DW[256, 1024] over 1568 output positions, data-tiled for avx2, AMD
+# ZEN-NOT: compilation_info
+# ZEN: linalg.matmul indexing_maps = [{{.*}}] ins(%{{.*}}, %{{.*}} : tensor<1568x256xf32>, tensor<1568x1024xf32>) outs(%{{.*}} : tensor<256x1024xf32>)
 
 
 @run
@@ -53,6 +58,8 @@ def wgrad_3x3_strided():
 # CHECK-LABEL: TEST: wgrad_3x3_strided
 # TUNED: cpu-conv-wgrad-gemm (one GEMM over 225 output positions
 # AVX2-SAME: as DW^T[R*S*C = 576, K]
+# Stride 2 ran even data-tiled on Zen 1: the tile.
+# ZEN: cpu-conv-wgrad-gemm (one GEMM over 225 output positions as DW^T[R*S*C = 576, K]
 # AMD-NOT: DW^T
 # INTEL-NOT: compilation_info
 # CHECK-NOT: tensor.pad
@@ -62,6 +69,7 @@ def wgrad_3x3_strided():
 # AVX2: linalg.matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<225x576xf32>, tensor<225x64xf32>) outs(%{{.*}} : tensor<576x64xf32>)
 # AMD: linalg.matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<225x64xf32>, tensor<225x576xf32>) outs(%{{.*}} : tensor<64x576xf32>)
 # INTEL: linalg.matmul {{.*}}ins(%{{.*}}, %{{.*}} : tensor<225x64xf32>, tensor<225x576xf32>)
+# ZEN: linalg.matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<225x576xf32>, tensor<225x64xf32>) outs(%{{.*}} : tensor<576x64xf32>)
 
 
 @run
@@ -79,6 +87,9 @@ def wgrad_1x1_few_out_channels():
 # AVX2: linalg.matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<3136x256xf32>, tensor<3136x64xf32>) outs(%{{.*}} : tensor<256x64xf32>)
 # AMD-NOT: DW^T
 # AMD: linalg.matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<3136x64xf32>, tensor<3136x256xf32>) outs(%{{.*}} : tensor<64x256xf32>)
+# 64 output channels ran even or behind data-tiled on Zen 1: the tile.
+# ZEN: cpu-conv-wgrad-gemm (one GEMM over 3136 output positions as DW^T[R*S*C = 256, K]
+# ZEN: linalg.matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<3136x256xf32>, tensor<3136x64xf32>) outs(%{{.*}} : tensor<256x64xf32>)
 
 
 @run
@@ -145,3 +156,33 @@ def wgrad_stem():
 # TUNED: torch.aten.permute {{.*}} : !torch.vtensor<[7,7,3,64],f32>, !torch.list<int> -> !torch.vtensor<[64,7,7,3],f32>
 # INTEL-NOT: DW^T
 # INTEL: linalg.matmul {{.*}}ins(%{{.*}}, %{{.*}} : tensor<1024x64xf32>, tensor<1024x147xf32>) outs(%{{.*}} : tensor<64x147xf32>)
+
+
+@run
+def wgrad_3x3_deep():
+    g = build("wgrad_3x3_deep", 8, 512, 7, 512, 3, 1, 1)
+    print(explained_and_optimized(g))
+
+
+# ResNet-50's last 3x3 at batch 8: 392 positions, DW[512, 4608], 1.85 GFLOP. AMD's AVX2 cores
+# data-tile it (the patch gather stays, the pack of the patches fuses into it); x86-64-v3 keeps
+# the tile.
+# CHECK-LABEL: TEST: wgrad_3x3_deep
+# AVX2: cpu-conv-wgrad-gemm (one GEMM over 392 output positions, conv GEMM tile for avx2)
+# AVX2: linalg.matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<392x512xf32>, tensor<392x4608xf32>) outs(%{{.*}} : tensor<512x4608xf32>)
+# ZEN: cpu-conv-wgrad-data-tiling (one GEMM DW[512, 4608] over 392 output positions, data-tiled for avx2, AMD ({{.*}}, 1.85 GFLOP >= 268 MFLOP)
+# ZEN-NOT: compilation_info
+# ZEN: linalg.matmul indexing_maps = [{{.*}}] ins(%{{.*}}, %{{.*}} : tensor<392x512xf32>, tensor<392x4608xf32>) outs(%{{.*}} : tensor<512x4608xf32>)
+
+
+@run
+def wgrad_3x3_below_data_tiling():
+    g = build("wgrad_3x3_below_data_tiling", 1, 256, 14, 256, 3, 1, 1)
+    print(explained_and_optimized(g))
+
+
+# 3x3 1x256x14x14: 231 MFLOP, below the 268 MFLOP from which Zen 1 ran 3x3 filters faster
+# data-tiled: the tile.
+# CHECK-LABEL: TEST: wgrad_3x3_below_data_tiling
+# ZEN: cpu-conv-wgrad-gemm (one GEMM over 196 output positions, conv GEMM tile for avx2, AMD)
+# ZEN: linalg.matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<196x256xf32>, tensor<196x2304xf32>) outs(%{{.*}} : tensor<256x2304xf32>)
