@@ -792,6 +792,61 @@ def conv_out_channels(p: Problem) -> int:
     return int(p.flops) // (2 * rows * depth) if rows and depth else 0
 
 
+# cpu-conv-gemm-few-positions: a forward conv of few output positions and a large filter (ResNet's
+# last stage at batch 1: 7x7 = 49 positions, filters of 4-9 MiB) as Y^T[K, N*Ho*Wo] = W[K, R*S*C] x
+# patches^T on AMD's AVX2 cores. Both other forms spend their time on the filter: the im2col GEMM
+# (and IREE's data tiling alike) reads it as B[R*S*C, K], a transposed copy of the KRSC filter made
+# in a dispatch of its own every call (3x3 1x512x7x7, one thread: 1.9-2.5 ms of 9.7-11.3 for the
+# GEMM); here the filter is the GEMM's A, broadcast from in place, and the few positions are its
+# columns (the patch gather writes them transposed, [R*S*C, positions]; the [K, positions] result
+# is transposed back in a small dispatch, with any epilogue). All positions fit one column block
+# of the conv GEMM's tile (64), so each workgroup streams its 48 filter rows once. EPYC Zen 1 VM
+# (znver1), in one process, interleaved with PyTorch, ratio to PyTorch, auto (im2col + data tiling)
+# -> this: 3x3 1x512x7x7->512 0.75 -> 0.96, 0.77 -> 0.97, 0.77 -> 1.19 (K blocks of 256; whole K
+# 0.85, blocks of 128 0.92-1.18, of 64 0.89-1.06), 0.66 -> 0.72, 0.74 -> 0.88; 1x1 1x512x7x7->2048
+# 0.82 -> 1.05, 0.66 -> 0.96; 1x1 1x2048x7x7->512 0.94 -> 1.14, 0.86 -> 1.07; 1x1 s2
+# 1x1024x14x14->2048 0.93 -> 1.25, 1.05 -> 1.42; 3x3 s2 1x512x14x14->512 1.05 -> 1.37, 0.78 -> 1.11.
+# More positions lost, hence the limit: 98 (3x3 2x512x7x7) 0.72 -> 0.46, 0.73 -> 0.50; 196 (1x1
+# 1x1024x14x14->256 0.79 -> 0.26, 3x3 1x256x14x14 1.10 -> 0.52, 3x3 4x512x7x7 0.95 -> 0.57).
+CPU_CONV_GEMM_FEW_POSITIONS_TARGETS = {("avx2", "amd")}
+CPU_CONV_GEMM_FEW_POSITIONS_MAX = 64
+CPU_CONV_GEMM_FEW_POSITIONS_MIN_FILTER_BYTES = 4 << 20  # the smallest measured: 1x1 512x2048 f32
+
+
+@rule(
+    "cpu-conv-gemm-few-positions",
+    Backend.CPU,
+    ("conv_fprop",),
+    "algorithm",
+    evidence=(
+        "EPYC Zen 1 VM (znver1), in one process, interleaved, ratio to PyTorch, im2col + data tiling -> "
+        "Y^T = W x patches^T: 3x3 1x512x7x7->512 0.66-0.77 -> 0.72-1.19, 1x1 1x512x7x7->2048 0.66-0.82 -> "
+        "0.96-1.05, 1x1 1x2048x7x7->512 0.86-0.94 -> 1.07-1.14, 1x1 s2 1x1024x14x14->2048 0.93-1.05 -> "
+        "1.25-1.42, 3x3 s2 1x512x14x14->512 0.78-1.05 -> 1.11-1.37; lost from 98 positions (the limits: "
+        "rules.py)"
+    ),
+)
+def CPU_CONV_GEMM_FEW_POSITIONS(p: Problem, t: Target) -> str | None:
+    if not p.fact("channels_last") or p.fact("groups") != 1 or p.element != DataType.FLOAT:
+        return None
+    if (vector_isa(t), cpu_vendor(t.cpu)) not in CPU_CONV_GEMM_FEW_POSITIONS_TARGETS:
+        return None
+    if any(int(d) != 1 for d in p.fact("dilation", ())):
+        return None
+    positions, depth, out_channels = conv_gemm_rows(p), conv_gemm_depth(p), conv_out_channels(p)
+    filter_bytes = 4 * depth * out_channels
+    if (
+        not 0 < positions <= CPU_CONV_GEMM_FEW_POSITIONS_MAX
+        or filter_bytes < CPU_CONV_GEMM_FEW_POSITIONS_MIN_FILTER_BYTES
+    ):
+        return None
+    return (
+        f"Y^T[{out_channels}, {positions}] = W x patches^T: {positions} output positions <= "
+        f"{CPU_CONV_GEMM_FEW_POSITIONS_MAX}, the {filter_bytes / (1 << 20):.1f} MiB filter read in place, "
+        "GEMM tuned for avx2, AMD"
+    )
+
+
 @rule(
     "cpu-conv-im2col-gemm",
     Backend.CPU,
@@ -894,7 +949,7 @@ def CPU_CONV_DGRAD_FLIPPED_GEMM(p: Problem, t: Target) -> str | None:
 
 # The algorithm rules whose choice makes a conv the im2col GEMM with an explicit lowering config
 # (fusilli-conv-layout's im2col_gemm; the split executor keeps such GEMMs over spatial filters whole).
-CPU_CONV_GEMM_RULES = (CPU_CONV_IM2COL_GEMM, CPU_CONV_DGRAD_FLIPPED_GEMM)
+CPU_CONV_GEMM_RULES = (CPU_CONV_GEMM_FEW_POSITIONS, CPU_CONV_IM2COL_GEMM, CPU_CONV_DGRAD_FLIPPED_GEMM)
 
 
 # Weight gradients Winograd leaves are one GEMM DW[K, R*S*C] = DY^T x patches over the N*Ho*Wo
@@ -1356,7 +1411,10 @@ def CPU_LAYERNORM_FUSED_TWO_PASS(p: Problem, t: Target) -> str | None:
     ),
 )
 def CPU_CONV_IM2COL_DATA_TILING(p: Problem, t: Target) -> str | None:
-    if CPU_CONV_IM2COL_GEMM.applies(p, t) is not None or CPU_CONV_WINOGRAD_STRIDED.applies(p, t) is not None:
+    if any(
+        r.applies(p, t) is not None
+        for r in (CPU_CONV_GEMM_FEW_POSITIONS, CPU_CONV_IM2COL_GEMM, CPU_CONV_WINOGRAD_STRIDED)
+    ):
         return None  # its GEMM carries its own lowering config: data tiling would add dispatches
     if CPU_CONV_DIRECT_FEW_CHANNELS.applies(p, t) is not None:
         return None  # IREE's im2col would turn the direct conv back into a GEMM

@@ -439,3 +439,55 @@ def test_unknown_conv_lowering_is_refused(monkeypatch):
         g.mlir("optimized", fs.Backend.CPU, "sapphirerapids")
     assert e.value.code == fs.ErrorCode.INVALID_ARGUMENT
     assert "FUSILLI_CONV_LOWERING='winograd3'" in str(e.value) and "winograd4" in str(e.value)
+
+
+def _arch_running_here(arch: str) -> str:
+    """``arch``, or skips the test where this CPU cannot run its code."""
+    try:
+        Target.resolve("cpu", arch).check_runs_here(f"{arch} code")
+    except fs.FusilliError:
+        pytest.skip(f"this CPU cannot run {arch} code")
+    return arch
+
+
+@pytest.mark.parametrize(
+    "x_dim, k, kernel, stride, padding",
+    [([1, 1024, 7, 7], 1024, (1, 1), (1, 1), (0, 0)), ([1, 512, 10, 10], 256, (3, 3), (2, 2), (1, 1))],
+    ids=["1x1-49-positions", "3x3-s2-25-positions"],
+)
+def test_few_positions_gemm_on_amd_avx2(rng, x_dim, k, kernel, stride, padding):
+    """A forward conv of <= 64 output positions and a >= 4 MiB filter is Y^T[K, positions] = W x
+    patches^T on AMD's AVX2 cores (rules.CPU_CONV_GEMM_FEW_POSITIONS): the KRSC filter read in
+    place as the GEMM's A, the patches gathered transposed, the result transposed back in a dispatch
+    that takes the bias + relu (3 dispatches with or without them). x86-64-v3 and AMD AVX-512 code
+    keep their lowering. Numerics against the reference where this CPU runs znver1 code."""
+    plain = build(x_dim, k, kernel, stride, padding, name="few_positions_plain")
+    g = build(x_dim, k, kernel, stride, padding, epilogue=True, name="few_positions")
+    oh = (x_dim[2] + 2 * padding[0] - kernel[0]) // stride[0] + 1
+    positions, depth = oh * oh, kernel[0] * kernel[1] * x_dim[1]
+    assert f"cpu-conv-gemm-few-positions (Y^T[{k}, {positions}] = W x patches^T" in g.explain(arch="znver1")
+    for other in ("x86-64-v3", "znver4"):
+        assert "few-positions" not in g.explain(arch=other)
+    arch = _arch_running_here("znver1")
+    optimized = g.mlir("optimized", fs.Backend.CPU, arch)
+    assert f"tensor<{k}x{depth}xf32>, tensor<{depth}x{positions}xf32>) outs(" in optimized  # W x patches^T
+    assert optimized.count("linalg.transpose") == 2 and "distribution = [48, " in optimized
+    handle = fs.Handle(fs.Backend.CPU, arch=arch)
+    run_and_check(g, handle, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
+    plain.compile(handle)
+    assert g.compile_stats.dispatch_count == plain.compile_stats.dispatch_count == 3
+
+
+@pytest.mark.parametrize(
+    "x_dim, k, kernel, dilation, dtype, why",
+    [
+        ([2, 512, 7, 7], 512, (3, 3), (1, 1), F32, "98 positions"),
+        ([1, 512, 7, 7], 1024, (1, 1), (1, 1), F32, "a 2 MiB filter"),
+        ([1, 1024, 7, 7], 1024, (1, 1), (1, 1), BF16, "bf16"),
+        ([1, 512, 7, 7], 512, (3, 3), (2, 2), F32, "dilation 2"),
+    ],
+)
+def test_few_positions_gemm_only_where_measured(x_dim, k, kernel, dilation, dtype, why):
+    padding = tuple(d * (s // 2) for d, s in zip(dilation, kernel))
+    g = build(x_dim, k, kernel, (1, 1), padding, dilation, dtype=dtype, name="few_positions_not")
+    assert "few-positions" not in g.explain(arch="znver1"), why

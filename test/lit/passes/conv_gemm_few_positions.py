@@ -1,0 +1,76 @@
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver1 %python %s | filecheck %s --check-prefixes=CHECK,ZEN
+# RUN: env FUSILLI_LIT_TARGET=cpu:x86-64-v3 %python %s | filecheck %s --check-prefixes=CHECK,OTHER
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,OTHER
+
+# A forward conv of at most 64 output positions with a filter of at least 4 MiB is, on AMD's
+# AVX2 cores, the transposed GEMM Y^T[K, positions] = W[K, R*S*C] x patches^T
+# (rules.CPU_CONV_GEMM_FEW_POSITIONS, conv_layout._few_positions_gemm): the KRSC filter is the
+# GEMM's A as it lies (no HWCF copy of it), the patch gather writes [R*S*C, positions] behind an
+# optimization barrier, the GEMM takes gemm_config.FEW_POSITIONS_GEMM_TILES (48 filter rows per
+# workgroup, every position in one column block, K blocks of 256), and its result is
+# transposed back behind another barrier, where the bias + relu fuse (3 dispatches with or
+# without them: test_conv_gemm.py). Other targets keep their lowering; 98 positions keep it on
+# Zen too.
+
+from lit_helpers import explained_and_optimized, run
+
+import fusilli as fs
+
+
+def build(name, n, c, hw, k, kernel, stride, epilogue=False):
+    g = fs.Graph(name=name)
+    x = g.tensor(name="x", dim=[n, c, hw, hw], stride=fs.strides([n, c, hw, hw], "NHWC"))
+    w = g.tensor(name="w", dim=[k, c, kernel, kernel], stride=fs.strides([k, c, kernel, kernel], "NHWC"))
+    pad = kernel // 2
+    y = g.conv_fprop(x, w, padding=[pad] * 2, stride=[stride] * 2, dilation=[1, 1], name="conv")
+    if epilogue:
+        b = g.tensor(name="b", dim=[1, k, 1, 1], stride=fs.strides([1, k, 1, 1], "NHWC"))
+        y = g.relu(g.add(y, b, name="bias"), name="relu")
+    y.set_output(True)
+    return g.validate()
+
+
+@run
+def few_positions_3x3():
+    print(explained_and_optimized(build("few_positions_3x3", 1, 512, 7, 512, 3, 1, epilogue=True)))
+
+
+# CHECK-LABEL: TEST: few_positions_3x3
+# ZEN: conv [conv_fprop]: {{.*}}cpu-conv-gemm-few-positions (Y^T[512, 49] = W x patches^T: 49 output positions <= 64, the 9.0 MiB filter read in place
+# OTHER-NOT: few-positions
+# ZEN: #iree_cpu.lowering_config<cache_parallel = [48, 49, 0], cache_reduction = [0, 0, 256], distribution = [48, 49, 0], vector_common_parallel = [6, 16, 0], vector_reduction = [0, 0, 8]>
+# ZEN-NOT: torch.aten.permute {{.*}} -> !torch.vtensor<[3,3,512,512],f32>
+# ZEN: linalg.transpose ins(%{{.*}} : tensor<49x4608xf32>) outs(%{{.*}} : tensor<4608x49xf32>) permutation = [1, 0]
+# ZEN-NEXT: %[[PT:.*]] = util.optimization_barrier %{{.*}} : tensor<4608x49xf32>
+# ZEN: %[[W:.*]] = tensor.collapse_shape %{{.*}} {{\[\[}}0], [1, 2, 3]] : tensor<512x3x3x512xf32> into tensor<512x4608xf32>
+# ZEN: %[[YT:.*]] = linalg.matmul {compilation_info = #{{.*}}} ins(%[[W]], %[[PT]] : tensor<512x4608xf32>, tensor<4608x49xf32>) outs(%{{.*}} : tensor<512x49xf32>)
+# ZEN-NEXT: %[[B:.*]] = util.optimization_barrier %[[YT]] : tensor<512x49xf32>
+# ZEN: linalg.transpose ins(%[[B]] : tensor<512x49xf32>) outs(%{{.*}} : tensor<49x512xf32>) permutation = [1, 0]
+# The epilogue, one generic on the transposed result (IREE fuses it into the transposition's dispatch).
+# ZEN: linalg.generic
+# ZEN: arith.addf
+# ZEN: arith.maximumf
+
+
+@run
+def few_positions_1x1_strided():
+    print(explained_and_optimized(build("few_positions_1x1_strided", 1, 1024, 14, 2048, 1, 2)))
+
+
+# CHECK-LABEL: TEST: few_positions_1x1_strided
+# ZEN: cpu-conv-gemm-few-positions (Y^T[2048, 49] = W x patches^T: 49 output positions <= 64, the 8.0 MiB filter read in place
+# OTHER-NOT: few-positions
+# ZEN: linalg.transpose ins(%{{.*}} : tensor<49x1024xf32>) outs(%{{.*}} : tensor<1024x49xf32>)
+# ZEN: linalg.matmul {compilation_info = #{{.*}}} ins(%{{.*}}, %{{.*}} : tensor<2048x1024xf32>, tensor<1024x49xf32>) outs(%{{.*}} : tensor<2048x49xf32>)
+# ZEN: linalg.transpose ins(%{{.*}} : tensor<2048x49xf32>) outs(%{{.*}} : tensor<49x2048xf32>)
+
+
+@run
+def many_positions():
+    print(explained_and_optimized(build("many_positions", 2, 512, 7, 512, 3, 1)))
+
+
+# 98 positions lost on Zen 1: the rules' other choice.
+# CHECK-LABEL: TEST: many_positions
+# CHECK-NOT: few-positions
+# CHECK-NOT: linalg.transpose
