@@ -827,6 +827,8 @@ CPU_CONV_GEMM_FEW_POSITIONS_MIN_FILTER_BYTES = 4 << 20  # the smallest measured:
     ),
 )
 def CPU_CONV_GEMM_FEW_POSITIONS(p: Problem, t: Target) -> str | None:
+    if p.kind != "conv_fprop":
+        return None  # (asked directly by fusilli-conv-layout, whatever the kind: a dgrad reads a flipped filter)
     if not p.fact("channels_last") or p.fact("groups") != 1 or p.element != DataType.FLOAT:
         return None
     if (vector_isa(t), cpu_vendor(t.cpu)) not in CPU_CONV_GEMM_FEW_POSITIONS_TARGETS:

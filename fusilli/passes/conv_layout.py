@@ -191,9 +191,9 @@ def _rewrite(op: ir.Operation, target: Target) -> bool:
     im2col = wino is None and (lowering == "im2col" or (lowering == "auto" and bf16_matmul))
     gemm = wino is None and not im2col and im2col_gemm(lowering, problem, target)
     # The transposed GEMM of few positions reads the KRSC filter in place (rules.CPU_CONV_GEMM_FEW_POSITIONS).
-    few_positions = (
-        gemm and lowering == "auto" and rules.CPU_CONV_GEMM_FEW_POSITIONS.applies(problem, target) is not None
-    )
+    # (A forward conv's choice only: a dgrad, which reads its filter flipped, is never one.)
+    choice = rules.choose(problem, target, "algorithm") if gemm and lowering == "auto" else None
+    few_positions = choice is not None and choice.rule is rules.CPU_CONV_GEMM_FEW_POSITIONS
     direct_info = None
     if lowering == "auto" and not (wino or im2col or gemm):
         choice = rules.choose(problem, target, "algorithm")

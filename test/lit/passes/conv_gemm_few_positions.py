@@ -74,3 +74,21 @@ def many_positions():
 # CHECK-LABEL: TEST: many_positions
 # CHECK-NOT: few-positions
 # CHECK-NOT: linalg.transpose
+
+
+@run
+def dgrad_few_positions():
+    g = fs.Graph(name="dgrad_few_positions")
+    dy = g.tensor(name="dy", dim=[1, 512, 7, 7], stride=fs.strides([1, 512, 7, 7], "NHWC"))
+    w = g.tensor(name="w", dim=[512, 512, 3, 3], stride=fs.strides([512, 512, 3, 3], "NHWC"))
+    dx = g.conv_dgrad(dy, w, padding=[1, 1], stride=[1, 1], dilation=[1, 1], name="dgrad")
+    dx.set_dim([1, 512, 7, 7]).set_stride(fs.strides([1, 512, 7, 7], "NHWC")).set_output(True)
+    print(explained_and_optimized(g.validate()))
+
+
+# The forward conv's rule only: the dgrad of those 49 positions reads its filter flipped and keeps
+# its own GEMM.
+# CHECK-LABEL: TEST: dgrad_few_positions
+# CHECK-NOT: few-positions
+# CHECK-NOT: linalg.transpose
+# CHECK: linalg.matmul
