@@ -796,8 +796,8 @@ def conv_out_channels(p: Problem) -> int:
 # last stage at batch 1: 7x7 = 49 positions, filters of 4-9 MiB) as Y^T[K, N*Ho*Wo] = W[K, R*S*C] x
 # patches^T on AMD's AVX2 cores. Both other forms spend their time on the filter: the im2col GEMM
 # (and IREE's data tiling alike) reads it as B[R*S*C, K], a transposed copy of the KRSC filter made
-# in a dispatch of its own every call (3x3 1x512x7x7, one thread: 1.9-2.5 ms of 9.7-11.3 for the
-# GEMM); here the filter is the GEMM's A, broadcast from in place, and the few positions are its
+# in a dispatch of its own every call (3x3 1x512x7x7, one thread: 2.4-3.0 ms a call beside the
+# GEMM's 9.7-11.3); here the filter is the GEMM's A, broadcast from in place, and the few positions are its
 # columns (the patch gather writes them transposed, [R*S*C, positions]; the [K, positions] result
 # is transposed back in a small dispatch, with any epilogue). All positions fit one column block
 # of the conv GEMM's tile (64), so each workgroup streams its 48 filter rows once. EPYC Zen 1 VM
