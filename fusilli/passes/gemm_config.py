@@ -214,7 +214,7 @@ def deep_gemm_rows(rows: int, isa: str = "avx512") -> int:
 
 
 # AMD's AVX2 cores (znver1-3 as named) take K in blocks of 64 (``narrow_k_block``) in 2-D conv
-# GEMMs of at least two row blocks, NARROW_K_BLOCK_MIN_COLUMNS columns and a B operand (K x N)
+# GEMMs of at least two row blocks or of one (see below), NARROW_K_BLOCK_MIN_COLUMNS columns and a B operand (K x N)
 # of more than NARROW_K_BLOCK_MIN_B_BYTES, K a multiple of the register tile's K step. On Zen 1
 # (32 KB L1D, 512 KB L2, 256-bit FMAs issued as two 128-bit halves) a workgroup's B block of
 # 256 x 64 f32 is 64 KB, twice the L1, read again for each 6-row register step; in blocks of 64
@@ -236,7 +236,17 @@ def deep_gemm_rows(rows: int, isa: str = "avx512") -> int:
 # 1x2048x7x7->512 0.99 -> 0.79, 1x512x7x7->2048 1.13 -> 0.97) and the chunked weight gradients'
 # batched GEMMs (8x512x28x28->128 0.78 -> 0.62, 8x128x28x28->512 0.73 -> 0.58, 1x1 s2
 # 8x256x56x56->512 0.75 -> 0.59). Zen 2 and 3 (the same L1 and L2, full-width FMAs) were not
-# measured; AVX2 code for no named CPU (x86-64-v3) keeps the table's blocks.
+# measured; AVX2 code for no named CPU (x86-64-v3) keeps the table's blocks. One row block (rows
+# short of the tile's rows plus a register tile: ResNet-50's batch-1 7x7 data gradients, 49 rows):
+# the fourteenth session measured it again, the two compiled in one process (K blocks of 256 ->
+# 64, nothing else different) and run interleaved with PyTorch, three runs, ratio to PyTorch: dgrad
+# 3x3 1x512x7x7 0.85 -> 1.00, 0.84 -> 0.99, 0.82 -> 0.94; 1x1 1x512x7x7->2048 1.33 -> 1.52, 1.31 ->
+# 1.60, 1.15 -> 1.30; 1x2048x7x7->512 1.03 -> 1.37, 1.02 -> 1.33, 0.94 -> 1.13; 1x1024x7x7->256 1.12
+# -> 1.49, 1.12 -> 1.20 (a second form of the run), 1.20 -> 1.61; 3x3 1x256x7x7->256 1.23 -> 1.18,
+# 1.22 -> 1.18, 1.13 -> 1.14 (even); one thread (local-sync) ms: 11.5 -> 10.0, 4.51 -> 3.85, 5.13 ->
+# 4.14, 1.27 -> 0.93, 2.02 -> 1.90. That contradicts the thirteenth session's one run above (0.99 ->
+# 0.79, 1.13 -> 0.97); the later, repeated measurement with a one-thread check is the rule's.
+# (Measured on those dgrads; a weight gradient with as few output channels takes it too, unmeasured.)
 NARROW_K_BLOCK_MIN_COLUMNS = 128
 NARROW_K_BLOCK_MIN_B_BYTES = 128 << 10
 
@@ -246,7 +256,9 @@ def narrow_k_blocks_apply(tile: GemmTile, m: int, n: int, k: int) -> bool:
     narrow = tile.narrow_k_block
     if narrow is None or k < 2 * narrow or k % tile.reduction:
         return False
-    return m >= 2 * tile.distribution[0] and n >= NARROW_K_BLOCK_MIN_COLUMNS and 4 * k * n > NARROW_K_BLOCK_MIN_B_BYTES
+    rows, vector_rows = tile.distribution[0], tile.vector[0]
+    row_blocks_measured = m >= 2 * rows or m < rows + vector_rows  # two or more, or one (not 1 + a remainder)
+    return row_blocks_measured and n >= NARROW_K_BLOCK_MIN_COLUMNS and 4 * k * n > NARROW_K_BLOCK_MIN_B_BYTES
 
 
 # A K block that leaves a remainder of K, together with a last row of workgroups shorter than

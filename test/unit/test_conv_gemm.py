@@ -123,12 +123,13 @@ def test_k_block(m, k, block):
         (1568, 128, 256, None),  # the suite's 1x1 in halves: a B of 128 KB
         (3136, 64, 256, None),  # 64 columns
         (256, 2304, 196, None),  # K no multiple of the register tile's K step
-        (49, 2048, 512, 256),  # one row block: the table's block
+        (49, 2048, 512, 64),  # one row block (batch-1 7x7 dgrads)
+        (60, 2048, 512, 256),  # one row block and a remainder: the table's block
         (784, 512, 64, None),  # K shallower than two blocks
     ],
 )
 def test_narrow_k_blocks_on_amd_avx2(m, n, k, block):
-    """AMD AVX2 cores take K in blocks of 64 in 2-D conv GEMMs with two row blocks, 128 columns
+    """AMD AVX2 cores take K in blocks of 64 in 2-D conv GEMMs with two row blocks or one, 128 columns
     and a B over 128 KB (gemm_config.NARROW_K_BLOCK_MIN_COLUMNS); batched GEMMs (the chunked weight
     gradients) and AVX2 code for no named CPU keep the table's blocks (256 from 512 deep)."""
     tile = gemm_config.CONV_GEMM_TILES_BY_VENDOR[("avx2", "amd")]

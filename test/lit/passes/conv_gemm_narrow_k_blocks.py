@@ -1,7 +1,7 @@
 # RUN: env FUSILLI_LIT_TARGET=cpu:znver1 %python %s | filecheck %s --check-prefixes=CHECK,ZEN
 # RUN: env FUSILLI_LIT_TARGET=cpu:x86-64-v3 %python %s | filecheck %s --check-prefixes=CHECK,V3
 
-# On AMD's AVX2 cores (znver1-3) a 2-D conv GEMM with two row blocks, >= 128 columns and a B
+# On AMD's AVX2 cores (znver1-3) a 2-D conv GEMM with two row blocks or one, >= 128 columns and a B
 # operand over 128 KB takes K in cache blocks of 64 (gemm_config.narrow_k_block: on Zen 1 the
 # 48x64 workgroup's whole-K B block outgrew the 32 KB L1). AVX2 code for no named CPU
 # (x86-64-v3) keeps the table's blocks: whole K below 512 deep. Forward, data-gradient and
@@ -86,3 +86,19 @@ def wgrad_1x1_s2_deep():
 # ZEN: cache_reduction = [0, 0, 64]
 # V3: cache_reduction = [0, 0, 256]
 # CHECK: linalg.matmul {{.*}}compilation_info = {{.*}} : tensor<784x512xf32>, tensor<784x256xf32>) outs(%{{.*}} : tensor<512x256xf32>)
+
+
+@run
+def dgrad_1x1_one_row_block():
+    # DX[49, 2048] = DY[49, 512] x W[512, 2048]: ResNet-50's batch-1 7x7 dgrad, its 49 rows one
+    # block (gemm_config.ONE_BLOCK_SHORT_REMAINDER_ISAS), B 4 MB: K blocks of 64 on Zen as well.
+    g = gradient(
+        "dgrad_1x1_one_row_block", "conv_dgrad", [("dy", [1, 512, 7, 7]), ("w", [512, 2048, 1, 1])], [1, 2048, 7, 7]
+    )
+    print(explained_and_optimized(g))
+
+
+# CHECK-LABEL: TEST: dgrad_1x1_one_row_block
+# ZEN: #iree_cpu.lowering_config<cache_parallel = [49, 64, 0], cache_reduction = [0, 0, 64], distribution = [49, 64, 0]
+# V3: #iree_cpu.lowering_config<cache_parallel = [49, 64, 0], cache_reduction = [0, 0, 256], distribution = [49, 64, 0]
+# CHECK: linalg.matmul {{.*}}compilation_info = {{.*}} : tensor<49x512xf32>, tensor<512x2048xf32>)
