@@ -606,8 +606,8 @@ def _few_positions_gemm(
     x_nhwc: ir.Value, w_krsc: ir.Value, out_dims, stride, padding, dilation, target: Target
 ) -> ir.Value:
     """``y^T[K, N*Ho*Wo] = w[K, R*S*C] x patches(x)^T``, transposed back to ``y[N*Ho*Wo, K]``
-    (rules.CPU_CONV_GEMM_FEW_POSITIONS), with the conv GEMM's tile for K rows and the positions
-    as columns.
+    (rules.CPU_CONV_GEMM_FEW_POSITIONS), the filter's K rows in the workgroups of
+    gemm_config.FEW_POSITIONS_GEMM_TILES and every position in one column block.
 
     The KRSC filter is the GEMM's A, read where it lies (no transposed copy of it, which the
     other forms make every call). The barriers keep the forms IREE would otherwise fold back:
