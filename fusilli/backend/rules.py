@@ -828,7 +828,9 @@ CPU_CONV_GEMM_FEW_POSITIONS_MIN_FILTER_BYTES = 4 << 20  # the smallest measured:
 )
 def CPU_CONV_GEMM_FEW_POSITIONS(p: Problem, t: Target) -> str | None:
     if p.kind != "conv_fprop":
-        return None  # (asked directly by fusilli-conv-layout, whatever the kind: a dgrad reads a flipped filter)
+        return (
+            None  # other rules ask this predicate directly, which skips the rule's kinds (a dgrad's filter is flipped)
+        )
     if not p.fact("channels_last") or p.fact("groups") != 1 or p.element != DataType.FLOAT:
         return None
     if (vector_isa(t), cpu_vendor(t.cpu)) not in CPU_CONV_GEMM_FEW_POSITIONS_TARGETS:
@@ -1078,7 +1080,8 @@ CPU_CONV_WGRAD_DATA_TILING_MIN_SPATIAL_FLOPS = 1 << 28  # filters larger than 1x
 def CPU_CONV_WGRAD_DATA_TILING(p: Problem, t: Target) -> str | None:
     if not p.fact("channels_last") or p.fact("groups") != 1 or p.element != DataType.FLOAT:
         return None
-    if (vector_isa(t), cpu_vendor(t.cpu)) not in CPU_CONV_WGRAD_DATA_TILING_TARGETS:
+    isa, vendor = vector_isa(t), cpu_vendor(t.cpu)
+    if (isa, vendor) not in CPU_CONV_WGRAD_DATA_TILING_TARGETS:
         return None
     if any(s != 1 for s in p.fact("stride", ())) or any(d != 1 for d in p.fact("dilation", ())):
         return None
@@ -1092,7 +1095,6 @@ def CPU_CONV_WGRAD_DATA_TILING(p: Problem, t: Target) -> str | None:
     spatial = any(int(d) != 1 for d in p.fact("kernel", ()))
     if spatial and p.flops < CPU_CONV_WGRAD_DATA_TILING_MIN_SPATIAL_FLOPS:
         return None
-    isa, vendor = vector_isa(t), cpu_vendor(t.cpu)
     transposed = gemm_config.wgrad_gemm_transposed(isa, out_channels, columns, vendor)
     if gemm_config.wgrad_chunk_positions(p.fact("kernel"), positions, out_channels, transposed, isa, vendor, columns):
         return None  # the chunks of many positions won

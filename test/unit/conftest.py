@@ -96,6 +96,19 @@ def channels_last_conv_graph(
     return g
 
 
+def arch_running_here(arch: str) -> str | None:
+    """The ``arch`` a test compiles for (``host``: None, this CPU's own); skips the test where this
+    CPU cannot run that code."""
+    from fusilli.backend.targets import Target
+
+    resolved = None if arch == "host" else arch
+    try:
+        Target.resolve("cpu", resolved).check_runs_here(f"{resolved} code")
+    except fs.FusilliError:
+        pytest.skip(f"this CPU cannot run {resolved} code")
+    return resolved
+
+
 def run_python(code: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """Runs ``code`` in a fresh ``sys.executable`` with os.environ updated by ``env``
     (a value of None removes the variable); fails the test on a non-zero exit."""

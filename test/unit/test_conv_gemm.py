@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 
 import pytest
-from conftest import channels_last_conv_graph, random_array, run_and_check
+from conftest import arch_running_here, channels_last_conv_graph, random_array, run_and_check
 
 import fusilli as fs
 from fusilli import pipeline
@@ -442,15 +442,6 @@ def test_unknown_conv_lowering_is_refused(monkeypatch):
     assert "FUSILLI_CONV_LOWERING='winograd3'" in str(e.value) and "winograd4" in str(e.value)
 
 
-def _arch_running_here(arch: str) -> str:
-    """``arch``, or skips the test where this CPU cannot run its code."""
-    try:
-        Target.resolve("cpu", arch).check_runs_here(f"{arch} code")
-    except fs.FusilliError:
-        pytest.skip(f"this CPU cannot run {arch} code")
-    return arch
-
-
 @pytest.mark.parametrize(
     "x_dim, k, kernel, stride, padding",
     [([1, 1024, 7, 7], 1024, (1, 1), (1, 1), (0, 0)), ([1, 512, 10, 10], 256, (3, 3), (2, 2), (1, 1))],
@@ -469,7 +460,7 @@ def test_few_positions_gemm_on_amd_avx2(rng, x_dim, k, kernel, stride, padding):
     assert f"cpu-conv-gemm-few-positions (Y^T[{k}, {positions}] = W x patches^T" in g.explain(arch="znver1")
     for other in ("x86-64-v3", "znver4"):
         assert "few-positions" not in g.explain(arch=other)
-    arch = _arch_running_here("znver1")
+    arch = arch_running_here("znver1")
     optimized = g.mlir("optimized", fs.Backend.CPU, arch)
     assert f"tensor<{k}x{depth}xf32>, tensor<{depth}x{positions}xf32>) outs(" in optimized  # W x patches^T
     assert optimized.count("linalg.transpose") == 2 and "distribution = [48, " in optimized

@@ -3,7 +3,7 @@ against closed forms, and one test per validation rule."""
 
 import numpy as np
 import pytest
-from conftest import random_array, run_and_check
+from conftest import arch_running_here, random_array, run_and_check
 
 import fusilli as fs
 from fusilli.reference.conv import conv_data_grad, conv_forward, conv_weight_grad
@@ -25,19 +25,6 @@ def _dgrad_graph(name, dy_dim, w_dim, dx_dim, attrs, channels_last, io=fs.DataTy
     dx = g.conv_dgrad(dy, w, name="dgrad", **attrs)
     dx.set_dim(dx_dim).set_output(True).set_name("dx")
     return g, (dy, w), dx
-
-
-def _arch_running_here(arch: str) -> str | None:
-    """The ``arch`` a test compiles for (``host``: None, this CPU's own); skips the test where this
-    CPU cannot run that code."""
-    from fusilli.backend.targets import Target
-
-    resolved = None if arch == "host" else arch
-    try:
-        Target.resolve("cpu", resolved).check_runs_here(f"{resolved} code")
-    except fs.FusilliError:
-        pytest.skip(f"this CPU cannot run {resolved} code")
-    return resolved
 
 
 def _wgrad_graph(name, dy_dim, x_dim, dw_dim, attrs, channels_last, io=fs.DataType.FLOAT):
@@ -326,7 +313,7 @@ def test_wgrad_gemm_tile(rng, arch, kernel, stride, tuned):
     it was not measured). 2x72x20x20 -> 40: 800 output positions (K blocks of 256 and a
     remainder of 32), 40 output channels (a partial workgroup and register tile); numerics of
     the tuned GEMM against the reference as x86-64-v3 code and as this host's own."""
-    arch = _arch_running_here(arch)
+    arch = arch_running_here(arch)
     n, c, hw, k = 2, 72, 20 * stride, 40
     oh = (hw + 2 * (kernel // 2) - kernel) // stride + 1
     attrs = dict(padding=[kernel // 2] * 2, stride=[stride] * 2, dilation=[1, 1])
@@ -368,7 +355,7 @@ def test_wgrad_gemm_transposed(rng, arch, kernel, io, rows):
     rows in workgroups of 48 (AVX2's table) or in two equal blocks rounded up to the 8-row
     register tile (AVX-512: 147 -> 80); the transposition to DW fuses into the GEMM's dispatch.
     Numerics against the reference, stride 2 like ResNet-50's stem, batch 2."""
-    arch = _arch_running_here(arch)
+    arch = arch_running_here(arch)
     n, c, hw, k = 2, 3, 32, 64
     oh = (hw + 2 * (kernel // 2) - kernel) // 2 + 1
     attrs = dict(padding=[kernel // 2] * 2, stride=[2, 2], dilation=[1, 1])
@@ -417,7 +404,7 @@ def test_wgrad_gemm_transposed_for_few_output_channels_on_avx2(rng, kernel, stri
     assert gemm_config.wgrad_gemm_transposed("avx2", k, columns)
     assert not gemm_config.wgrad_gemm_transposed("avx2", 256, columns)  # 256 output channels: even, DW[K, ...]
     assert not gemm_config.wgrad_gemm_transposed("avx2", k, k // 2)  # fewer filter columns than K
-    arch = _arch_running_here("x86-64-v3")
+    arch = arch_running_here("x86-64-v3")
     optimized = g.mlir("optimized", fs.Backend.CPU, arch)
     assert f"-> tensor<{columns}x{k}xf32>" in optimized  # the GEMM's result, rows R*S*C
     run_and_check(g, fs.Handle(fs.Backend.CPU, arch=arch), {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4)
@@ -436,7 +423,7 @@ def test_wgrad_gemm_in_chunks_of_output_positions(rng, arch, stride):
     g, ins, _ = _wgrad_graph(f"wgrad_chunks_{arch}_{stride}", [n, k, 32, 32], [n, c, hw, hw], [k, c, 1, 1], attrs, True)
     g.validate()
     assert "one batched GEMM over 16 chunks of 256 output positions, summed" in g.explain(arch=arch)
-    arch = _arch_running_here(arch)
+    arch = arch_running_here(arch)
     optimized = g.mlir("optimized", fs.Backend.CPU, arch)
     assert "linalg.batch_matmul" in optimized and "-> tensor<16x128x32xf32>" in optimized
     run_and_check(g, fs.Handle(fs.Backend.CPU, arch=arch), {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4)
@@ -470,7 +457,7 @@ def test_wgrad_chunks_halved_for_amd_avx2_l2(rng):
     g.validate()
     assert "one batched GEMM over 32 chunks of 128 output positions, summed" in g.explain(arch="znver1")
     assert "one batched GEMM over 16 chunks of 256 output positions, summed" in g.explain(arch="x86-64-v3")
-    arch = _arch_running_here("znver1")
+    arch = arch_running_here("znver1")
     assert "-> tensor<32x512x128xf32>" in g.mlir("optimized", fs.Backend.CPU, arch)
     run_and_check(g, fs.Handle(fs.Backend.CPU, arch=arch), {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4)
 
@@ -499,7 +486,7 @@ def test_wgrad_data_tiled_on_amd_avx2(rng, kernel, n, c, hw, k):
         assert "cpu-conv-wgrad-gemm (one GEMM" in g.explain(arch=other)
         assert "--iree-opt-data-tiling=true" not in g.target("cpu", other).flags
     assert "--iree-opt-data-tiling=true" in g.target("cpu", "znver1").flags
-    arch = _arch_running_here("znver1")
+    arch = arch_running_here("znver1")
     optimized = g.mlir("optimized", fs.Backend.CPU, arch)
     assert f"-> tensor<{k}x{columns}xf32>" in optimized  # DW[K, R*S*C], not DW^T
     assert "linalg.matmul" in optimized and "compilation_info" not in optimized
@@ -552,7 +539,7 @@ def test_dgrad_of_few_positions_keeps_its_gemm_on_amd_avx2(rng, kernel, c, k):
     )
     g.validate()
     assert "few-positions" not in g.explain(arch="znver1")
-    arch = _arch_running_here("znver1")
+    arch = arch_running_here("znver1")
     assert "linalg.transpose" not in g.mlir("optimized", fs.Backend.CPU, arch)
     run_and_check(g, fs.Handle(fs.Backend.CPU, arch=arch), {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4)
 
@@ -565,7 +552,7 @@ def test_transposed_3x3_wgrad_gemm_in_chunks_on_avx2(rng):
     g.validate()
     assert "16 chunks of 256 output positions, summed as DW^T[R*S*C = 576, K]" in g.explain(arch="x86-64-v3")
     assert "one GEMM over 4096 output positions, conv GEMM tile" in g.explain(arch="znver4")
-    arch = _arch_running_here("x86-64-v3")
+    arch = arch_running_here("x86-64-v3")
     run_and_check(g, fs.Handle(fs.Backend.CPU, arch=arch), {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4)
     assert g.compile_stats.dispatch_count == 3  # the patch gather, the partials, their sum
 
@@ -581,7 +568,7 @@ def test_transposed_wgrad_gemm_in_chunks_on_avx2(rng):
         arch="x86-64-v3"
     )
     assert "one GEMM over 4096 output positions, conv GEMM tile" in g.explain(arch="znver4")
-    arch = _arch_running_here("x86-64-v3")
+    arch = arch_running_here("x86-64-v3")
     optimized = g.mlir("optimized", fs.Backend.CPU, arch)
     assert "-> tensor<16x256x64xf32>" in optimized  # the partials of DW^T
     run_and_check(g, fs.Handle(fs.Backend.CPU, arch=arch), {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4)
@@ -679,7 +666,7 @@ def test_strided_dgrad_col2im_gemm(rng, arch, kernel, stride, padding, dilation,
     dispatches, no transposed torch.aten.convolution (whose zero-inserted DY costs stride^2 the
     FLOPs). 3 input channels for the 7x7 stem's shape; numerics against the reference as
     x86-64-v3 code and as this host's own."""
-    arch = _arch_running_here(arch)
+    arch = arch_running_here(arch)
     n, k, c = 2, 24, 3 if kernel == (7, 7) else 20
     attrs = dict(padding=list(padding), stride=list(stride), dilation=list(dilation))
     x_dim, w_dim = [n, c, *hw], [k, c, *kernel]
@@ -717,7 +704,7 @@ def test_strided_dgrad_polyphase_winograd(monkeypatch, rng, arch, padding, hw, m
     48 DY channels and 40 DX channels, so the GEMM's tiles have remainders."""
     from fusilli import pipeline
 
-    arch = _arch_running_here(arch)
+    arch = arch_running_here(arch)
     monkeypatch.setattr(pipeline, "CONV_LOWERING", f"polyphase{m}")
     n, k, c = 2, 48, 40
     attrs = dict(padding=list(padding), stride=[2, 2], dilation=[1, 1])
@@ -793,7 +780,7 @@ def test_strided_wgrad_polyphase_winograd(monkeypatch, rng, arch, padding, hw, m
     host's own."""
     from fusilli import pipeline
 
-    arch = _arch_running_here(arch)
+    arch = arch_running_here(arch)
     monkeypatch.setattr(pipeline, "CONV_LOWERING", f"polyphase{m}")
     n, k, c = 2, 40, 24
     attrs = dict(padding=list(padding), stride=[2, 2], dilation=[1, 1])
@@ -924,7 +911,7 @@ def test_1x1_dgrad_gemm_of_the_forward_filter(rng, arch):
     matrix it is (no torch.aten.flip): with the conv GEMM's config at any rows where
     cpu-conv-im2col-gemm holds (AVX2 code; AMD AVX-512; not Intel AVX-512), else the plain
     matmul. 2x5x7 = 70 rows (not a multiple of any tile), 192 DY channels; numerics."""
-    arch = _arch_running_here(arch)
+    arch = arch_running_here(arch)
     n, k, c, hw = 2, 192, 80, (5, 7)
     attrs = dict(padding=[0, 0], stride=[1, 1], dilation=[1, 1])
     g, ins, _ = _dgrad_graph(f"dgrad_1x1_gemm_{arch}", [n, k, *hw], [k, c, 1, 1], [n, c, *hw], attrs, True)
