@@ -1152,10 +1152,16 @@ def CPU_CONV_WGRAD_GEMM(p: Problem, t: Target) -> str | None:
     )
     shape = f" as DW^T[R*S*C = {columns}, K]" if transposed else ""
     if chunk is not None:
-        return (
-            f"one batched GEMM over {positions // chunk} chunks of {chunk} output positions, summed{shape}, "
-            f"conv GEMM tile for {on}"
+        rows = columns if transposed else out_channels
+        cols = out_channels if transposed else columns
+        tile = gemm_config.chunked_wgrad_tile(isa, rows, cols, vendor)
+        plain = gemm_config.conv_gemm_tile(isa, cols, vendor)
+        which = (
+            f"a {tile.vector[0]}x{tile.vector[1]} register tile over its {rows} rows for {on}"
+            if tile is not None and plain is not None and tile.vector != plain.vector
+            else f"conv GEMM tile for {on}"
         )
+        return f"one batched GEMM over {positions // chunk} chunks of {chunk} output positions, summed{shape}, {which}"
     return f"one GEMM over {positions} output positions{shape}, conv GEMM tile for {on}"
 
 

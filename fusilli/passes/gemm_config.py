@@ -472,13 +472,43 @@ def wgrad_chunk_positions(
     return min(divisors, key=lambda d: (abs(d - want), d), default=None)
 
 
+# A chunked GEMM whose rows the register tile leaves a remainder of (DW^T of a C = 3 input: R*S*C
+# = 147 for the 7x7 stem, 75 for 5x5, 27 for 3x3; 6-row tiles leave 3) takes a register tile of
+# CHUNKED_ODD_ROWS_VECTOR_ROWS rows that divides them, every row in one workgroup (up to
+# CHUNKED_ODD_ROWS_MAX_ROWS, the most measured). The 6x16 tile's 48-row workgroups ran the 147
+# rows as 48 + 48 + 48 + 3, the last through peeled code; 3x16 keeps 6 accumulators, enough for
+# Zen 1's FMA pipes. EPYC Zen 1 VM (znver1), the two compiled in one process and run interleaved
+# with PyTorch, ratio to PyTorch, 6x16 in 48x64 -> 3x16 in 147x64: wgrad stem 7x7 s2 1x3x224x224->64
+# 0.83 -> 0.92, 0.77 -> 0.86, 0.76 -> 0.85, 0.73 -> 0.80, 0.67 -> 0.74, 0.74 -> 0.83, 0.78 -> 0.85;
+# 8x3x224x224->64 0.72 -> 0.79, 0.70 -> 0.77, 0.69 -> 0.76, 0.70 -> 0.77, 0.71 -> 0.78, 0.71 -> 0.78;
+# one thread (local-sync), its GEMM 9.9 -> 8.8 ms. 21-row workgroups of 3x16 (0.78, 0.72 at batch 1),
+# 147x32 (0.80, 0.79), 3x32 (0.79, 0.72), 7x8 in 49 rows (0.84 against 0.83) and chunks of 128 or 512
+# positions (0.77-0.81) measured lower. 3x3 1x3x224x224->64 (27 rows, 24 + 3) 1.42 -> 1.60, 1.43 ->
+# 1.64; 4x3x224x224 1.39 -> 1.57, 1.36 -> 1.55; 5x5 s2 1x3x224x224->64 (75 rows) 0.80 -> 0.89-0.90
+# (0.87-0.88 in 27-row workgroups). Other CPUs were not measured and keep the table's tile.
+CHUNKED_ODD_ROWS_VECTOR_ROWS = {("avx2", "amd"): 3}
+CHUNKED_ODD_ROWS_MAX_ROWS = 147
+
+
+def chunked_wgrad_tile(isa: str, m: int, n: int, vendor: str | None = None) -> GemmTile | None:
+    """The tile of a chunked weight gradient's batched GEMM of ``m`` rows and ``n`` columns on
+    ``isa`` and the CPU ``vendor``: the conv GEMM's, or for rows it leaves a remainder of, a
+    register tile of ``CHUNKED_ODD_ROWS_VECTOR_ROWS`` rows over every row (see above)."""
+    tile = conv_gemm_tile(isa, n, vendor)
+    vector_rows = CHUNKED_ODD_ROWS_VECTOR_ROWS.get((isa, vendor or ""))
+    if tile is None or vector_rows is None or m % tile.vector[0] == 0 or m % vector_rows:
+        return tile
+    if m > CHUNKED_ODD_ROWS_MAX_ROWS:
+        return tile
+    return replace(tile, distribution=(m, tile.distribution[1]), vector=(vector_rows, tile.vector[1]))
+
+
 def wgrad_chunked_compilation_info(
     isa: str, chunks: int, m: int, n: int, positions: int, vendor: str | None = None
 ) -> ir.Attribute | None:
     """The ``compilation_info`` of a chunked weight gradient's batched GEMM ``partial[chunks, m = K,
-    n = C]`` over ``positions`` per chunk: the conv GEMM's tile for ``n`` columns, one chunk
-    per workgroup."""
-    tile = conv_gemm_tile(isa, n, vendor)
+    n = C]`` over ``positions`` per chunk: ``chunked_wgrad_tile``, one chunk per workgroup row."""
+    tile = chunked_wgrad_tile(isa, m, n, vendor)
     return None if tile is None else _compilation_info(tile, chunks, m, n, positions)
 
 

@@ -574,6 +574,46 @@ def test_transposed_wgrad_gemm_in_chunks_on_avx2(rng):
     run_and_check(g, fs.Handle(fs.Backend.CPU, arch=arch), {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("kernel, stride, padding, rows", [(3, 1, 1, 27), (5, 2, 2, 75), (7, 2, 3, 147)])
+def test_chunked_wgrad_of_three_channels_takes_three_row_tiles_on_amd_avx2(rng, kernel, stride, padding, rows):
+    """DW^T of a C = 3 input over >= 4096 positions has R*S*C rows, 3 past a multiple of the 6-row
+    register tile: on AMD's AVX2 cores its batched GEMM takes 3x16 over every row in one workgroup
+    (gemm_config.CHUNKED_ODD_ROWS_VECTOR_ROWS), x86-64-v3 the table's 6x16 in 48-row workgroups.
+    Numerics against the reference where this CPU runs znver1 code."""
+    oh = 64
+    hw = oh * stride
+    attrs = dict(padding=[padding] * 2, stride=[stride] * 2, dilation=[1, 1])
+    name = f"wgrad_three_channels_{kernel}"
+    g, ins, _ = _wgrad_graph(name, [1, 64, oh, oh], [1, 3, hw, hw], [64, 3, kernel, kernel], attrs, True)
+    g.validate()
+    assert f"a 3x16 register tile over its {rows} rows for avx2, AMD" in g.explain(arch="znver1")
+    assert "3x16" not in g.explain(arch="x86-64-v3")
+    assert f"distribution = [1, {rows}, 64, 0], vector_common_parallel = [1, 3, 16, 0]" in g.mlir(
+        "optimized", fs.Backend.CPU, "znver1"
+    )
+    assert f"distribution = [1, {min(rows, 48)}, 64, 0], vector_common_parallel = [1, 6, 16, 0]" in g.mlir(
+        "optimized", fs.Backend.CPU, "x86-64-v3"
+    )
+    arch = arch_running_here("znver1")
+    run_and_check(g, fs.Handle(fs.Backend.CPU, arch=arch), {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4)
+    assert g.compile_stats.dispatch_count == 3  # the patch gather, the partials, their sum
+
+
+def test_chunked_wgrad_three_row_tiles_only_where_measured():
+    from fusilli.passes import gemm_config
+
+    def tile(m, isa="avx2", vendor="amd"):
+        t = gemm_config.chunked_wgrad_tile(isa, m, 64, vendor)
+        return t.distribution, t.vector
+
+    assert tile(147) == ((147, 64), (3, 16))
+    assert tile(144) == ((48, 64), (6, 16))  # rows the 6-row tile divides
+    assert tile(128) == ((48, 64), (6, 16))  # no multiple of 3 either
+    assert tile(153) == ((48, 64), (6, 16))  # more rows than measured
+    assert tile(147, vendor=None) == ((48, 64), (6, 16))  # x86-64-v3 code
+    assert tile(147, isa="avx512") == ((64, 64), (8, 32))
+
+
 @pytest.mark.parametrize("arch", ["x86-64-v3", "znver4"])
 def test_wgrad_of_three_channels_leaves_winograd(arch):
     """A 3x3 weight gradient of an RGB input (C = 3) is the transposed GEMM, not Winograd, whose

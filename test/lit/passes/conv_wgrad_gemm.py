@@ -159,6 +159,28 @@ def wgrad_stem():
 
 
 @run
+def wgrad_stem_chunked():
+    g = build("wgrad_stem_chunked", 1, 3, 224, 64, 7, 2, 3)
+    print(explained_and_optimized(g))
+
+
+# At 224x224 the stem's 12544 positions are summed in 49 chunks on AVX2 (gemm_config.
+# wgrad_chunk_positions). Its 147 rows are 3 past a multiple of the 6-row register tile: AMD's
+# AVX2 cores take 3x16 over all 147 in one workgroup (gemm_config.CHUNKED_ODD_ROWS_VECTOR_ROWS),
+# x86-64-v3 the table's 6x16 in 48-row workgroups. AVX-512 keeps one GEMM.
+# CHECK-LABEL: TEST: wgrad_stem_chunked
+# AVX2: cpu-conv-wgrad-gemm (one batched GEMM over 49 chunks of 256 output positions, summed as DW^T[R*S*C = 147, K], conv GEMM tile for avx2)
+# ZEN: cpu-conv-wgrad-gemm (one batched GEMM over 49 chunks of 256 output positions, summed as DW^T[R*S*C = 147, K], a 3x16 register tile over its 147 rows for avx2, AMD)
+# AMD: cpu-conv-wgrad-gemm (one GEMM over 12544 output positions as DW^T[R*S*C = 147, K]
+# AVX2: #iree_cpu.lowering_config<cache_parallel = [1, 48, 64, 0], distribution = [1, 48, 64, 0], vector_common_parallel = [1, 6, 16, 0]
+# ZEN: #iree_cpu.lowering_config<cache_parallel = [1, 147, 64, 0], distribution = [1, 147, 64, 0], vector_common_parallel = [1, 3, 16, 0]
+# AVX2: linalg.batch_matmul {{.*}} ins(%{{.*}}, %{{.*}} : tensor<49x256x147xf32>, tensor<49x256x64xf32>) outs(%{{.*}} : tensor<49x147x64xf32>)
+# ZEN: linalg.batch_matmul {{.*}} ins(%{{.*}}, %{{.*}} : tensor<49x256x147xf32>, tensor<49x256x64xf32>) outs(%{{.*}} : tensor<49x147x64xf32>)
+# AMD-NOT: linalg.batch_matmul
+# INTEL-NOT: linalg.batch_matmul
+
+
+@run
 def wgrad_3x3_deep():
     g = build("wgrad_3x3_deep", 8, 512, 7, 512, 3, 1, 1)
     print(explained_and_optimized(g))
