@@ -1162,6 +1162,13 @@ def CPU_CONV_WGRAD_GEMM(p: Problem, t: Target) -> str | None:
             else f"conv GEMM tile for {on}"
         )
         return f"one batched GEMM over {positions // chunk} chunks of {chunk} output positions, summed{shape}, {which}"
+    tile = None if transposed else gemm_config.wgrad_tile(isa, columns, positions, vendor)
+    if tile is not None and tile != gemm_config.conv_gemm_tile(isa, columns, vendor):
+        (rows, cols), (vector_rows, vector_cols) = tile.distribution, tile.vector
+        return (
+            f"one GEMM over {positions} output positions, a {vector_rows}x{vector_cols} register tile "
+            f"in {rows}x{cols} workgroups for {on}"
+        )
     return f"one GEMM over {positions} output positions{shape}, conv GEMM tile for {on}"
 
 

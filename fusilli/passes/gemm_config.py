@@ -376,11 +376,38 @@ def matmul_compilation_info(
     return None if tile is None else _compilation_info(tile, None, m, n, k)
 
 
+# A weight gradient's one GEMM DW[K, R*S*C] (not transposed, not in chunks) over at least
+# WGRAD_MANY_POSITIONS_MIN output positions takes WGRAD_MANY_POSITIONS_TILES' tile where the CPU
+# has an entry: on AMD's AVX2 cores 4 rows x two 8-wide vectors in 32x64 workgroups, K (the
+# positions) in blocks of 64. EPYC Zen 1 VM (znver1), the two compiled in one process and run
+# interleaved with PyTorch, ratio to PyTorch, the conv GEMM tile (6x16 in 48x64, K blocks of 64) ->
+# this: 1x1 s2 1x256x56x56->512 (DW[512, 256], 784 positions) 0.96 -> 1.07, 0.93 -> 1.05, 0.95 ->
+# 1.06, 0.95 -> 1.06, 0.94 -> 1.05, 0.94 -> 1.04, 0.94 -> 1.06, 0.96 -> 1.04; 1x64x56x56->256 (3136)
+# 1.10 -> 1.17, 1.01 -> 1.14, 1.04 -> 1.18, 1.08 -> 1.17; 1x1 s2 1x128x56x56->256 0.99 -> 1.15, 1.04 ->
+# 1.22; 1x64x28x28->256 1.38 -> 1.47, 1.25 -> 1.35. The workgroup's rows more than its register tile:
+# 6x16 in 32x64 1.01-1.03, 4x16 in 48x64 0.92, 4x16 in 16x64 or 64x32 1.01-1.02, K blocks of 112
+# (784 / 7) 0.92-0.95, whole K 0.72-0.73 (1x1 s2 1x256x56x56->512). With few positions it lost:
+# 3x3 1x256x14x14 (196) 1.79-1.84 -> 1.66-1.71, 1x1 1x512x7x7->2048 (49) 1.94-1.98 -> 1.79-1.94,
+# 1x2048x7x7->512 1.76-1.96 -> 1.86-1.94, 3x3 1x512x7x7 even. Other CPUs were not measured.
+WGRAD_MANY_POSITIONS_TILES = {("avx2", "amd"): GemmTile((32, 64), (4, 16), 8, cache_reduction=64)}
+WGRAD_MANY_POSITIONS_MIN = 784
+
+
+def wgrad_tile(isa: str, n: int, k: int, vendor: str | None = None) -> GemmTile | None:
+    """The tile of a weight gradient's f32 GEMM ``DW[K, n = R*S*C]`` over ``k`` output positions
+    (one GEMM, not transposed) on ``isa`` and the CPU ``vendor``: ``WGRAD_MANY_POSITIONS_TILES``'
+    from ``WGRAD_MANY_POSITIONS_MIN`` positions, else the conv GEMM's for ``n`` columns and its
+    K blocks, without the deep stride-1 convs' row blocks (measured on forward GEMMs)."""
+    many = WGRAD_MANY_POSITIONS_TILES.get((isa, vendor or ""))
+    if many is not None and k >= WGRAD_MANY_POSITIONS_MIN:
+        return many
+    return conv_gemm_tile(isa, n, vendor)
+
+
 def wgrad_matmul_compilation_info(isa: str, m: int, n: int, k: int, vendor: str | None = None) -> ir.Attribute | None:
     """The ``compilation_info`` of a weight gradient's f32 GEMM ``DW[m = K, n = R*S*C]`` over ``k``
-    output positions (rules.CPU_CONV_WGRAD_GEMM): the conv GEMM's tile for ``n`` columns and
-    its K blocks, without the deep stride-1 convs' row blocks (measured on forward GEMMs)."""
-    tile = conv_gemm_tile(isa, n, vendor)
+    output positions (rules.CPU_CONV_WGRAD_GEMM), with ``wgrad_tile``."""
+    tile = wgrad_tile(isa, n, k, vendor)
     return None if tile is None else _compilation_info(tile, None, m, n, k)
 
 

@@ -614,6 +614,40 @@ def test_chunked_wgrad_three_row_tiles_only_where_measured():
     assert tile(147, isa="avx512") == ((64, 64), (8, 32))
 
 
+@pytest.mark.parametrize("c, hw, k, stride", [(64, 56, 128, 2), (64, 28, 256, 1)])
+def test_wgrad_gemm_of_many_positions_on_amd_avx2(rng, c, hw, k, stride):
+    """A weight gradient's one GEMM DW[K, C] over >= 784 output positions takes 4x16 in 32x64
+    workgroups, K blocks of 64, on AMD's AVX2 cores (gemm_config.WGRAD_MANY_POSITIONS_TILES);
+    x86-64-v3 code the conv GEMM's 6x16. Numerics against the reference where this CPU runs
+    znver1 code."""
+    attrs = dict(padding=[0, 0], stride=[stride] * 2, dilation=[1, 1])
+    oh = hw // stride
+    g, ins, _ = _wgrad_graph(f"wgrad_many_positions_{k}", [1, k, oh, oh], [1, c, hw, hw], [k, c, 1, 1], attrs, True)
+    g.validate()
+    assert "one GEMM over 784 output positions, a 4x16 register tile in 32x64 workgroups for avx2, AMD" in g.explain(
+        arch="znver1"
+    )
+    assert "one GEMM over 784 output positions, conv GEMM tile for avx2" in g.explain(arch="x86-64-v3")
+    zen = g.mlir("optimized", fs.Backend.CPU, "znver1")
+    assert "cache_reduction = [0, 0, 64], distribution = [32, 64, 0], vector_common_parallel = [4, 16, 0]" in zen
+    arch = arch_running_here("znver1")
+    run_and_check(g, fs.Handle(fs.Backend.CPU, arch=arch), {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4)
+
+
+def test_wgrad_gemm_tile_of_many_positions_only_where_measured():
+    from fusilli.passes import gemm_config
+
+    def tile(k, isa="avx2", vendor="amd"):
+        t = gemm_config.wgrad_tile(isa, 256, k, vendor)
+        return t.distribution, t.vector, t.cache_reduction
+
+    assert tile(784) == ((32, 64), (4, 16), 64)
+    assert tile(3136) == ((32, 64), (4, 16), 64)
+    assert tile(196) == ((48, 64), (6, 16), 256)  # few positions: the conv GEMM's
+    assert tile(784, vendor=None) == ((48, 64), (6, 16), 256)  # x86-64-v3 code
+    assert tile(784, isa="avx512") == ((64, 64), (8, 32), 256)
+
+
 @pytest.mark.parametrize("arch", ["x86-64-v3", "znver4"])
 def test_wgrad_of_three_channels_leaves_winograd(arch):
     """A 3x3 weight gradient of an RGB input (C = 3) is the transposed GEMM, not Winograd, whose

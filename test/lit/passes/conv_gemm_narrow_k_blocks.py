@@ -75,17 +75,18 @@ def dgrad_1x1_wide():
 
 @run
 def wgrad_1x1_s2_deep():
-    # DW[512, 256] over 784 output positions: B (X's gathered 784 x 256) is 784 KB; V3's K blocks
-    # of 256. (Stride 2: AMD's AVX2 cores data-tile stride-1 ones, conv_wgrad_gemm.py.)
-    operands = [("dy", [1, 512, 28, 28]), ("x", [1, 256, 56, 56])]
+    # DW[512, 256] over 576 output positions: B (X's gathered 576 x 256) is 576 KB; V3's K blocks
+    # of 256. (Stride 2: AMD's AVX2 cores data-tile stride-1 ones, conv_wgrad_gemm.py; from 784
+    # positions they take their own tile, conv_wgrad_gemm.py's wgrad_1x1_many_positions.)
+    operands = [("dy", [1, 512, 24, 24]), ("x", [1, 256, 48, 48])]
     print(explained_and_optimized(gradient("wgrad_1x1_s2_deep", "conv_wgrad", operands, [512, 256, 1, 1], 2)))
 
 
 # CHECK-LABEL: TEST: wgrad_1x1_s2_deep
-# CHECK: wgrad [conv_wgrad]: {{.*}}cpu-conv-wgrad-gemm (one GEMM over 784 output positions
-# ZEN: cache_reduction = [0, 0, 64]
+# CHECK: wgrad [conv_wgrad]: {{.*}}cpu-conv-wgrad-gemm (one GEMM over 576 output positions, conv GEMM tile
+# ZEN: #iree_cpu.lowering_config<cache_parallel = [48, 64, 0], cache_reduction = [0, 0, 64], distribution = [48, 64, 0], vector_common_parallel = [6, 16, 0]
 # V3: cache_reduction = [0, 0, 256]
-# CHECK: linalg.matmul {{.*}}compilation_info = {{.*}} : tensor<784x512xf32>, tensor<784x256xf32>) outs(%{{.*}} : tensor<512x256xf32>)
+# CHECK: linalg.matmul {{.*}}compilation_info = {{.*}} : tensor<576x512xf32>, tensor<576x256xf32>) outs(%{{.*}} : tensor<512x256xf32>)
 
 
 @run

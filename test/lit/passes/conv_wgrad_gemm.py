@@ -159,6 +159,25 @@ def wgrad_stem():
 
 
 @run
+def wgrad_1x1_many_positions():
+    g = build("wgrad_1x1_many_positions", 1, 256, 56, 512, 1, 2, 0)
+    print(explained_and_optimized(g))
+
+
+# ResNet-50's 1x1 stride-2 weight gradient: DW[512, 256] over 784 output positions. From 784
+# positions AMD's AVX2 cores take 4x16 in 32x64 workgroups, K in blocks of 64
+# (gemm_config.WGRAD_MANY_POSITIONS_TILES); x86-64-v3 the conv GEMM's 6x16 in 48x64.
+# CHECK-LABEL: TEST: wgrad_1x1_many_positions
+# ZEN: cpu-conv-wgrad-gemm (one GEMM over 784 output positions, a 4x16 register tile in 32x64 workgroups for avx2, AMD)
+# AVX2: cpu-conv-wgrad-gemm (one GEMM over 784 output positions, conv GEMM tile for avx2)
+# ZEN: #iree_cpu.lowering_config<cache_parallel = [32, 64, 0], cache_reduction = [0, 0, 64], distribution = [32, 64, 0], vector_common_parallel = [4, 16, 0]
+# AVX2: #iree_cpu.lowering_config<cache_parallel = [48, 64, 0], cache_reduction = [0, 0, 256], distribution = [48, 64, 0], vector_common_parallel = [6, 16, 0]
+# AMD: #iree_cpu.lowering_config<{{.*}}distribution = [64, 64, 0], vector_common_parallel = [8, 32, 0]
+# INTEL-NOT: compilation_info
+# CHECK: linalg.matmul {{.*}}ins(%{{.*}}, %{{.*}} : tensor<784x512xf32>, tensor<784x256xf32>) outs(%{{.*}} : tensor<512x256xf32>)
+
+
+@run
 def wgrad_stem_chunked():
     g = build("wgrad_stem_chunked", 1, 3, 224, 64, 7, 2, 3)
     print(explained_and_optimized(g))
