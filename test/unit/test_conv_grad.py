@@ -334,7 +334,14 @@ def test_wgrad_gemm_tile(rng, arch, kernel, stride, tuned):
 
         target = Target.resolve("cpu", arch)
         isa, vendor, columns = rules.vector_isa(target), cpu_vendor(target.cpu), kernel * kernel * c
-        block = gemm_config.k_block(gemm_config.conv_gemm_tile(isa, columns, vendor), k, n * oh * oh, columns)
+        positions = n * oh * oh
+        transposed = gemm_config.wgrad_gemm_transposed(isa, k, columns, vendor)
+        tile = (
+            gemm_config.conv_gemm_tile(isa, columns, vendor)
+            if transposed
+            else gemm_config.wgrad_tile(isa, columns, positions, vendor)  # AMD AVX2: its own from 784 positions
+        )
+        block = gemm_config.k_block(tile, k, positions, columns)
         assert block in (64, 256) and f"cache_reduction = [0, 0, {block}]" in optimized
     handle = fs.Handle(fs.Backend.CPU, arch=arch)
     run_and_check(g, handle, {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4)
