@@ -41,7 +41,7 @@ from fusilli.ir.bindings import (
     tensor,
 )
 from fusilli.ir.context import fusilli_context, ops_named, parse_module, parse_named_source
-from fusilli.ir.structured import indexing_maps, iterator_types, optimization_barrier
+from fusilli.ir.structured import fusion_barrier, indexing_maps, iterator_types
 from fusilli.ir.torch import (
     TensorType,
     TorchBuilder,
@@ -51,7 +51,6 @@ from fusilli.ir.torch import (
 )
 
 __all__ = [
-    "optimization_barrier",
     "AffineMap",
     "AffineMapAttr",
     "ArrayAttr",
@@ -88,6 +87,7 @@ __all__ = [
     "element_type",
     "func",
     "fusilli_context",
+    "fusion_barrier",
     "indexing_maps",
     "iterator_types",
     "linalg",

@@ -438,7 +438,7 @@ def _linalg_conv(
         # As for the im2col GEMM: IREE would fold the filter permute into the conv, which
         # then reads the filter transposed along its vectorized K dimension (the stem
         # 1x3x224x224->64 37.7 ms, against 1.10-1.17 with the HWCF filter its own small dispatch).
-        win = ir.optimization_barrier(win)
+        win = ir.fusion_barrier(win)
     zero = ir.arith.ConstantOp(f32, 0.0).result
     if any(padding):
         xin = _pad(xin, padding, zero)
@@ -619,7 +619,7 @@ def _few_positions_gemm(
     _, fy, fx, c = ir.RankedTensorType(w_krsc.type).shape
     positions, depth = n * oh * ow, fy * fx * c
     patches = _gemm_patches(x_nhwc, (oh, ow), (fy, fx), stride, padding, dilation)
-    patches_t = ir.optimization_barrier(_transpose_2d(patches))
+    patches_t = ir.fusion_barrier(_transpose_2d(patches))
     filt = _collapse(w_krsc, [[0], [1, 2, 3]])
     mm = _matmul(filt, patches_t, k, positions, _mnk_map(M, K), _mnk_map(K, N))
     info = gemm_config.few_positions_compilation_info(
@@ -627,7 +627,7 @@ def _few_positions_gemm(
     )
     if info is not None:
         mm.owner.attributes["compilation_info"] = info
-    y = _transpose_2d(ir.optimization_barrier(mm))
+    y = _transpose_2d(ir.fusion_barrier(mm))
     return _expand(y, [[0, 1, 2], [3]], [n, oh, ow, k])
 
 
@@ -658,7 +658,7 @@ def _im2col_gemm(
     # Left to itself IREE folds the filter permute into the GEMM, which then reads B
     # transposed along its vectorized N dimension: 1x1 4x256x28x28->128 0.83 ms;
     # with the HWCF filter materialized (its own small dispatch) 0.43-0.48 ms.
-    filt = ir.optimization_barrier(filt)
+    filt = ir.fusion_barrier(filt)
     mm = _matmul(patches, filt, rows, k, _mnk_map(M, K), _mnk_map(K, N))
     strided_patches = (fy, fx) != (1, 1) and list(stride) != [1, 1]
     info = gemm_config.matmul_compilation_info(
@@ -754,7 +754,7 @@ def _col2im_gemm(b: ir.TorchBuilder, dy_nhwc, w_krsc, dy_dims, dx_dims, kernel, 
     dy2 = _collapse(b.to_builtin(dy_nhwc), [[0, 1, 2], [3]])
     # As in _im2col_gemm: a filter that is not channels-last is transposed in a dispatch of
     # its own, not read transposed along the GEMM's vectorized dimension.
-    w2 = ir.optimization_barrier(_collapse(b.to_builtin(w_krsc), [[0], [1, 2, 3]]))
+    w2 = ir.fusion_barrier(_collapse(b.to_builtin(w_krsc), [[0], [1, 2, 3]]))
     mm = _matmul(dy2, w2, rows, cols, _mnk_map(M, K), _mnk_map(K, N))
     info = gemm_config.matmul_compilation_info(rules.vector_isa(target), rows, cols, k, cpu_vendor(target.cpu))
     if info is not None:

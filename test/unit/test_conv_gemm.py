@@ -244,6 +244,20 @@ def test_auto_lowering_is_the_gemm_with_its_epilogue_in_one_dispatch(cpu, rng):
     assert g.compile_stats.dispatch_count == 2
 
 
+def test_filter_copy_keeps_the_transients_in_the_workspace(cpu, rng):
+    """The filter's HWCF copy is kept out of the GEMM by ir.fusion_barrier
+    (iree_tensor_ext.compute_barrier.start): the copy is a dispatch of its own and, unlike behind
+    util.optimization_barrier, lives in the caller's workspace (the module's constant transients
+    size), not in a per-call allocation after a host wait."""
+    g = build([1, 64, 32, 32], 32, (1, 1), (1, 1), (0, 0), name="gemm_workspace")
+    optimized = g.mlir("optimized", fs.Backend.CPU, "x86-64-v3")
+    assert "iree_tensor_ext.compute_barrier.start" in optimized and "util.optimization_barrier" not in optimized
+    arch = arch_running_here("x86-64-v3")
+    run_and_check(g, fs.Handle(fs.Backend.CPU, arch=arch), {t: random_array(t, rng) for t in g.input_tensors()})
+    assert g.compile_stats.dispatch_count == 2  # the filter's copy, the GEMM
+    assert g.workspace_size >= 32 * 64 * 4  # the copy's 8 KB (0 behind util.optimization_barrier)
+
+
 def test_numerics_k_blocked_deep_gemm(cpu, rng, gemm_lowering, monkeypatch):
     """The K-blocked GEMM (cache_reduction, gemm_config.CONV_GEMM_TILES_BY_VENDOR) of a conv
     2304 deep, with bias + relu, on this host's ISA whatever its vendor (K 32 keeps the

@@ -38,7 +38,7 @@ def dgrad_3x3_s2():
 # AVX2: #iree_cpu.lowering_config<{{.*}}distribution = [48, 64, 0], vector_common_parallel = [6, 16, 0]
 # AMD: #iree_cpu.lowering_config<{{.*}}distribution = [64, 64, 0], vector_common_parallel = [8, 32, 0]
 # GEMM-NOT: torch.aten.convolution
-# GEMM: %[[W:.+]] = util.optimization_barrier %{{.*}} : tensor<256x2304xf32>
+# GEMM: %[[W:.+]] = iree_tensor_ext.compute_barrier.start %{{.*}} : tensor<256x2304xf32>
 # GEMM: %[[COLS:.+]] = linalg.matmul {{.*}}compilation_info = {{.*}} ins(%{{.*}}, %[[W]] : tensor<196x256xf32>, tensor<256x2304xf32>) outs(%{{.*}} : tensor<196x2304xf32>)
 # GEMM: %[[TAPS:.+]] = tensor.expand_shape %[[COLS]] {{.*}} into tensor<1x14x14x3x3x256xf32>
 # GEMM: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%{{.*}} : tensor<1x28x28x256xf32>)

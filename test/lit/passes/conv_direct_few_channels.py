@@ -46,12 +46,12 @@ print(g.to_json())
 # AVX512-DAG: #[[INFO1:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[CONFIG1]], translation_info = #[[TRANSLATION]]>
 # AVX2-DAG: #[[INFO1:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[CONFIG1]], translation_info = #[[TRANSLATION]]>
 # CHECK-LABEL: func.func @main(
-# AVX512: %[[FILTER:.+]] = util.optimization_barrier %{{.*}} : tensor<7x7x3x64xf32>
+# AVX512: %[[FILTER:.+]] = iree_tensor_ext.compute_barrier.start %{{.*}} : tensor<7x7x3x64xf32>
 # AVX512: %[[PADDED:.+]] = tensor.pad %{{.*}} low[0, 3, 3, 0] high[0, 3, 3, 0]
 # AVX512: linalg.conv_2d_nhwc_hwcf {compilation_info = #[[INFO]], {{.*}}strides = dense<2> : tensor<2xi64>} ins(%[[PADDED]], %[[FILTER]] : tensor<1x230x230x3xf32>, tensor<7x7x3x64xf32>)
-# AVX2: util.optimization_barrier %{{.*}} : tensor<7x7x3x64xf32>
+# AVX2: iree_tensor_ext.compute_barrier.start %{{.*}} : tensor<7x7x3x64xf32>
 # AVX2: linalg.conv_2d_nhwc_hwcf {compilation_info = #[[INFO]],
-# AVX512: util.optimization_barrier %{{.*}} : tensor<3x3x3x32xf32>
+# AVX512: iree_tensor_ext.compute_barrier.start %{{.*}} : tensor<3x3x3x32xf32>
 # AVX512: linalg.conv_2d_nhwc_hwcf {compilation_info = #[[INFO1]], {{.*}}strides = dense<1> : tensor<2xi64>} ins(%{{.*}}, %{{.*}} : tensor<1x66x66x3xf32>, tensor<3x3x3x32xf32>)
 # AVX2: linalg.conv_2d_nhwc_hwcf {compilation_info = #[[INFO1]],
 # AVX512-NOT: linalg.batch_matmul

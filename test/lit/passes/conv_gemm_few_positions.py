@@ -41,10 +41,10 @@ def few_positions_3x3():
 # ZEN: #iree_cpu.lowering_config<cache_parallel = [48, 49, 0], cache_reduction = [0, 0, 256], distribution = [48, 49, 0], vector_common_parallel = [6, 16, 0], vector_reduction = [0, 0, 8]>
 # ZEN-NOT: torch.aten.permute {{.*}} -> !torch.vtensor<[3,3,512,512],f32>
 # ZEN: linalg.transpose ins(%{{.*}} : tensor<49x4608xf32>) outs(%{{.*}} : tensor<4608x49xf32>) permutation = [1, 0]
-# ZEN-NEXT: %[[PT:.*]] = util.optimization_barrier %{{.*}} : tensor<4608x49xf32>
+# ZEN-NEXT: %[[PT:.*]] = iree_tensor_ext.compute_barrier.start %{{.*}} : tensor<4608x49xf32>
 # ZEN: %[[W:.*]] = tensor.collapse_shape %{{.*}} {{\[\[}}0], [1, 2, 3]] : tensor<512x3x3x512xf32> into tensor<512x4608xf32>
 # ZEN: %[[YT:.*]] = linalg.matmul {compilation_info = #{{.*}}} ins(%[[W]], %[[PT]] : tensor<512x4608xf32>, tensor<4608x49xf32>) outs(%{{.*}} : tensor<512x49xf32>)
-# ZEN-NEXT: %[[B:.*]] = util.optimization_barrier %[[YT]] : tensor<512x49xf32>
+# ZEN-NEXT: %[[B:.*]] = iree_tensor_ext.compute_barrier.start %[[YT]] : tensor<512x49xf32>
 # ZEN: linalg.transpose ins(%[[B]] : tensor<512x49xf32>) outs(%{{.*}} : tensor<49x512xf32>) permutation = [1, 0]
 # The epilogue, one generic on the transposed result (IREE fuses it into the transposition's dispatch).
 # ZEN: linalg.generic

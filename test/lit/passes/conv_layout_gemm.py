@@ -9,7 +9,7 @@
 # an f32 linalg.matmul of the im2col patches (a reshape for the 1x1; for the
 # strided conv one all-parallel generic reading the unpadded input through
 # clamped tensor.extract, taps in the padding zeroed) and the HWCF filter,
-# materialized behind util.optimization_barrier, carrying the ISA's
+# materialized behind iree_tensor_ext.compute_barrier.start, carrying the ISA's
 # compilation_info (fusilli/passes/gemm_config.py). The bias + relu epilogue
 # follows as an elementwise consumer (fusilli-epilogue-fusion's
 # generic). Without a tuned ISA (x86-64) they keep
@@ -43,7 +43,7 @@ print(g.to_json())
 # The 1x1 conv: the input reshaped, the filter's HWCF copy kept, the GEMM, the epilogue.
 # CHECK: %[[X1:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0, 1, 2], [3]] : tensor<20x64x64x64xf32> into tensor<81920x64xf32>
 # CHECK: %[[W1:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0, 1, 2], [3]] : tensor<1x1x64x32xf32> into tensor<64x32xf32>
-# CHECK: %[[W1B:.*]] = util.optimization_barrier %[[W1]] : tensor<64x32xf32>
+# CHECK: %[[W1B:.*]] = iree_tensor_ext.compute_barrier.start %[[W1]] : tensor<64x32xf32>
 # CHECK: linalg.matmul {compilation_info = #[[INFO]]} ins(%[[X1]], %[[W1B]] : tensor<81920x64xf32>, tensor<64x32xf32>) outs(%{{.*}} : tensor<81920x32xf32>)
 # CHECK: linalg.generic
 # CHECK: arith.addf
@@ -56,7 +56,7 @@ print(g.to_json())
 # CHECK: arith.select
 # CHECK: %[[P2:.*]] = tensor.collapse_shape %[[P]] {{\[}}[0, 1, 2], [3, 4, 5]] : tensor<20x32x32x3x3x64xf32> into tensor<20480x576xf32>
 # CHECK: %[[W3:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0, 1, 2], [3]] : tensor<3x3x64x32xf32> into tensor<576x32xf32>
-# CHECK: %[[W3B:.*]] = util.optimization_barrier %[[W3]] : tensor<576x32xf32>
+# CHECK: %[[W3B:.*]] = iree_tensor_ext.compute_barrier.start %[[W3]] : tensor<576x32xf32>
 # CHECK: linalg.matmul {compilation_info = #[[INFO_DEEP]]} ins(%[[P2]], %[[W3B]] : tensor<20480x576xf32>, tensor<576x32xf32>)
 # CHECK-NOT: torch.aten.convolution
 # CHECK-NOT: linalg.conv_2d
