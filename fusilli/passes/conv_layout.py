@@ -850,6 +850,16 @@ def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
             info = None
             if chunk is not None:
                 mm = _chunked_wgrad_gemm(lhs, rhs, chunk, isa, vendor)
+                if transposed:
+                    # The chunks' sum as DW^T, its permute to the filter's layout a small dispatch of
+                    # its own: fused, the sum wrote DW^T transposed (1x1 8x512x28x28->128, one thread:
+                    # 3.3 ms against 1.45 + 0.05). Zen 1, in one process, ratio to PyTorch, two runs:
+                    # 8x512x28x28->128 0.84 -> 0.91, 0.85 -> 0.88; 3x3 s2 8x64x56x56->128 1.20 -> 1.26,
+                    # 1.19 -> 1.25; the stem 8x3x224x224 0.76 -> 0.81, 0.80 -> 0.85; 1x1 8x256x56x56->64
+                    # 0.99 -> 1.01, 0.98 -> 0.98; the stem at batch 1 0.76 -> 0.78, 0.82 -> 0.83. As
+                    # x86-64-v3 code (one run): 0.77 -> 0.81, 1.23 -> 1.25, 0.72 -> 0.78, 0.95 -> 0.99,
+                    # 0.76 -> 0.80. (DW^T comes in chunks on AVX2: gemm_config.wgrad_chunk_positions.)
+                    mm = ir.fusion_barrier(mm)
             else:
                 mm = _matmul(lhs, rhs, rows, cols, _mnk_map(K, M), _mnk_map(K, N))
                 if transposed:

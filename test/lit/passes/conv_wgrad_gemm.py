@@ -195,6 +195,14 @@ def wgrad_stem_chunked():
 # ZEN: #iree_cpu.lowering_config<cache_parallel = [1, 147, 64, 0], distribution = [1, 147, 64, 0], vector_common_parallel = [1, 3, 16, 0]
 # AVX2: linalg.batch_matmul {{.*}} ins(%{{.*}}, %{{.*}} : tensor<49x256x147xf32>, tensor<49x256x64xf32>) outs(%{{.*}} : tensor<49x147x64xf32>)
 # ZEN: linalg.batch_matmul {{.*}} ins(%{{.*}}, %{{.*}} : tensor<49x256x147xf32>, tensor<49x256x64xf32>) outs(%{{.*}} : tensor<49x147x64xf32>)
+# The chunks' sum is DW^T, behind a fusion barrier: the permute to the filter's layout is a small
+# dispatch of its own (fused, the sum wrote DW^T transposed).
+# AVX2: %[[SUM:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<49x147x64xf32>) outs(%{{.*}} : tensor<147x64xf32>)
+# AVX2: iree_tensor_ext.compute_barrier.start %[[SUM]] : tensor<147x64xf32>
+# ZEN: %[[SUM:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<49x147x64xf32>) outs(%{{.*}} : tensor<147x64xf32>)
+# ZEN: iree_tensor_ext.compute_barrier.start %[[SUM]] : tensor<147x64xf32>
+# AVX2: torch.aten.permute {{.*}} -> !torch.vtensor<[64,7,7,3],f32>
+# ZEN: torch.aten.permute {{.*}} -> !torch.vtensor<[64,7,7,3],f32>
 # AMD-NOT: linalg.batch_matmul
 # INTEL-NOT: linalg.batch_matmul
 
