@@ -527,7 +527,11 @@ def chunked_wgrad_tile(isa: str, m: int, n: int, vendor: str | None = None) -> G
         return tile
     if m > CHUNKED_ODD_ROWS_MAX_ROWS:
         return tile
-    return replace(tile, distribution=(m, tile.distribution[1]), vector=(vector_rows, tile.vector[1]))
+    # Whole K, as measured (chunks of ~256 positions): K blocks would make the accumulator's zero
+    # fill one vector of every row, beyond AVX2 codegen's 16 KB.
+    return replace(
+        tile, distribution=(m, tile.distribution[1]), vector=(vector_rows, tile.vector[1]), cache_reduction=None
+    )
 
 
 def wgrad_chunked_compilation_info(

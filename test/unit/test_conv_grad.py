@@ -614,6 +614,7 @@ def test_chunked_wgrad_three_row_tiles_only_where_measured():
         return t.distribution, t.vector
 
     assert tile(147) == ((147, 64), (3, 16))
+    assert gemm_config.chunked_wgrad_tile("avx2", 147, 64, "amd").cache_reduction is None  # whole K
     assert tile(144) == ((48, 64), (6, 16))  # rows the 6-row tile divides
     assert tile(128) == ((48, 64), (6, 16))  # no multiple of 3 either
     assert tile(153) == ((48, 64), (6, 16))  # more rows than measured
