@@ -575,9 +575,12 @@ def CPU_CONV_DIRECT_FEW_CHANNELS(p: Problem, t: Target) -> str | None:
     out_w = int(p.fact("out_spatial", (0, 0))[-1])
     if tile is None or out_w % tile[0] or conv_out_channels(p) % tile[1]:
         return None
+    out_h = int(p.fact("out_spatial", (0, 0))[0])
+    bands = gemm_config.direct_conv_row_bands(int(p.fact("batch", 0)), out_h)
     return (
         f"{kernel[0]}x{kernel[1]}, {channels} input channels <= {CPU_CONV_DIRECT_MAX_CHANNELS}, "
         f"direct conv with a {tile[0]}x{tile[1]} register tile for {isa}, {vendor or 'any vendor'}"
+        + (f", its one image as {bands} bands of rows" if bands > 1 else "")
     )
 
 

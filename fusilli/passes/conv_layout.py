@@ -195,11 +195,13 @@ def _rewrite(op: ir.Operation, target: Target) -> bool:
     choice = rules.choose(problem, target, "algorithm") if gemm and lowering == "auto" else None
     few_positions = choice is not None and choice.rule is rules.CPU_CONV_GEMM_FEW_POSITIONS
     direct_info = None
+    row_bands = 1
     if lowering == "auto" and not (wino or im2col or gemm):
         choice = rules.choose(problem, target, "algorithm")
         if choice is not None and choice.rule is rules.CPU_CONV_DIRECT_FEW_CHANNELS:
+            row_bands = gemm_config.direct_conv_row_bands(n, oh)
             direct_info = gemm_config.direct_conv_compilation_info(
-                rules.vector_isa(target), (n, oh, ow, k), c, cpu_vendor(target.cpu)
+                rules.vector_isa(target), (n * row_bands, oh // row_bands, ow, k), c, cpu_vendor(target.cpu)
             )
     # bf16 operands stay bf16 on the im2col path of a CPU with native bf16
     # dot products (a bf16 x bf16 -> f32 matmul); everything else computes
@@ -250,7 +252,9 @@ def _rewrite(op: ir.Operation, target: Target) -> bool:
             )
             y_nhwc = b.op("torch_c.from_builtin_tensor", [y], ir.vtensor_type([n, oh, ow, k], "f32"))
         elif direct_info is not None:
-            y_nhwc = _linalg_conv(b, x_nhwc, w_t, (n, oh, ow, k), stride, padding, dilation, (fy, fx), direct_info)
+            y_nhwc = _linalg_conv(
+                b, x_nhwc, w_t, (n, oh, ow, k), stride, padding, dilation, (fy, fx), direct_info, row_bands
+            )
         elif matmul_1x1:
             y_nhwc = _matmul_1x1(b, x_nhwc, w_t, (n, h, wd, c, k))
         elif lowering == "auto" and any(padding) and flops < rules.CPU_CONV_IM2COL_MIN_FLOPS:
@@ -427,10 +431,23 @@ def _matmul_1x1(b: ir.TorchBuilder, x_nhwc, w_hwcf, dims) -> ir.Value:
 
 
 def _linalg_conv(
-    b: ir.TorchBuilder, x_nhwc, w_hwcf, out_dims, stride, padding, dilation, kernel, compilation_info=None
+    b: ir.TorchBuilder,
+    x_nhwc,
+    w_hwcf,
+    out_dims,
+    stride,
+    padding,
+    dilation,
+    kernel,
+    compilation_info=None,
+    row_bands: int = 1,
 ) -> ir.Value:
     """``linalg.conv_2d_nhwc_hwcf`` (after a ``tensor.pad``), with ``compilation_info`` when the
-    target's rules give one (cpu-conv-direct-few-channels), else IREE's own lowering."""
+    target's rules give one (cpu-conv-direct-few-channels), else IREE's own lowering.
+
+    ``row_bands`` > 1 (a batch of one image): the conv runs over that many images, each a band
+    of the output's rows and of the padded input's rows it reads (bands overlap by the filter's
+    reach), and its output is reshaped back to the one image's (rows stay contiguous)."""
     f32 = builtin_element_type("f32")
     xin = b.to_builtin(x_nhwc)
     win = b.to_builtin(w_hwcf)
@@ -442,12 +459,34 @@ def _linalg_conv(
     zero = ir.arith.ConstantOp(f32, 0.0).result
     if any(padding):
         xin = _pad(xin, padding, zero)
-    empty = ir.tensor.EmptyOp(list(out_dims), f32).result
+    conv_dims = list(out_dims)
+    if row_bands > 1:
+        xin = _row_bands(xin, row_bands, out_dims[1] // row_bands, stride[0], dilation[0] * (kernel[0] - 1) + 1)
+        conv_dims = [row_bands, out_dims[1] // row_bands, *out_dims[2:]]
+    empty = ir.tensor.EmptyOp(conv_dims, f32).result
     init = ir.linalg.fill(zero, outs=[empty])
     conv = ir.linalg.conv_2d_nhwc_hwcf(xin, win, outs=[init], strides=list(stride), dilations=list(dilation))
     if compilation_info is not None:
         conv.owner.attributes["compilation_info"] = compilation_info
+    if row_bands > 1:
+        conv = _expand(_collapse(conv, [[0, 1], [2], [3]]), [[0, 1], [2], [3]], list(out_dims))
     return b.op("torch_c.from_builtin_tensor", [conv], ir.vtensor_type(list(out_dims), "f32"))
+
+
+def _row_bands(xin: ir.Value, parts: int, out_rows: int, stride: int, reach: int) -> ir.Value:
+    """``[parts, rows, W, C]`` from a one-image ``[1, H, W, C]``: band ``p`` holds the rows that
+    output rows ``[p * out_rows, (p + 1) * out_rows)`` read, ``(out_rows - 1) * stride + reach``."""
+    src = ir.RankedTensorType(xin.type)
+    _, _, wd, c = (src.get_dim_size(i) for i in range(4))
+    rows = (out_rows - 1) * stride + reach
+    band = ir.RankedTensorType.get([1, rows, wd, c], src.element_type)
+    bands = ir.tensor.EmptyOp([parts, rows, wd, c], src.element_type).result
+    for p in range(parts):
+        part = ir.tensor.ExtractSliceOp(
+            band, xin, [], [], [], [0, p * out_rows * stride, 0, 0], [1, rows, wd, c], [1] * 4
+        )
+        bands = ir.tensor.InsertSliceOp(part.result, bands, [], [], [], [p, 0, 0, 0], [1, rows, wd, c], [1] * 4).result
+    return bands
 
 
 def _pad(value: ir.Value, padding: list[int], zero: ir.Value) -> ir.Value:

@@ -620,6 +620,30 @@ def wgrad_transposed_matmul_compilation_info(
     return _compilation_info(replace(tile, distribution=(rows, tile.distribution[1])), None, m, n, k)
 
 
+# IREE's task system (the local-task pool, a worker per core) hands a dispatch's workgroups to
+# its workers POOL_RESERVATION_TILES at a time once there are that many per worker, else one at
+# a time (IREE_TASK_DISPATCH_MAX_TILES_PER_SHARD_RESERVATION, runtime/src/iree/task/tuning.h;
+# iree_task_dispatch_issue): on two cores a dispatch of 28 equal workgroups runs as 8 + 8 + 8 +
+# 4, one worker doing 16 of them while the other does 12. Where a config has a choice of
+# workgroup tiles (the direct conv's rows), it takes the largest whose count splits evenly over
+# POOL_BALANCE_WORKERS workers, the machines measured and CI. EPYC Zen 1 VM (znver1), stem 7x7 s2
+# 1x3x224x224->64 as two bands of rows (conv_layout), in one process, interleaved with PyTorch,
+# ms: 8-row workgroups (28) 4.04, 4-row (56, 7 reservations) 4.04; 2-row (112) 3.59, 14-row (16)
+# 3.59, four bands of 7-row workgroups (32) 3.59 (PyTorch 3.86); one thread they all ran 5.7-6.5.
+POOL_RESERVATION_TILES = 8
+POOL_BALANCE_WORKERS = 2
+
+
+def pool_share(workgroups: int, workers: int = POOL_BALANCE_WORKERS) -> float:
+    """The most workgroups any of ``workers`` runs of a dispatch of ``workgroups`` equal ones,
+    each worker reserving the next ones as it frees up (see above), over an even share."""
+    step = POOL_RESERVATION_TILES if workgroups >= workers * POOL_RESERVATION_TILES else 1
+    loads = [0] * workers
+    for start in range(0, workgroups, step):
+        loads[loads.index(min(loads))] += min(step, workgroups - start)
+    return max(loads) * workers / workgroups
+
+
 # A conv with few input channels (the 7x7 stride-2 stem, C = 3) as im2col writes and reads
 # back a patch matrix R*S times its input (the stem at batch 8: 59 MB for a 4.8 MB input), 40%
 # of its time. As IREE's direct linalg.conv_2d_nhwc_hwcf (ConvTileAndDecomposeExpert) it
@@ -653,6 +677,29 @@ DIRECT_CONV_TILES_BY_VENDOR = {
 }
 
 
+# IREE's global optimization folds a conv's unit batch away (FoldUnitExtentDims) and drops its
+# compilation_info doing so: a batch-1 direct conv (cpu-conv-direct-few-channels) ran with IREE's
+# own tiles (8x8, its workgroups 16 rows) where a larger batch kept the table's. So a batch of
+# one image runs as DIRECT_ROW_BANDS images, each a band of the output's rows, and keeps its
+# config. EPYC Zen 1 VM (znver1), in one process, interleaved, ratio to PyTorch, one band (the
+# config lost) -> two: stem 7x7 s2 1x3x224x224->64 0.82 -> 0.93 (+ bias + relu 0.93 -> 1.03), 3x3
+# 1x3x224x224->64 1.05 -> 1.32, 5x5 s2 1x3x224x224->64 0.88 -> 0.98 (with 8-row workgroups,
+# before pool_share chose their rows); one thread, the stem's conv 7.9-8.2 -> 6.0-6.5 ms. With
+# pool_share's rows too, fusilli-benchmark --compare torch, the code before and after in
+# alternating processes, two runs: stem 0.95, 0.85 -> 1.06, 1.08 (+ bias + relu 0.92 -> 1.17),
+# 3x3 0.99, 1.08 -> 1.30, 1.31, 5x5 s2 0.85, 0.86 -> 1.06, 1.07, 3x3 s2 1x3x224x224->32 0.79, 0.80
+# -> 0.94, 0.95; batch 8 (not cut) 1.07 -> 1.06, 1.09. x86-64-v3 code (the 8x8 tile, IREE's own
+# vector tile too), in one process: even, 0.87-1.07 against 0.88-1.07 as one image (IREE's
+# 16-row workgroups); 8-row workgroups (28 for the stem) lost there as well, 0.78-0.80.
+DIRECT_ROW_BANDS = 2
+
+
+def direct_conv_row_bands(n: int, oh: int) -> int:
+    """The images a direct conv of ``n`` images and ``oh`` output rows runs as (1: as it is;
+    conv_layout cuts the rows into bands)."""
+    return DIRECT_ROW_BANDS if n == 1 and oh % DIRECT_ROW_BANDS == 0 else 1
+
+
 def direct_conv_vector_tile(isa: str, vendor: str | None = None) -> tuple[int, int] | None:
     """(output columns, output channels) of the register tile of a direct conv on ``isa``, or None."""
     entry = DIRECT_CONV_TILES_BY_VENDOR.get((isa, vendor or ""))
@@ -670,13 +717,16 @@ def direct_conv_compilation_info(
     if entry is None:
         return None
     (_, dist_oh, dist_ow, dist_k), (_, _, vec_ow, vec_k) = entry
-    _, oh, ow, k = out_dims
+    n, oh, ow, k = out_dims
     if ow % vec_ow or k % vec_k:
         return None
-    # Workgroup tiles: the largest that divide the output and are multiples of the register tile.
-    dist_oh = max(d for d in range(1, dist_oh + 1) if oh % d == 0)
+    # Workgroup tiles: the largest that divide the output and are multiples of the register tile,
+    # rows first cut to the most that split evenly over the pool (see pool_share).
     dist_ow = max(d for d in range(vec_ow, min(dist_ow, ow) + 1, vec_ow) if ow % d == 0)
     dist_k = max(d for d in range(vec_k, min(dist_k, k) + 1, vec_k) if k % d == 0)
+    columns = n * (ow // dist_ow) * (k // dist_k)
+    row_tiles = sorted((d for d in range(1, dist_oh + 1) if oh % d == 0), reverse=True)
+    dist_oh = min(row_tiles, key=lambda d: pool_share(columns * (oh // d)))
     text = (
         "#iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<"
         f"distribution = [1, {dist_oh}, {dist_ow}, {dist_k}, 0, 0, 0], "

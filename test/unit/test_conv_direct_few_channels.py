@@ -79,6 +79,45 @@ def test_compilation_info_divides_the_output():
         assert "vector_common_parallel = [1, 1, 8, 8, 0, 0, 0]" in generic_avx2
 
 
+def test_pool_share():
+    # IREE's pool takes a dispatch's workgroups one at a time below 8 per worker, then 8 at a
+    # time: 28 as 8 + 8 + 8 + 4 on two workers is 16 against 12.
+    assert gemm_config.pool_share(28) == pytest.approx(16 / 14)
+    assert gemm_config.pool_share(56) == pytest.approx(32 / 28)
+    assert gemm_config.pool_share(13) == pytest.approx(7 / 6.5)
+    assert all(gemm_config.pool_share(w) == 1.0 for w in (2, 16, 32, 112))
+    assert gemm_config.pool_share(28, workers=4) == 1.0  # below 8 per worker: one at a time
+    assert gemm_config.pool_share(40, workers=4) == pytest.approx(16 / 10)
+
+
+def test_workgroup_rows_split_evenly_over_the_pool():
+    with fusilli_context():
+        # The stem at batch 1 as two bands of 56 rows: 8-row workgroups would be 28 (2 x 7 x 2), 7-row 32.
+        stem = str(gemm_config.direct_conv_compilation_info("avx2", (2, 56, 112, 64), 3, "amd"))
+        assert "distribution = [1, 7, 56, 64, 0, 0, 0]" in stem
+        # Batch 8 keeps the table's 8 rows (224 workgroups).
+        assert "distribution = [1, 8, 56, 64, 0, 0, 0]" in str(
+            gemm_config.direct_conv_compilation_info("avx2", (8, 112, 112, 64), 3, "amd")
+        )
+
+
+@pytest.mark.parametrize("arch", ["znver1", "sapphirerapids", "x86-64-v3"])
+def test_a_batch_of_one_keeps_its_tiles(arch):
+    """IREE folds a conv's unit batch away and drops its compilation_info with it: a batch of one
+    runs as two images, bands of rows, and its dispatch keeps the table's tiles."""
+    g = build([1, 3, 224, 224], 64, *STEM, epilogue=True, name=f"direct_bands_{arch}")
+    assert "cpu-conv-direct-few-channels" in g.explain(fs.Backend.CPU, arch=arch)
+    optimized = g.mlir("optimized", fs.Backend.CPU, arch)
+    assert "tensor<2x117x230x3xf32>" in optimized and "tensor<2x56x112x64xf32>" in optimized
+    flow = g.mlir("flow", fs.Backend.CPU, arch)
+    # IREE's dispatch region holds the conv as a generic (its epilogue fused), the config on it.
+    conv = [line for line in flow.splitlines() if "ConvTileAndDecomposeExpert" in line]
+    assert len(conv) == 1 and "tensor<2x56x112x64xf32>" in conv[0]
+    # An odd number of output rows stays one image.
+    odd = build([1, 3, 62, 64], 32, *STEM, name=f"direct_odd_{arch}").mlir("optimized", fs.Backend.CPU, arch)
+    assert "tensor<1x68x70x3xf32>, tensor<7x7x3x32xf32>) outs(" in odd  # the padded input, whole
+
+
 def _host_has_a_tile() -> bool:
     target = Target.resolve("cpu", None)
     return gemm_config.direct_conv_vector_tile(rules.vector_isa(target), targets.cpu_vendor(target.cpu)) is not None
@@ -86,7 +125,14 @@ def _host_has_a_tile() -> bool:
 
 @pytest.mark.skipif(not _host_has_a_tile(), reason="the direct-conv tiles are measured for Intel and AMD CPUs only")
 @pytest.mark.parametrize(
-    "x_dim, k", [([1, 3, 64, 64], 64), ([2, 3, 60, 48], 96), ([1, 2, 64, 64], 32), ([1, 4, 48, 48], 64)]
+    "x_dim, k",
+    [
+        ([1, 3, 64, 64], 64),  # a batch of one: two bands of rows
+        ([2, 3, 60, 48], 96),
+        ([1, 2, 64, 64], 32),
+        ([1, 4, 48, 48], 64),
+        ([1, 3, 62, 64], 32),  # 31 output rows: one band
+    ],
 )
 def test_numerics_and_no_epilogue_dispatch(cpu, rng, x_dim, k):
     tag = "x".join(map(str, x_dim))
