@@ -76,6 +76,25 @@ def _sdpa_facts(node: Any) -> dict[str, Any]:
     }
 
 
+def _matmul_facts(node: Any) -> dict[str, Any]:
+    from fusilli.tensor import data_type_of
+
+    a, b, c = (node.tensor(s) for s in ("A", "B", "C"))
+    compute = node.compute_data_type
+    return {
+        "rank": c.rank,
+        "m": a.dim[-2],
+        "n": b.dim[-1],
+        "k": a.dim[-1],
+        # One batch dim that both operands have whole (no broadcast): linalg.batch_matmul's form.
+        "same_batch": a.rank == b.rank == c.rank and a.dim[:-2] == b.dim[:-2] == c.dim[:-2],
+        "dynamic": any(t.dynamic_dims for t in (a, b, c)),
+        # Row-major operands and result (strides in dim order): no transpose to read through.
+        "row_major": all(list(t.physical_order) == list(range(t.rank)) for t in (a, b, c)),
+        "all_f32": all(data_type_of(t) == DataType.FLOAT for t in (a, b, c)) and compute in (None, DataType.FLOAT),
+    }
+
+
 def _conv_facts_of_node(node: Any) -> dict[str, Any]:
     x, w, y = node.conv_operands()
     # One channel: NHWC and NCHW are the same memory, and emission keeps the conv NCHW (no
@@ -120,6 +139,7 @@ def conv_facts(
 # Facts beyond the node's workload, per op kind.
 _FACTS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "sdpa": _sdpa_facts,
+    "matmul": _matmul_facts,
     "conv_fprop": _conv_facts_of_node,
     "conv_wgrad": _conv_facts_of_node,
     "conv_dgrad": _conv_facts_of_node,
@@ -1382,6 +1402,44 @@ CPU_MATMUL_FLAGS = CPU_DATA_TILING_FLAGS
 )
 def CPU_MATMUL_DATA_TILING(p: Problem, t: Target) -> str | None:
     return f"{_mflop(p.flops)} >= {_mflop(CPU_MATMUL_MIN_FLOPS)}" if p.flops >= CPU_MATMUL_MIN_FLOPS else None
+
+
+# Below the data-tiling threshold an f32 matmul on AMD's AVX2 cores takes an explicit lowering
+# config (gemm_config.user_matmul_compilation_info has the one-thread measurements): IREE's own
+# 8x8 register tile ran 0.47-0.80 of PyTorch there, the 4x16 tile 0.66-0.99. From
+# CPU_MATMUL_GEMM_CONFIG_MIN_FLOPS (the smallest measured: 256^3 and 32x64x64x64); 2-D or one
+# batch dim both operands have whole, row-major (a transposed operand is not measured).
+CPU_MATMUL_GEMM_CONFIG_TARGETS = {("avx2", "amd")}
+CPU_MATMUL_GEMM_CONFIG_MIN_FLOPS = 1 << 24
+
+
+@rule(
+    "cpu-matmul-gemm-config",
+    Backend.CPU,
+    CPU_MATMUL_KINDS,
+    "algorithm",
+    evidence=(
+        "EPYC Zen 1 VM (znver1), one thread, ratio to PyTorch, IREE's config -> 4x16: 2-D (32x64 "
+        "workgroups, K blocks of 64) 256^3 0.77 -> 0.92, 512x256x512 0.61 -> 0.96, 128x768x768 0.52 -> "
+        "0.88, 64x1024x1024 0.47 -> 0.66; batched (64 x <= 256 workgroups) 8x256x64x256 0.80 -> 0.99, "
+        "12x197x64x197 0.70 -> 0.84, 4x512x512x64 0.70 -> 0.89; two threads: BENCHMARKS.md"
+    ),
+)
+def CPU_MATMUL_GEMM_CONFIG(p: Problem, t: Target) -> str | None:
+    if (vector_isa(t), cpu_vendor(t.cpu)) not in CPU_MATMUL_GEMM_CONFIG_TARGETS:
+        return None
+    if not p.fact("all_f32") or p.fact("dynamic") or not p.fact("row_major"):
+        return None
+    rank = p.fact("rank")
+    if not (rank == 2 or (rank == 3 and p.fact("same_batch"))):
+        return None
+    if not CPU_MATMUL_GEMM_CONFIG_MIN_FLOPS <= p.flops < CPU_MATMUL_MIN_FLOPS:
+        return None
+    what = "4x16 register tile, K in blocks of 64" if rank == 2 else "4x16 register tile"
+    return (
+        f"{_mflop(CPU_MATMUL_GEMM_CONFIG_MIN_FLOPS)} <= {_mflop(p.flops)} < {_mflop(CPU_MATMUL_MIN_FLOPS)} "
+        f"(no data tiling): linalg.{'matmul' if rank == 2 else 'batch_matmul'} with a {what} for avx2, AMD"
+    )
 
 
 # LayerNorm (memory bound) at O3: the training form's stats reduction and Y fuse

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from fusilli.backend.rules import CPU_LOW_PRECISION_VIA_F32
+from fusilli import ir
+from fusilli.backend.rules import CPU_LOW_PRECISION_VIA_F32, CPU_MATMUL_GEMM_CONFIG, vector_isa
+from fusilli.backend.targets import cpu_vendor
+from fusilli.ir.torch import builtin_element_type
 from fusilli.lowering.emit import EmitContext
 from fusilli.lowering.registry import register_lowering
 from fusilli.ops.matmul import MatmulNode, accumulator_type
@@ -26,6 +29,10 @@ def emit_matmul(node: MatmulNode, ctx: EmitContext) -> None:
     if compute is not None and compute.rule is CPU_LOW_PRECISION_VIA_F32:
         operand = DataType.FLOAT
     a, b = ctx.cast(ctx.input("A"), operand), ctx.cast(ctx.input("B"), operand)
+    algorithm = ctx.choose("algorithm")
+    if algorithm is not None and algorithm.rule is CPU_MATMUL_GEMM_CONFIG:
+        ctx.define("C", _configured_gemm(ctx, a, b))
+        return
     if compute is not None and compute.rule is CPU_LOW_PRECISION_VIA_F32 and DataType.BFLOAT16 in (a_dt, b_dt):
         # IREE's data tiling looks through a widening cast to the bf16 operand and
         # picks bf16 encodings, for which a CPU without avx512bf16 has no fast
@@ -33,3 +40,27 @@ def emit_matmul(node: MatmulNode, ctx: EmitContext) -> None:
         a, b = ctx.b.materialized(a), ctx.b.materialized(b)
     c = ctx.b.op("torch.aten.matmul", [a, b], ctx.result_type("C", element=acc))
     ctx.define("C", c)
+
+
+def _configured_gemm(ctx: EmitContext, a: ir.Value, b: ir.Value) -> ir.Value:
+    """The f32 product of ``a [.., M, K]`` and ``b [.., K, N]`` (2-D, or one batch dim both have)
+    as ``linalg.matmul`` / ``linalg.batch_matmul`` with the lowering config of the target's CPU
+    (rule cpu-matmul-gemm-config; gemm_config.user_matmul_compilation_info). torch-mlir would
+    emit the same op, to which IREE gives its own config (an 8x8 register tile on AVX2)."""
+    from fusilli.passes.gemm_config import user_matmul_compilation_info
+
+    at, bt = ir.TensorType.of(a), ir.TensorType.of(b)
+    *batch, m, k = at.dims
+    n = bt.dims[-1]
+    f32 = builtin_element_type("f32")
+    zero = ir.arith.ConstantOp(f32, 0.0).result
+    init = ir.linalg.fill(zero, outs=[ir.tensor.EmptyOp([*batch, m, n], f32).result])
+    lhs, rhs = ctx.b.to_builtin(a), ctx.b.to_builtin(b)
+    gemm = ir.linalg.batch_matmul if batch else ir.linalg.matmul
+    product = gemm(lhs, rhs, outs=[init])
+    info = user_matmul_compilation_info(
+        vector_isa(ctx.target), cpu_vendor(ctx.target.cpu), batch[0] if batch else None, m, n, k
+    )
+    if info is not None:
+        product.owner.attributes["compilation_info"] = info
+    return ctx.b.op("torch_c.from_builtin_tensor", [product], ctx.result_type("C", element=DataType.FLOAT))

@@ -376,6 +376,31 @@ def matmul_compilation_info(
     return None if tile is None else _compilation_info(tile, None, m, n, k)
 
 
+# A user's f32 matmul below the data-tiling threshold (rules.CPU_MATMUL_GEMM_CONFIG), per (ISA, CPU
+# vendor): IREE's own config there is an 8x8 register tile. EPYC Zen 1 VM (znver1), one thread
+# (IREE local-sync against PyTorch with one thread, ratio to PyTorch, two runs alike): 2-D, 4x16 in
+# 32x64 workgroups with K in blocks of 64: 256^3 0.77 -> 0.92, 512x256x512 (M x K x N) 0.61 ->
+# 0.96, 256x1024x256 0.61 -> 0.91, 128x768x768 0.52 -> 0.88, 64x1024x1024 0.47 -> 0.66-0.68 (IREE's
+# data tiling 0.78, 0.80-0.82, 0.72, 0.70, 0.62 there); 64-row, up-to-256-column workgroups
+# (whole K) ran 0.96 / 0.72 / 0.93 / 0.64 / 0.57: an unpacked B 768-1024 floats wide needs its K
+# blocks. Batched (B x M x K x N), 4x16 in 64 x min(N, 256) workgroups, whole K: 8x256x64x256
+# 0.80 -> 0.99, 12x197x64x197 0.70 -> 0.84, 4x512x512x64 0.70 -> 0.89; 32x64 with K blocks of 64
+# 0.98 / 0.66 / 0.84, 6x16 in 48x64 0.82 / 0.78 / 0.77. Whole graphs on two threads: BENCHMARKS.md.
+USER_MATMUL_TILES = {("avx2", "amd"): GemmTile((32, 64), (4, 16), 8, cache_reduction=64)}
+USER_BATCH_MATMUL_TILES = {("avx2", "amd"): GemmTile((64, 256), (4, 16), 8)}
+
+
+def user_matmul_compilation_info(
+    isa: str, vendor: str | None, batch: int | None, m: int, n: int, k: int
+) -> ir.Attribute | None:
+    """The ``compilation_info`` of a user's f32 ``linalg.matmul`` (``batch`` None) or
+    ``linalg.batch_matmul`` of ``m`` x ``n`` over ``k`` on ``isa`` and the CPU ``vendor`` (see
+    above), or None where not measured (IREE's own config)."""
+    table = USER_MATMUL_TILES if batch is None else USER_BATCH_MATMUL_TILES
+    tile = table.get((isa, vendor or ""))
+    return None if tile is None else _compilation_info(tile, batch, m, n, k)
+
+
 # A weight gradient's one GEMM DW[K, R*S*C] (not transposed, not in chunks) over at least
 # WGRAD_MANY_POSITIONS_MIN output positions takes WGRAD_MANY_POSITIONS_TILES' tile where the CPU
 # has an entry: on AMD's AVX2 cores 4 rows x two 8-wide vectors in 32x64 workgroups, K (the

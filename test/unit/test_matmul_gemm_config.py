@@ -1,0 +1,92 @@
+"""cpu-matmul-gemm-config: an f32 matmul below the data-tiling threshold on AMD's AVX2 cores as
+``linalg.matmul`` / ``linalg.batch_matmul`` with an explicit lowering config."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import random_array, run_and_check
+
+import fusilli as fs
+from fusilli.backend import rules
+from fusilli.backend.targets import Target
+
+
+def _matmul_graph(name, a_dim, b_dim, *, b_stride=None, epilogue=False, io=fs.DataType.FLOAT):
+    g = fs.Graph(name=name, io_data_type=io)
+    a = g.tensor(name="a", dim=a_dim)
+    b = g.tensor(name="b", dim=b_dim, stride=b_stride)
+    y = g.matmul(a, b, name="mm")
+    if epilogue:
+        bias = g.tensor(name="bias", dim=[1] * (len(a_dim) - 1) + [b_dim[-1]])
+        y = g.relu(g.add(y, bias, name="mm_bias"), name="mm_relu")
+    y.set_output(True).set_name("y")
+    g.validate()
+    return g
+
+
+def _rule(g, arch):
+    choice = rules.choose(rules.problem_of(g.nodes[0]), Target.resolve("cpu", arch), "algorithm")
+    return choice.rule if choice is not None else None
+
+
+@pytest.mark.parametrize(
+    "a_dim, b_dim",
+    [([256, 256], [256, 256]), ([128, 768], [768, 768]), ([8, 256, 64], [8, 64, 256]), ([12, 197, 64], [12, 64, 197])],
+)
+def test_taken_on_amd_avx2(a_dim, b_dim):
+    g = _matmul_graph("mm_taken", a_dim, b_dim)
+    assert _rule(g, "znver1") is rules.CPU_MATMUL_GEMM_CONFIG
+    assert _rule(g, "znver3") is rules.CPU_MATMUL_GEMM_CONFIG
+    for arch in ("haswell", "x86-64-v3", "znver4", "sapphirerapids"):  # not measured: IREE's config
+        assert _rule(g, arch) is None
+
+
+@pytest.mark.parametrize(
+    "a_dim, b_dim, b_stride, io",
+    [
+        ([64, 64], [64, 64], None, fs.DataType.FLOAT),  # 0.5 MFLOP: below the rule's minimum
+        ([1024, 1024], [1024, 1024], None, fs.DataType.FLOAT),  # 2^31 FLOP: data tiling
+        ([256, 256], [256, 256], [1, 256], fs.DataType.FLOAT),  # B transposed by its strides
+        ([256, 256], [256, 256], None, fs.DataType.HALF),  # not f32
+        ([4, 256, 256], [256, 256], None, fs.DataType.FLOAT),  # B's batch broadcast
+        ([2, 4, 128, 128], [2, 4, 128, 128], None, fs.DataType.FLOAT),  # two batch dims
+    ],
+)
+def test_not_taken(a_dim, b_dim, b_stride, io):
+    g = _matmul_graph("mm_not_taken", a_dim, b_dim, b_stride=b_stride, io=io)
+    assert _rule(g, "znver1") is None
+
+
+def test_the_config_reaches_the_dispatch():
+    """The compilation_info survives IREE's global optimization into the dispatch (IREE folding a
+    unit dim would drop it), and bias + relu fuse into the GEMM's dispatch."""
+    g = _matmul_graph("mm_config_flow", [256, 256], [256, 256], epilogue=True)
+    assert "cpu-matmul-gemm-config" in g.explain(fs.Backend.CPU, arch="znver1")
+    flow = g.mlir("flow", fs.Backend.CPU, "znver1")
+    assert "vector_common_parallel = [4, 16, 0]" in flow and "cache_reduction = [0, 0, 64]" in flow
+    assert flow.count("flow.dispatch.workgroups") + flow.count("flow.dispatch.region") <= 2  # GEMM (+ epilogue)
+    batched = _matmul_graph("bmm_config_flow", [8, 256, 64], [8, 64, 256]).mlir("flow", fs.Backend.CPU, "znver1")
+    assert "vector_common_parallel = [1, 4, 16, 0]" in batched and "distribution = [1, 64, 256, 0]" in batched
+
+
+def _host_takes_it() -> bool:
+    g = _matmul_graph("mm_host", [256, 256], [256, 256])
+    return _rule(g, None) is rules.CPU_MATMUL_GEMM_CONFIG
+
+
+@pytest.mark.skipif(not _host_takes_it(), reason="the rule is measured for AMD's AVX2 cores only")
+@pytest.mark.parametrize(
+    "a_dim, b_dim",
+    [
+        ([256, 256], [256, 256]),
+        ([242, 300], [300, 130]),  # no dim a multiple of the tiles
+        ([96, 1000], [1000, 130]),  # K blocks with a remainder
+        ([8, 256, 64], [8, 64, 256]),
+        ([12, 197, 64], [12, 64, 197]),
+    ],
+)
+def test_numerics_and_one_dispatch(cpu, rng, a_dim, b_dim):
+    g = _matmul_graph("mm_numerics_" + "x".join(map(str, a_dim + b_dim)), a_dim, b_dim, epilogue=True)
+    assert "cpu-matmul-gemm-config" in g.explain(fs.Backend.CPU)
+    run_and_check(g, cpu, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
+    assert g.compile_stats.dispatch_count == 1  # bias + relu in the GEMM's dispatch
