@@ -1401,16 +1401,29 @@ CPU_MATMUL_FLAGS = CPU_DATA_TILING_FLAGS
     ),
 )
 def CPU_MATMUL_DATA_TILING(p: Problem, t: Target) -> str | None:
+    if CPU_MATMUL_GEMM_CONFIG.applies(p, t) is not None:
+        return None  # a batched GEMM with its own config (see CPU_MATMUL_GEMM_CONFIG)
     return f"{_mflop(p.flops)} >= {_mflop(CPU_MATMUL_MIN_FLOPS)}" if p.flops >= CPU_MATMUL_MIN_FLOPS else None
 
 
-# Below the data-tiling threshold an f32 matmul on AMD's AVX2 cores takes an explicit lowering
-# config (gemm_config.user_matmul_compilation_info has the one-thread measurements): IREE's own
-# 8x8 register tile ran 0.47-0.80 of PyTorch there, the 4x16 tile 0.66-0.99. From
-# CPU_MATMUL_GEMM_CONFIG_MIN_FLOPS (the smallest measured: 256^3 and 32x64x64x64); 2-D or one
-# batch dim both operands have whole, row-major (a transposed operand is not measured).
+# An f32 matmul on AMD's AVX2 cores takes an explicit lowering config
+# (gemm_config.user_matmul_compilation_info has the one-thread measurements) below the
+# data-tiling threshold, where IREE's own 8x8 register tile ran 0.47-0.80 of PyTorch and the
+# 4x16 tile 0.66-0.99, from CPU_MATMUL_GEMM_CONFIG_MIN_FLOPS (64x128x128 and 4x64x64x64, inline:
+# 0.69-0.82 -> 0.78-1.05); 2-D or one batch dim both operands have, row-major (a transposed
+# operand is not measured). A batched one takes it above the threshold too where its B is at
+# most CPU_MATMUL_GEMM_CONFIG_WIDE_MAX_COLUMNS wide (one workgroup's columns) or
+# CPU_MATMUL_GEMM_CONFIG_WIDE_MAX_DEPTH deep: Zen 1, old and new code in alternating processes,
+# ratio to PyTorch, data tiling -> this, two rounds: 8x512x64x512 0.70-0.71 -> 1.12-1.13,
+# 8x256x256x256 0.68-0.80 -> 1.06-1.09, 4x256x512x256 0.75-0.78 -> 1.02-1.11, 8x512x128x256
+# 0.67-0.70 -> 1.13-1.18, 4x1024x256x128 0.67-0.71 -> 1.10-1.13, 8x128x1024x128 0.70-0.72 -> 1.08;
+# wider and deeper it lost (4x512x512x512 0.80-0.81 -> 0.64, 2x1024x1024x1024 0.85-0.86 ->
+# 0.49-0.61), as did 2-D ones above it (1024^3 0.85-0.86 -> 0.71-0.80, 512x512x2048 + bias +
+# gelu 0.85-0.93 -> 0.72-0.75, 1024x512x1024 0.85-0.90 -> 0.81-0.88): those stay data-tiled.
 CPU_MATMUL_GEMM_CONFIG_TARGETS = {("avx2", "amd")}
-CPU_MATMUL_GEMM_CONFIG_MIN_FLOPS = 1 << 24
+CPU_MATMUL_GEMM_CONFIG_MIN_FLOPS = 1 << 21
+CPU_MATMUL_GEMM_CONFIG_WIDE_MAX_COLUMNS = 256
+CPU_MATMUL_GEMM_CONFIG_WIDE_MAX_DEPTH = 64
 
 
 @rule(
@@ -1422,7 +1435,9 @@ CPU_MATMUL_GEMM_CONFIG_MIN_FLOPS = 1 << 24
         "EPYC Zen 1 VM (znver1), one thread, ratio to PyTorch, IREE's config -> 4x16: 2-D (32x64 "
         "workgroups, K blocks of 64) 256^3 0.77 -> 0.92, 512x256x512 0.61 -> 0.96, 128x768x768 0.52 -> "
         "0.88, 64x1024x1024 0.47 -> 0.66; batched (64 x <= 256 workgroups) 8x256x64x256 0.80 -> 0.99, "
-        "12x197x64x197 0.70 -> 0.84, 4x512x512x64 0.70 -> 0.89; two threads: BENCHMARKS.md"
+        "12x197x64x197 0.70 -> 0.84, 4x512x512x64 0.70 -> 0.89; batched above data tiling's threshold, two "
+        "threads, data tiling -> this: 8x512x64x512 0.70 -> 1.12, 8x512x128x256 0.67-0.70 -> 1.13-1.18 "
+        "(rules.py, BENCHMARKS.md)"
     ),
 )
 def CPU_MATMUL_GEMM_CONFIG(p: Problem, t: Target) -> str | None:
@@ -1433,13 +1448,22 @@ def CPU_MATMUL_GEMM_CONFIG(p: Problem, t: Target) -> str | None:
     rank = p.fact("rank")
     if not (rank == 2 or (rank == 3 and p.fact("same_batch"))):
         return None
-    if not CPU_MATMUL_GEMM_CONFIG_MIN_FLOPS <= p.flops < CPU_MATMUL_MIN_FLOPS:
+    if p.flops < CPU_MATMUL_GEMM_CONFIG_MIN_FLOPS:
         return None
-    what = "4x16 register tile, K in blocks of 64" if rank == 2 else "4x16 register tile"
-    return (
-        f"{_mflop(CPU_MATMUL_GEMM_CONFIG_MIN_FLOPS)} <= {_mflop(p.flops)} < {_mflop(CPU_MATMUL_MIN_FLOPS)} "
-        f"(no data tiling): linalg.{'matmul' if rank == 2 else 'batch_matmul'} with a {what} for avx2, AMD"
-    )
+    below = f"{_mflop(CPU_MATMUL_GEMM_CONFIG_MIN_FLOPS)} <= {_mflop(p.flops)} < {_mflop(CPU_MATMUL_MIN_FLOPS)}"
+    if rank == 2:
+        if p.flops >= CPU_MATMUL_MIN_FLOPS:
+            return None  # data tiling's
+        return f"{below}: linalg.matmul with a 4x16 register tile, K in blocks of 64 for avx2, AMD"
+    if p.flops < CPU_MATMUL_MIN_FLOPS:
+        size = below
+    elif p.fact("n") <= CPU_MATMUL_GEMM_CONFIG_WIDE_MAX_COLUMNS:
+        size = f"{_mflop(p.flops)}, B {p.fact('n')} <= {CPU_MATMUL_GEMM_CONFIG_WIDE_MAX_COLUMNS} columns wide"
+    elif p.fact("k") <= CPU_MATMUL_GEMM_CONFIG_WIDE_MAX_DEPTH:
+        size = f"{_mflop(p.flops)}, B {p.fact('k')} <= {CPU_MATMUL_GEMM_CONFIG_WIDE_MAX_DEPTH} deep"
+    else:
+        return None  # data tiling's
+    return f"{size}: linalg.batch_matmul with a 4x16 register tile for avx2, AMD (no data tiling)"
 
 
 # LayerNorm (memory bound) at O3: the training form's stats reduction and Y fuse

@@ -31,7 +31,15 @@ def _rule(g, arch):
 
 @pytest.mark.parametrize(
     "a_dim, b_dim",
-    [([256, 256], [256, 256]), ([128, 768], [768, 768]), ([8, 256, 64], [8, 64, 256]), ([12, 197, 64], [12, 64, 197])],
+    [
+        ([256, 256], [256, 256]),
+        ([128, 768], [768, 768]),
+        ([64, 128], [128, 128]),  # 2.1 MFLOP: the smallest taken
+        ([8, 256, 64], [8, 64, 256]),
+        ([12, 197, 64], [12, 64, 197]),
+        ([8, 512, 64], [8, 64, 512]),  # batched, 2^28 FLOP, B 64 deep
+        ([8, 128, 1024], [8, 1024, 128]),  # batched, 2^28 FLOP, B 128 wide
+    ],
 )
 def test_taken_on_amd_avx2(a_dim, b_dim):
     g = _matmul_graph("mm_taken", a_dim, b_dim)
@@ -45,7 +53,8 @@ def test_taken_on_amd_avx2(a_dim, b_dim):
     "a_dim, b_dim, b_stride, io",
     [
         ([64, 64], [64, 64], None, fs.DataType.FLOAT),  # 0.5 MFLOP: below the rule's minimum
-        ([1024, 1024], [1024, 1024], None, fs.DataType.FLOAT),  # 2^31 FLOP: data tiling
+        ([1024, 1024], [1024, 1024], None, fs.DataType.FLOAT),  # 2-D, 2^31 FLOP: data tiling
+        ([4, 512, 512], [4, 512, 512], None, fs.DataType.FLOAT),  # batched, 2^30 FLOP, B 512 x 512: data tiling
         ([256, 256], [256, 256], [1, 256], fs.DataType.FLOAT),  # B transposed by its strides
         ([256, 256], [256, 256], None, fs.DataType.HALF),  # not f32
         ([4, 256, 256], [256, 256], None, fs.DataType.FLOAT),  # B's batch broadcast
@@ -55,6 +64,19 @@ def test_taken_on_amd_avx2(a_dim, b_dim):
 def test_not_taken(a_dim, b_dim, b_stride, io):
     g = _matmul_graph("mm_not_taken", a_dim, b_dim, b_stride=b_stride, io=io)
     assert _rule(g, "znver1") is None
+
+
+@pytest.mark.parametrize(
+    "a_dim, b_dim, data_tiled",
+    [([8, 512, 64], [8, 64, 512], False), ([4, 512, 512], [4, 512, 512], True), ([1024, 1024], [1024, 1024], True)],
+)
+def test_data_tiling_only_where_no_config(a_dim, b_dim, data_tiled):
+    """A batched matmul with its own config above the data-tiling threshold gets no data-tiling
+    flags on AMD's AVX2 cores; other CPUs keep them."""
+    g = _matmul_graph("mm_flags", a_dim, b_dim)
+    tiling = "--iree-opt-data-tiling=true"
+    assert (tiling in rules.compile_flags(g.nodes, Target.resolve("cpu", "znver1"))) == data_tiled
+    assert tiling in rules.compile_flags(g.nodes, Target.resolve("cpu", "haswell"))
 
 
 def test_the_config_reaches_the_dispatch():
@@ -90,3 +112,18 @@ def test_numerics_and_one_dispatch(cpu, rng, a_dim, b_dim):
     assert "cpu-matmul-gemm-config" in g.explain(fs.Backend.CPU)
     run_and_check(g, cpu, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
     assert g.compile_stats.dispatch_count == 1  # bias + relu in the GEMM's dispatch
+
+
+@pytest.mark.skipif(not _host_takes_it(), reason="the rule is measured for AMD's AVX2 cores only")
+def test_beside_a_data_tiled_matmul(cpu, rng):
+    """A graph whose other matmul is data-tiled compiles with data tiling's flags; the configured
+    batched GEMM still computes the right product."""
+    g = fs.Graph(name="mm_mixed_lowerings", io_data_type=fs.DataType.FLOAT)
+    big = g.matmul(g.tensor(name="a", dim=[640, 640]), g.tensor(name="b", dim=[640, 640]), name="big")
+    big.set_output(True).set_name("y")
+    small = g.matmul(g.tensor(name="ba", dim=[8, 256, 64]), g.tensor(name="bb", dim=[8, 64, 256]), name="bmm")
+    small.set_output(True).set_name("by")
+    g.validate()
+    explained = g.explain(fs.Backend.CPU)
+    assert "cpu-matmul-data-tiling" in explained and "cpu-matmul-gemm-config" in explained
+    run_and_check(g, cpu, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)

@@ -9,7 +9,8 @@
 # gemm_config.user_matmul_compilation_info): a 2-D one is linalg.matmul with a 4x16 register tile
 # in 32x64 workgroups and K in blocks of 64, its bias + relu after it (one generic, which IREE fuses
 # into the GEMM's dispatch); a batched one linalg.batch_matmul with 4x16 in 64x256 workgroups,
-# whole K. Below 2^24 FLOP (64^3), with a transposed operand, on Intel's AVX2 cores, AVX2 code for
+# whole K, also at and above data tiling's 2^28 FLOP where B is at most 256 wide or 64 deep.
+# Below 2^21 FLOP (32x64x64), with a transposed operand, on Intel's AVX2 cores, AVX2 code for
 # no named CPU and AVX-512, the matmul stays torch.aten.matmul (IREE's own config).
 
 import fusilli as fs
@@ -25,7 +26,11 @@ y.set_output(True).set_name("y")
 ba = g.tensor(name="ba", dim=[8, 256, 64])
 bb = g.tensor(name="bb", dim=[8, 64, 256])
 g.matmul(ba, bb, name="bmm").set_output(True).set_name("by")
-sa = g.tensor(name="sa", dim=[64, 64])
+# Batched at 2^28 FLOP (data tiling's threshold) with a B 64 deep: the config, not data tiling.
+wa = g.tensor(name="wa", dim=[8, 512, 64])
+wb = g.tensor(name="wb", dim=[8, 64, 512])
+g.matmul(wa, wb, name="bmm_wide").set_output(True).set_name("wy")
+sa = g.tensor(name="sa", dim=[32, 64])
 sb = g.tensor(name="sb", dim=[64, 64])
 g.matmul(sa, sb, name="small").set_output(True).set_name("sy")
 ta = g.tensor(name="ta", dim=[256, 256])
@@ -42,8 +47,9 @@ print(g.to_json())
 # ZEN: linalg.matmul {compilation_info = #[[INFO2D]]} ins(%{{.*}}, %{{.*}} : tensor<256x256xf32>, tensor<256x256xf32>)
 # ZEN: arith.maximumf
 # ZEN: linalg.batch_matmul {compilation_info = #[[INFOB]]} ins(%{{.*}}, %{{.*}} : tensor<8x256x64xf32>, tensor<8x64x256xf32>)
-# ZEN: torch.aten.matmul %{{.*}}, %{{.*}} : !torch.vtensor<[64,64],f32>, !torch.vtensor<[64,64],f32>
+# ZEN: linalg.batch_matmul {compilation_info = #[[INFOB]]} ins(%{{.*}}, %{{.*}} : tensor<8x512x64xf32>, tensor<8x64x512xf32>)
+# ZEN: torch.aten.matmul %{{.*}}, %{{.*}} : !torch.vtensor<[32,64],f32>, !torch.vtensor<[64,64],f32>
 # ZEN: torch.aten.permute
 # ZEN: torch.aten.matmul %{{.*}}, %{{.*}} : !torch.vtensor<[256,256],f32>, !torch.vtensor<[256,256],f32>
 # DEFAULT-NOT: linalg.matmul
-# DEFAULT-COUNT-4: torch.aten.matmul
+# DEFAULT-COUNT-5: torch.aten.matmul
