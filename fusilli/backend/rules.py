@@ -89,8 +89,16 @@ def _matmul_facts(node: Any) -> dict[str, Any]:
         # One batch dim that both operands have whole (no broadcast): linalg.batch_matmul's form.
         "same_batch": a.rank == b.rank == c.rank and a.dim[:-2] == b.dim[:-2] == c.dim[:-2],
         "dynamic": any(t.dynamic_dims for t in (a, b, c)),
-        # Row-major operands and result (strides in dim order): no transpose to read through.
-        "row_major": all(list(t.physical_order) == list(range(t.rank)) for t in (a, b, c)),
+        # Row-major A and C (strides in dim order), and B row-major or transposed (its last two
+        # dims swapped in memory, a linear layer's weight read as W^T).
+        "row_major": all(list(t.physical_order) == list(range(t.rank)) for t in (a, c)),
+        "b_layout": (
+            "row_major"
+            if list(b.physical_order) == list(range(b.rank))
+            else "transposed"
+            if list(b.physical_order) == [*range(b.rank - 2), b.rank - 1, b.rank - 2]
+            else "other"
+        ),
         "all_f32": all(data_type_of(t) == DataType.FLOAT for t in (a, b, c)) and compute in (None, DataType.FLOAT),
     }
 
@@ -1424,6 +1432,16 @@ CPU_MATMUL_GEMM_CONFIG_TARGETS = {("avx2", "amd")}
 CPU_MATMUL_GEMM_CONFIG_MIN_FLOPS = 1 << 21
 CPU_MATMUL_GEMM_CONFIG_WIDE_MAX_COLUMNS = 256
 CPU_MATMUL_GEMM_CONFIG_WIDE_MAX_DEPTH = 64
+# B as laid out: row-major, or transposed (a linear layer's W^T, attention's K^T), copied row-major
+# in a dispatch of its own first, where A has at least CPU_MATMUL_GEMM_CONFIG_TRANSPOSED_B_MIN_ROWS
+# rows (per batch) over which to repay the copy. Zen 1, alternating processes, ratio to PyTorch,
+# IREE's config (B read transposed) -> this, two rounds: 512x256x512 0.56-0.57 -> 0.90-0.97 (+ bias
+# + relu 0.59-0.63 -> 0.94-1.00), 128x768x768 0.45-0.47 -> 0.71-0.94, 256x1024x256 0.44-0.55 ->
+# 0.83-0.90, batched 8x256x64x256 0.58-0.68 -> 1.06-1.07, 12x197x64x197 0.51-0.53 -> 0.77-0.87,
+# 8x128x64x128 0.55-0.56 -> 0.82-0.97, 8x512x128x256 (data tiling before) 0.67-0.80 -> 1.07-1.16;
+# with 64 rows it lost (64x1024x1024, its 4 MB B copied for 134 MFLOP: 0.69-0.73 -> 0.63-0.66).
+CPU_MATMUL_GEMM_CONFIG_B_LAYOUTS = ("row_major", "transposed")
+CPU_MATMUL_GEMM_CONFIG_TRANSPOSED_B_MIN_ROWS = 128
 
 
 @rule(
@@ -1445,7 +1463,12 @@ def CPU_MATMUL_GEMM_CONFIG(p: Problem, t: Target) -> str | None:
         return None
     if not p.fact("all_f32") or p.fact("dynamic") or not p.fact("row_major"):
         return None
+    if p.fact("b_layout") not in CPU_MATMUL_GEMM_CONFIG_B_LAYOUTS:
+        return None
+    if p.fact("b_layout") == "transposed" and p.fact("m") < CPU_MATMUL_GEMM_CONFIG_TRANSPOSED_B_MIN_ROWS:
+        return None
     rank = p.fact("rank")
+    copy = ", B copied row-major first" if p.fact("b_layout") == "transposed" else ""
     if not (rank == 2 or (rank == 3 and p.fact("same_batch"))):
         return None
     if p.flops < CPU_MATMUL_GEMM_CONFIG_MIN_FLOPS:
@@ -1454,7 +1477,7 @@ def CPU_MATMUL_GEMM_CONFIG(p: Problem, t: Target) -> str | None:
     if rank == 2:
         if p.flops >= CPU_MATMUL_MIN_FLOPS:
             return None  # data tiling's
-        return f"{below}: linalg.matmul with a 4x16 register tile, K in blocks of 64 for avx2, AMD"
+        return f"{below}: linalg.matmul with a 4x16 register tile, K in blocks of 64 for avx2, AMD{copy}"
     if p.flops < CPU_MATMUL_MIN_FLOPS:
         size = below
     elif p.fact("n") <= CPU_MATMUL_GEMM_CONFIG_WIDE_MAX_COLUMNS:
@@ -1463,7 +1486,7 @@ def CPU_MATMUL_GEMM_CONFIG(p: Problem, t: Target) -> str | None:
         size = f"{_mflop(p.flops)}, B {p.fact('k')} <= {CPU_MATMUL_GEMM_CONFIG_WIDE_MAX_DEPTH} deep"
     else:
         return None  # data tiling's
-    return f"{size}: linalg.batch_matmul with a 4x16 register tile for avx2, AMD (no data tiling)"
+    return f"{size}: linalg.batch_matmul with a 4x16 register tile for avx2, AMD (no data tiling){copy}"
 
 
 # LayerNorm (memory bound) at O3: the training form's stats reduction and Y fuse

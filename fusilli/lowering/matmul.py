@@ -56,6 +56,11 @@ def _configured_gemm(ctx: EmitContext, a: ir.Value, b: ir.Value) -> ir.Value:
     zero = ir.arith.ConstantOp(f32, 0.0).result
     init = ir.linalg.fill(zero, outs=[ir.tensor.EmptyOp([*batch, m, n], f32).result])
     lhs, rhs = ctx.b.to_builtin(a), ctx.b.to_builtin(b)
+    b_t = ctx.node.tensor("B")
+    if list(b_t.physical_order) != list(range(b_t.rank)):
+        # A transposed B (a linear layer's weight as W^T) is copied row-major in a dispatch of its
+        # own: folded into the GEMM, B would be read transposed along the vectorized N dimension.
+        rhs = ir.fusion_barrier(rhs)
     gemm = ir.linalg.batch_matmul if batch else ir.linalg.matmul
     product = gemm(lhs, rhs, outs=[init])
     info = user_matmul_compilation_info(

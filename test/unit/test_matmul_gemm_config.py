@@ -11,9 +11,9 @@ from fusilli.backend import rules
 from fusilli.backend.targets import Target
 
 
-def _matmul_graph(name, a_dim, b_dim, *, b_stride=None, epilogue=False, io=fs.DataType.FLOAT):
+def _matmul_graph(name, a_dim, b_dim, *, a_stride=None, b_stride=None, epilogue=False, io=fs.DataType.FLOAT):
     g = fs.Graph(name=name, io_data_type=io)
-    a = g.tensor(name="a", dim=a_dim)
+    a = g.tensor(name="a", dim=a_dim, stride=a_stride)
     b = g.tensor(name="b", dim=b_dim, stride=b_stride)
     y = g.matmul(a, b, name="mm")
     if epilogue:
@@ -50,19 +50,20 @@ def test_taken_on_amd_avx2(a_dim, b_dim):
 
 
 @pytest.mark.parametrize(
-    "a_dim, b_dim, b_stride, io",
+    "a_dim, b_dim, a_stride, b_stride, io",
     [
-        ([64, 64], [64, 64], None, fs.DataType.FLOAT),  # 0.5 MFLOP: below the rule's minimum
-        ([1024, 1024], [1024, 1024], None, fs.DataType.FLOAT),  # 2-D, 2^31 FLOP: data tiling
-        ([4, 512, 512], [4, 512, 512], None, fs.DataType.FLOAT),  # batched, 2^30 FLOP, B 512 x 512: data tiling
-        ([256, 256], [256, 256], [1, 256], fs.DataType.FLOAT),  # B transposed by its strides
-        ([256, 256], [256, 256], None, fs.DataType.HALF),  # not f32
-        ([4, 256, 256], [256, 256], None, fs.DataType.FLOAT),  # B's batch broadcast
-        ([2, 4, 128, 128], [2, 4, 128, 128], None, fs.DataType.FLOAT),  # two batch dims
+        ([64, 64], [64, 64], None, None, fs.DataType.FLOAT),  # 0.5 MFLOP: below the rule's minimum
+        ([1024, 1024], [1024, 1024], None, None, fs.DataType.FLOAT),  # 2-D, 2^31 FLOP: data tiling
+        ([4, 512, 512], [4, 512, 512], None, None, fs.DataType.FLOAT),  # batched, 2^30 FLOP, B 512 x 512: data tiling
+        ([256, 256], [256, 256], [1, 256], None, fs.DataType.FLOAT),  # A transposed by its strides
+        ([64, 1024], [1024, 1024], None, [1, 1024], fs.DataType.FLOAT),  # B transposed, A of 64 rows
+        ([256, 256], [256, 256], None, None, fs.DataType.HALF),  # not f32
+        ([4, 256, 256], [256, 256], None, None, fs.DataType.FLOAT),  # B's batch broadcast
+        ([2, 4, 128, 128], [2, 4, 128, 128], None, None, fs.DataType.FLOAT),  # two batch dims
     ],
 )
-def test_not_taken(a_dim, b_dim, b_stride, io):
-    g = _matmul_graph("mm_not_taken", a_dim, b_dim, b_stride=b_stride, io=io)
+def test_not_taken(a_dim, b_dim, a_stride, b_stride, io):
+    g = _matmul_graph("mm_not_taken", a_dim, b_dim, a_stride=a_stride, b_stride=b_stride, io=io)
     assert _rule(g, "znver1") is None
 
 
@@ -127,3 +128,27 @@ def test_beside_a_data_tiled_matmul(cpu, rng):
     explained = g.explain(fs.Backend.CPU)
     assert "cpu-matmul-data-tiling" in explained and "cpu-matmul-gemm-config" in explained
     run_and_check(g, cpu, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
+
+
+def test_transposed_b_is_copied_first():
+    """A linear layer's weight read as W^T (B transposed by its strides) is copied row-major in a
+    dispatch of its own, behind a fusion barrier, and the GEMM keeps its config."""
+    g = _matmul_graph("mm_transposed_b", [512, 256], [256, 384], b_stride=[1, 256])
+    assert _rule(g, "znver1") is rules.CPU_MATMUL_GEMM_CONFIG
+    assert "B copied row-major first" in g.explain(fs.Backend.CPU, arch="znver1")
+    optimized = g.mlir("optimized", fs.Backend.CPU, "znver1")
+    assert "iree_tensor_ext.compute_barrier.start" in optimized and "compilation_info" in optimized
+    batched = _matmul_graph("bmm_transposed_b", [4, 256, 128], [4, 128, 256], b_stride=[128 * 256, 1, 128])
+    assert _rule(batched, "znver1") is rules.CPU_MATMUL_GEMM_CONFIG
+
+
+@pytest.mark.skipif(not _host_takes_it(), reason="the rule is measured for AMD's AVX2 cores only")
+@pytest.mark.parametrize(
+    "a_dim, b_dim, b_stride",
+    [([512, 256], [256, 384], [1, 256]), ([4, 200, 96], [4, 96, 130], [96 * 130, 1, 96])],
+)
+def test_transposed_b_numerics(cpu, rng, a_dim, b_dim, b_stride):
+    g = _matmul_graph("mm_tb_" + "x".join(map(str, a_dim + b_dim)), a_dim, b_dim, b_stride=b_stride, epilogue=True)
+    assert "B copied row-major first" in g.explain(fs.Backend.CPU)
+    run_and_check(g, cpu, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
+    assert g.compile_stats.dispatch_count == 2  # B's row-major copy, the GEMM with bias + relu
