@@ -1335,6 +1335,26 @@ CPU_SDPA_MAX_SCORES_BYTES = 1 << 30
 CPU_SDPA_CAUSAL_BLOCK_MIN_ROWS = 256
 
 
+def sdpa_gemm_config(t: Target) -> bool:
+    """Whether a decomposed attention's two products are GEMMs with the CPU's lowering config
+    (``cpu-matmul-gemm-config``'s targets) where a call of them (a causal query block) has as many
+    query rows as a transposed B needs there (Q K^T copies K^T row-major first). Zen 1, alternating
+    processes against IREE's config, ratio to PyTorch, two rounds: 1x8x512x64 0.61-0.63 ->
+    0.80-0.86, causal (4 query blocks of 128 rows) 0.93 -> 1.08-1.10, 2x8x1024x64 causal 0.69-0.70
+    -> 0.90, 1x12x197x64 0.44-0.45 -> 0.54-0.69, 4x8x256x64 15.2-15.6 -> 13.5 ms."""
+    return (vector_isa(t), cpu_vendor(t.cpu)) in CPU_MATMUL_GEMM_CONFIG_TARGETS
+
+
+def _sdpa_gemms(t: Target) -> str:
+    """What explain adds to a decomposed attention's fact on ``sdpa_gemm_config`` targets."""
+    if not sdpa_gemm_config(t):
+        return ""
+    return (
+        f"; Q K^T and P V as GEMMs with a 4x16 register tile for avx2, AMD from "
+        f"{CPU_MATMUL_GEMM_CONFIG_TRANSPOSED_B_MIN_ROWS} query rows (K^T copied row-major first)"
+    )
+
+
 def _sdpa_decomposes(p: Problem) -> bool:
     return (
         not p.fact("dynamic")
@@ -1355,7 +1375,7 @@ def CPU_SDPA_CAUSAL_QUERY_BLOCKS(p: Problem, t: Target) -> str | None:
         return None
     if p.fact("rows", 0) < CPU_SDPA_CAUSAL_BLOCK_MIN_ROWS:
         return None
-    return f"causal, {p.fact('rows')} query rows >= {CPU_SDPA_CAUSAL_BLOCK_MIN_ROWS}, {_mflop(p.flops)}"
+    return f"causal, {p.fact('rows')} query rows >= {CPU_SDPA_CAUSAL_BLOCK_MIN_ROWS}, {_mflop(p.flops)}{_sdpa_gemms(t)}"
 
 
 @rule(
@@ -1371,7 +1391,10 @@ def CPU_SDPA_CAUSAL_QUERY_BLOCKS(p: Problem, t: Target) -> str | None:
 def CPU_SDPA_DECOMPOSED(p: Problem, t: Target) -> str | None:
     if not _sdpa_decomposes(p):
         return None
-    return f"{_mflop(p.flops)} >= {_mflop(CPU_SDPA_DECOMPOSE_MIN_FLOPS)}, scores {p.fact('scores_bytes')} bytes"
+    return (
+        f"{_mflop(p.flops)} >= {_mflop(CPU_SDPA_DECOMPOSE_MIN_FLOPS)}, scores {p.fact('scores_bytes')} bytes"
+        f"{_sdpa_gemms(t)}"
+    )
 
 
 @rule(

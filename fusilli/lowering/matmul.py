@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 from fusilli import ir
 from fusilli.backend.rules import CPU_LOW_PRECISION_VIA_F32, CPU_MATMUL_GEMM_CONFIG, vector_isa
-from fusilli.backend.targets import cpu_vendor
+from fusilli.backend.targets import Target, cpu_vendor
 from fusilli.ir.torch import builtin_element_type
 from fusilli.lowering.emit import EmitContext
 from fusilli.lowering.registry import register_lowering
@@ -44,28 +46,56 @@ def emit_matmul(node: MatmulNode, ctx: EmitContext) -> None:
 
 def _configured_gemm(ctx: EmitContext, a: ir.Value, b: ir.Value) -> ir.Value:
     """The f32 product of ``a [.., M, K]`` and ``b [.., K, N]`` (2-D, or one batch dim both have)
-    as ``linalg.matmul`` / ``linalg.batch_matmul`` with the lowering config of the target's CPU
-    (rule cpu-matmul-gemm-config; gemm_config.user_matmul_compilation_info). torch-mlir would
-    emit the same op, to which IREE gives its own config (an 8x8 register tile on AVX2)."""
+    with the lowering config of the target's CPU (rule cpu-matmul-gemm-config): see
+    ``configured_gemm``."""
+    b_t = ctx.node.tensor("B")
+    # A transposed B (a linear layer's weight as W^T) is copied row-major first.
+    transposed = list(b_t.physical_order) != list(range(b_t.rank))
+    return configured_gemm(ctx.b, ctx.target, a, b, copy_rhs=transposed)
+
+
+def configured_gemm(builder: ir.TorchBuilder, target: Target, a: ir.Value, b: ir.Value, *, copy_rhs: bool) -> ir.Value:
+    """The f32 product (a torch vtensor) of f32 vtensors ``a [*batch, M, K]`` and ``b [*batch, K,
+    N]`` as ``linalg.matmul`` (no batch) or ``linalg.batch_matmul`` (the batch dims collapsed into
+    one) with ``gemm_config.user_matmul_compilation_info`` for ``target``'s CPU, where torch-mlir
+    would leave IREE its own config (an 8x8 register tile on AVX2). ``copy_rhs``: ``b`` is a
+    transposed view (a permute of the tensor in memory), copied row-major in a dispatch of its own
+    (a fusion barrier): folded into the GEMM, it would be read transposed along the vectorized N."""
     from fusilli.passes.gemm_config import user_matmul_compilation_info
 
     at, bt = ir.TensorType.of(a), ir.TensorType.of(b)
     *batch, m, k = at.dims
     n = bt.dims[-1]
     f32 = builtin_element_type("f32")
-    zero = ir.arith.ConstantOp(f32, 0.0).result
-    init = ir.linalg.fill(zero, outs=[ir.tensor.EmptyOp([*batch, m, n], f32).result])
-    lhs, rhs = ctx.b.to_builtin(a), ctx.b.to_builtin(b)
-    b_t = ctx.node.tensor("B")
-    if list(b_t.physical_order) != list(range(b_t.rank)):
-        # A transposed B (a linear layer's weight as W^T) is copied row-major in a dispatch of its
-        # own: folded into the GEMM, B would be read transposed along the vectorized N dimension.
+    lhs, rhs = builder.to_builtin(a), builder.to_builtin(b)
+    count = math.prod(batch)
+    if len(batch) > 1:  # one batch dim for linalg.batch_matmul (a free reshape of dense values)
+        lhs = ir.tensor.CollapseShapeOp(
+            ir.RankedTensorType.get([count, m, k], f32), lhs, _reassociation(len(batch))
+        ).result
+        rhs = ir.tensor.CollapseShapeOp(
+            ir.RankedTensorType.get([count, k, n], f32), rhs, _reassociation(len(batch))
+        ).result
+    if copy_rhs:
         rhs = ir.fusion_barrier(rhs)
+    zero = ir.arith.ConstantOp(f32, 0.0).result
+    shape = [count, m, n] if batch else [m, n]
+    init = ir.linalg.fill(zero, outs=[ir.tensor.EmptyOp(shape, f32).result])
     gemm = ir.linalg.batch_matmul if batch else ir.linalg.matmul
     product = gemm(lhs, rhs, outs=[init])
-    info = user_matmul_compilation_info(
-        vector_isa(ctx.target), cpu_vendor(ctx.target.cpu), batch[0] if batch else None, m, n, k
-    )
+    info = user_matmul_compilation_info(vector_isa(target), cpu_vendor(target.cpu), count if batch else None, m, n, k)
     if info is not None:
         product.owner.attributes["compilation_info"] = info
-    return ctx.b.op("torch_c.from_builtin_tensor", [product], ctx.result_type("C", element=DataType.FLOAT))
+    if len(batch) > 1:
+        product = ir.tensor.ExpandShapeOp(
+            ir.RankedTensorType.get([*batch, m, n], f32), product, _reassociation(len(batch)), [], [*batch, m, n]
+        ).result
+    result_type = at.with_dims([*batch, m, n]).with_element("f32")
+    return builder.op("torch_c.from_builtin_tensor", [product], result_type.to_type())
+
+
+def _reassociation(batch_rank: int) -> ir.ArrayAttr:
+    """Collapsing ``batch_rank`` leading batch dims into one, keeping the matrix's two dims."""
+    i64 = ir.IntegerType.get_signless(64)
+    groups = [list(range(batch_rank)), [batch_rank], [batch_rank + 1]]
+    return ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, d) for d in g]) for g in groups])

@@ -42,8 +42,10 @@ import numpy as np
 
 from fusilli import ir
 from fusilli.backend import rules
+from fusilli.backend.targets import Target
 from fusilli.ir.torch import builtin_element_type
 from fusilli.lowering.emit import EmitContext
+from fusilli.lowering.matmul import configured_gemm
 from fusilli.lowering.registry import register_lowering
 from fusilli.ops.sdpa import SdpaNode
 from fusilli.tensor import TensorAttr, data_type_of
@@ -144,6 +146,7 @@ def _emit_decomposed(
     q, k, v = (ctx.cast(x, DataType.FLOAT) for x in (q, k, v))
     if mask is not None:
         mask = ctx.cast(mask, DataType.FLOAT)
+    gemm_target = ctx.target if rules.sdpa_gemm_config(ctx.target) else None
     qt = ir.TensorType.of(q)
     bsz, groups, rows, _ = qt.dims
     skv, dv = ir.TensorType.of(k).dims[2], ir.TensorType.of(v).dims[3]
@@ -155,10 +158,10 @@ def _emit_decomposed(
             kv_end = min(r1, skv)
             qb = _slice(b, q, 2, r0, r1)
             kb, vb = _slice(b, k, 2, 0, kv_end), _slice(b, v, 2, 0, kv_end)
-            outs.append(_attend(b, qb, kb, vb, (causal_sq, r0), scale))
+            outs.append(_attend(b, qb, kb, vb, (causal_sq, r0), scale, gemm_target=gemm_target))
         ot = qt.with_dims([bsz, groups, rows, dv]).to_type()
         return b.op("torch.aten.cat", [b.list_of(outs, "vtensor"), b.const_int(2)], ot)
-    return _attend(b, q, k, v, None if causal_sq is None else (causal_sq, 0), scale, mask)
+    return _attend(b, q, k, v, None if causal_sq is None else (causal_sq, 0), scale, mask, gemm_target)
 
 
 def _slice(b: ir.TorchBuilder, x: ir.Value, dim: int, start: int, end: int) -> ir.Value:
@@ -182,14 +185,22 @@ def _attend(
     causal: tuple[int, int] | None,
     scale: float,
     mask: ir.Value | None = None,
+    gemm_target: Target | None = None,
 ) -> ir.Value:
     """``softmax(q @ k^T * scale [causal] [+ mask]) @ v`` on f32 ``[B, L, M, *]`` operands; ``causal``
-    is (Sq, the first query row's index) for a top-left aligned causal mask."""
+    is (Sq, the first query row's index) for a top-left aligned causal mask. With ``gemm_target``
+    both products are GEMMs with that CPU's lowering config (``matmul.configured_gemm``; K^T copied
+    row-major first), else ``torch.aten.matmul`` (IREE's own config)."""
     qt = ir.TensorType.of(q)
     bsz, groups, rows, _ = qt.dims
     skv, dv = ir.TensorType.of(k).dims[2], ir.TensorType.of(v).dims[3]
     st = qt.with_dims([bsz, groups, rows, skv]).to_type()
-    s = b.op("torch.aten.matmul", [q, b.permute(k, [0, 1, 3, 2])], st)
+    if rows < rules.CPU_MATMUL_GEMM_CONFIG_TRANSPOSED_B_MIN_ROWS:
+        gemm_target = None  # (a causal query block) too few rows to repay K^T's copy
+    if gemm_target is not None:
+        s = configured_gemm(b, gemm_target, q, b.permute(k, [0, 1, 3, 2]), copy_rhs=True)
+    else:
+        s = b.op("torch.aten.matmul", [q, b.permute(k, [0, 1, 3, 2])], st)
     s = b.op("torch.aten.mul.Scalar", [s, b.const_float(scale)], st)
     if causal is not None:
         keep = _causal_keep(b, rows, causal[0], skv, causal[1])
@@ -197,6 +208,8 @@ def _attend(
     if mask is not None:
         s = b.op("torch.aten.add.Tensor", [s, mask, b.const_int(1)], st)
     p = b.op("torch.aten._softmax", [s, b.const_int(-1), b.const_bool(False)], st)
+    if gemm_target is not None:
+        return configured_gemm(b, gemm_target, p, v, copy_rhs=False)
     return b.op("torch.aten.matmul", [p, v], qt.with_dims([bsz, groups, rows, dv]).to_type())
 
 

@@ -51,8 +51,15 @@ def run(fn):
     return fn
 
 
-def print_stats(g: fs.Graph, backend: fs.Backend = fs.Backend.CPU) -> None:
-    g.compile(fs.Handle(backend))
-    stats = g.compile_stats
+def print_stats(g: fs.Graph, backend: fs.Backend = fs.Backend.CPU, arch: str | None = None) -> None:
+    """``g``'s compile statistics for the host (``arch`` None), or compiled for ``arch`` (no run:
+    a named CPU pins rules that differ from CPU to CPU)."""
+    if arch is None:
+        g.compile(fs.Handle(backend))
+        stats = g.compile_stats
+    else:
+        from fusilli.backend.cache import Artifact
+
+        stats = Artifact.from_bytes(g.compile_to_artifact(backend, arch)).stats
     print(f"dispatch-count: {stats.dispatch_count}")
     print(f"transient-memory-bytes: {stats.transient_memory_bytes}")

@@ -152,3 +152,41 @@ def test_transposed_b_numerics(cpu, rng, a_dim, b_dim, b_stride):
     assert "B copied row-major first" in g.explain(fs.Backend.CPU)
     run_and_check(g, cpu, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
     assert g.compile_stats.dispatch_count == 2  # B's row-major copy, the GEMM with bias + relu
+
+
+def _sdpa_graph(name, q_dim, kv_heads=None, **attrs):
+    g = fs.Graph(name=name, io_data_type=fs.DataType.FLOAT)
+    kv_dim = [q_dim[0], kv_heads or q_dim[1], *q_dim[2:]]
+    q = g.tensor(name="q", dim=q_dim)
+    k, v = g.tensor(name="k", dim=kv_dim), g.tensor(name="v", dim=kv_dim)
+    g.sdpa(q, k, v, name="attn", **attrs).set_output(True).set_name("o")
+    g.validate()
+    return g
+
+
+def test_attention_products_configured():
+    """A decomposed attention's Q K^T and P V are GEMMs with the config on AMD's AVX2 cores (K^T
+    copied row-major first) from 128 query rows; other CPUs and fewer rows keep torch's matmuls."""
+    g = _sdpa_graph("sdpa_gemms", [1, 2, 128, 64])
+    assert "Q K^T and P V as GEMMs" in g.explain(fs.Backend.CPU, arch="znver1")
+    optimized = g.mlir("optimized", fs.Backend.CPU, "znver1")
+    assert optimized.count("linalg.batch_matmul {compilation_info") == 2
+    assert "iree_tensor_ext.compute_barrier.start" in optimized
+    assert "compilation_info" not in g.mlir("optimized", fs.Backend.CPU, "haswell")
+    few = _sdpa_graph("sdpa_few_rows", [1, 2, 64, 64]).mlir("optimized", fs.Backend.CPU, "znver1")
+    assert "compilation_info" not in few and "torch.aten.matmul" in few
+
+
+@pytest.mark.skipif(not _host_takes_it(), reason="the rule is measured for AMD's AVX2 cores only")
+@pytest.mark.parametrize(
+    "q_dim, kv_heads, attrs",
+    [
+        ([1, 4, 160, 64], None, {}),  # rows no multiple of the workgroup's
+        ([1, 2, 512, 32], None, {"is_causal": True}),  # 4 causal query blocks of 128 rows
+        ([2, 4, 128, 64], 2, {"enable_gqa": True}),  # two query heads folded per K/V head
+    ],
+)
+def test_attention_numerics(cpu, rng, q_dim, kv_heads, attrs):
+    g = _sdpa_graph("sdpa_gemm_" + "x".join(map(str, q_dim)), q_dim, kv_heads, **attrs)
+    assert "Q K^T and P V as GEMMs" in g.explain(fs.Backend.CPU)
+    run_and_check(g, cpu, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)

@@ -4,6 +4,7 @@
 # RUN: %fusilli-opt %t.json --backend cpu --arch haswell --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,DEFAULT
 # RUN: %fusilli-opt %t.json --backend cpu --arch x86-64-v3 --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,DEFAULT
 # RUN: %fusilli-opt %t.json --backend cpu --arch znver4 --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,DEFAULT
+# RUN: %python %s stats | filecheck %s --check-prefix=STATS
 
 # f32 matmuls below the data-tiling threshold on AMD's AVX2 cores (rule cpu-matmul-gemm-config,
 # gemm_config.user_matmul_compilation_info): a 2-D one is linalg.matmul with a 4x16 register tile
@@ -11,10 +12,56 @@
 # into the GEMM's dispatch); a batched one linalg.batch_matmul with 4x16 in 64x256 workgroups,
 # whole K, also at and above data tiling's 2^28 FLOP where B is at most 256 wide or 64 deep.
 # A transposed B (a linear layer's W^T) is copied row-major behind a fusion barrier (a dispatch of
-# its own) first. Below 2^21 FLOP (32x64x64), on Intel's AVX2 cores, AVX2 code for no named CPU
+# its own) first; a decomposed attention of >= 128 query rows runs its two products the same way
+# (K^T copied first, the heads collapsed into the batch). Below 2^21 FLOP (32x64x64), on Intel's AVX2 cores, AVX2 code for no named CPU
 # and AVX-512, the matmul stays torch.aten.matmul (IREE's own config).
 
+import sys
+
+from lit_helpers import print_stats
+
 import fusilli as fs
+
+if len(sys.argv) > 1 and sys.argv[1] == "stats":
+    # Compiled for znver1 (AMD's AVX2 cores) and, for what it changes, haswell (IREE's config).
+    def linear(name, m, k, n, transposed):
+        g = fs.Graph(name=name)
+        x = g.tensor(name="x", dim=[m, k])
+        w = g.tensor(name="w", dim=[k, n], stride=[1, k] if transposed else None)
+        bias = g.tensor(name="bias", dim=[1, n])
+        y = g.pointwise(g.matmul(x, w, name="mm"), bias, mode=fs.PointwiseMode.ADD, name="mm_bias")
+        g.pointwise(y, mode=fs.PointwiseMode.RELU_FWD, name="mm_relu").set_output(True).set_name("y")
+        return g
+
+    def attention(name):
+        g = fs.Graph(name=name)
+        q, k, v = (g.tensor(name=t, dim=[1, 2, 128, 64]) for t in "qkv")
+        g.sdpa(q, k, v, name="attn").set_output(True).set_name("o")
+        return g
+
+    for arch in ("znver1", "haswell"):
+        print(f"TEST: stats_linear_{arch}", flush=True)
+        print_stats(linear(f"stats_linear_{arch}", 512, 256, 512, False), arch=arch)
+        print(f"TEST: stats_linear_wt_{arch}", flush=True)
+        print_stats(linear(f"stats_linear_wt_{arch}", 512, 256, 512, True), arch=arch)
+        print(f"TEST: stats_attention_{arch}", flush=True)
+        print_stats(attention(f"stats_attention_{arch}"), arch=arch)
+    sys.exit(0)
+
+# The GEMM with its bias + relu: one dispatch; with W^T, W's row-major copy one more; attention:
+# K^T's copy, Q K^T, the softmax, P V (haswell: 3, IREE reads K transposed).
+# STATS-LABEL: TEST: stats_linear_znver1
+# STATS: dispatch-count: 1
+# STATS-LABEL: TEST: stats_linear_wt_znver1
+# STATS: dispatch-count: 2
+# STATS-LABEL: TEST: stats_attention_znver1
+# STATS: dispatch-count: 4
+# STATS-LABEL: TEST: stats_linear_haswell
+# STATS: dispatch-count: 1
+# STATS-LABEL: TEST: stats_linear_wt_haswell
+# STATS: dispatch-count: 1
+# STATS-LABEL: TEST: stats_attention_haswell
+# STATS: dispatch-count: 3
 
 g = fs.Graph(name="matmul_gemm_config")
 a = g.tensor(name="a", dim=[256, 256])
@@ -37,6 +84,11 @@ g.matmul(sa, sb, name="small").set_output(True).set_name("sy")
 ta = g.tensor(name="ta", dim=[256, 256])
 tb = g.tensor(name="tb", dim=[256, 256], stride=[1, 256])
 g.matmul(ta, tb, name="transposed_b").set_output(True).set_name("ty")
+# A decomposed attention of 128 query rows: both products the same way, K^T copied row-major.
+q = g.tensor(name="q", dim=[1, 2, 128, 64])
+k = g.tensor(name="k", dim=[1, 2, 128, 64])
+v = g.tensor(name="v", dim=[1, 2, 128, 64])
+g.sdpa(q, k, v, name="attn").set_output(True).set_name("o")
 print(g.to_json())
 
 # ZEN-DAG: #[[CONFIG2D:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [32, 64, 0], cache_reduction = [0, 0, 64], distribution = [32, 64, 0], vector_common_parallel = [4, 16, 0], vector_reduction = [0, 0, 8]>
@@ -54,5 +106,12 @@ print(g.to_json())
 # ZEN: %[[B:.+]] = torch_c.to_builtin_tensor %[[WT]]
 # ZEN: %[[COPY:.+]] = iree_tensor_ext.compute_barrier.start %[[B]]
 # ZEN: linalg.matmul {compilation_info = #[[INFO2D]]} ins(%{{.*}}, %[[COPY]] : tensor<256x256xf32>, tensor<256x256xf32>)
+# ZEN: %[[KT:.+]] = tensor.collapse_shape %{{.*}} {{\[}}[0, 1], [2], [3]] : tensor<1x2x64x128xf32> into tensor<2x64x128xf32>
+# ZEN: %[[KTCOPY:.+]] = iree_tensor_ext.compute_barrier.start %[[KT]]
+# ZEN: linalg.batch_matmul {compilation_info = #{{.+}}} ins(%{{.*}}, %[[KTCOPY]] : tensor<2x128x64xf32>, tensor<2x64x128xf32>)
+# ZEN: torch.aten._softmax
+# ZEN: linalg.batch_matmul {compilation_info = #{{.+}}} ins(%{{.*}}, %{{.*}} : tensor<2x128x128xf32>, tensor<2x128x64xf32>)
 # DEFAULT-NOT: linalg.matmul
 # DEFAULT-COUNT-5: torch.aten.matmul
+# DEFAULT: torch.aten._softmax
+# DEFAULT: torch.aten.matmul
