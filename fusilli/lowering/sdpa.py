@@ -7,11 +7,11 @@ Two emissions, chosen per problem and target by the lowering rules
 * **Decomposed** (CPU; static shapes, at least ``CPU_SDPA_DECOMPOSE_MIN_FLOPS``
   of work and at most ``CPU_SDPA_MAX_SCORES_BYTES`` of f32 scores): ``Q @ K^T``
   (``torch.aten.matmul`` on a permuted K), ``* scale``, mask add (causal: a
-  ``where`` on an iota comparison, no constant), ``torch.aten._softmax``,
-  ``@ V``, in f32 (f16/bf16 inputs are widened, the result narrowed). IREE
-  turns this into 3 dispatches (matmul, softmax, matmul) with its tuned matmul
-  codegen; its ``iree_linalg_ext.attention`` CPU kernel runs at 1-4 GFLOP/s
-  (1x8x512x64 f32: ~15x faster decomposed). The matmul flags (O3, data tiling,
+  ``where`` on an iota comparison, no constant), the softmax (``linalg.generic``
+  row reductions in lanes, ``_softmax``), ``@ V``, in f32 (f16/bf16 inputs are
+  widened, the result narrowed): 7 dispatches (matmul, the softmax's five,
+  matmul) with IREE's tuned matmul codegen; its ``iree_linalg_ext.attention``
+  CPU kernel runs at 1-4 GFLOP/s (1x8x512x64 f32: ~15x faster decomposed). The matmul flags (O3, data tiling,
   ukernels) measured slower here (more dispatches), so no CPU flag rule.
 * **Fused** on AMD GPUs always (upstream Fusilli's lowering: IREE's attention
   kernel), as ``iree_linalg_ext.attention`` directly for static shapes (a
@@ -37,6 +37,7 @@ Hk == Hv needs no copy of K/V. Causal rows are top-left aligned like torch's.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -207,10 +208,123 @@ def _attend(
         s = b.op("torch.aten.where.self", [keep, s, b.scalar_literal(-math.inf, "f32")], st)
     if mask is not None:
         s = b.op("torch.aten.add.Tensor", [s, mask, b.const_int(1)], st)
-    p = b.op("torch.aten._softmax", [s, b.const_int(-1), b.const_bool(False)], st)
+    p = _softmax(b, s)
     if gemm_target is not None:
         return configured_gemm(b, gemm_target, p, v, copy_rhs=False)
     return b.op("torch.aten.matmul", [p, v], qt.with_dims([bsz, groups, rows, dv]).to_type())
+
+
+# The decomposed softmax's row reductions (max, then the sum of exp(x - max)) run in
+# SOFTMAX_LANES independent lanes per row, each a strided slice of it, and the lanes are then
+# reduced: IREE vectorizes a reduction along the reduced dim as one horizontal reduction per
+# vector, which LLVM expands to a chain of scalar ops for an ordered float sum or a NaN-aware
+# max (vaddss, vmaxss + vcmpunordss per element), where per-lane partials are plain vector
+# maxima and sums. Zen 5 (znver5), one thread, 1x8x512x64 (dispatch_profile --device
+# local-sync): torch's softmax (IREE's linalg.softmax) 2.75 ms, these generics reduced along the
+# row 1.79 ms, in lanes 1.40 ms (max 0.19, sum 0.65, normalization 0.56); see BENCHMARKS.md.
+SOFTMAX_LANES = 16
+
+
+def _softmax(b: ir.TorchBuilder, s: ir.Value) -> ir.Value:
+    """``softmax(s)`` over the last dim of the f32 vtensor ``s`` as ``linalg.generic`` ops: the
+    row max, the row sum of ``exp(s - max)``, then ``exp(s - max) * (1 / sum)`` (exp computed
+    again there, not stored by the sum). The max is ``arith.maxnumf``: a NaN score
+    still makes its row NaN through the sum, as torch's softmax does, and a row of -inf scores is
+    NaN in both."""
+    dims = list(ir.TensorType.of(s).dims)
+    rank = len(dims)
+    f32 = builtin_element_type("f32")
+    x = b.to_builtin(s)
+
+    def maximum(acc: ir.Value, value: ir.Value, *_: ir.Value) -> ir.Value:
+        return ir.arith.MaxNumFOp(acc, value).result
+
+    def add_exp(acc: ir.Value, value: ir.Value, row_max: ir.Value) -> ir.Value:
+        return ir.arith.AddFOp(acc, ir.math.ExpOp(ir.arith.SubFOp(value, row_max).result).result).result
+
+    def add(acc: ir.Value, value: ir.Value, *_: ir.Value) -> ir.Value:
+        return ir.arith.AddFOp(acc, value).result
+
+    row_max = _row_reduce(x, dims, -math.inf, maximum, maximum)
+    row_sum = _row_reduce(x, dims, 0.0, add_exp, add, row_max)
+    d = [ir.AffineDimExpr.get(i) for i in range(rank)]
+    full, row = ir.AffineMap.get(rank, 0, d), ir.AffineMap.get(rank, 0, d[:-1])
+    out = ir.tensor.EmptyOp(dims, f32).result
+    normalized = ir.linalg.GenericOp(
+        [out.type],
+        [x, row_max, row_sum],
+        [out],
+        ir.indexing_maps(full, row, row, full),
+        ir.iterator_types(*["parallel"] * rank),
+    )
+    block = normalized.regions[0].blocks.append(f32, f32, f32, f32)
+    with ir.InsertionPoint(block):
+        value, m, total, _ = block.arguments
+        e = ir.math.ExpOp(ir.arith.SubFOp(value, m).result).result
+        # 1 / sum depends on the row only: LLVM hoists it out of the row's loop.
+        inv = ir.arith.DivFOp(ir.arith.ConstantOp(f32, 1.0).result, total).result
+        ir.linalg.YieldOp([ir.arith.MulFOp(e, inv).result])
+    return b.from_builtin(normalized.result, "f32")
+
+
+def _row_reduce(
+    x: ir.Value,
+    dims: list[int],
+    init: float,
+    accumulate: Callable[..., ir.Value],
+    combine: Callable[..., ir.Value],
+    *row_values: ir.Value,
+) -> ir.Value:
+    """The reduction of builtin ``x`` (shape ``dims``) over its last dim into ``dims[:-1]``:
+    ``acc = accumulate(acc, x[..., j], *row_values[...])`` from ``init``. Where the row splits
+    into SOFTMAX_LANES lanes (``x[..., i*L + l]`` to lane l), each lane is reduced first (the
+    lanes are a parallel vector dim) and the lanes then with ``combine``."""
+    rank = len(dims)
+    f32 = builtin_element_type("f32")
+
+    def filled(shape: list[int]) -> ir.Value:
+        start = ir.arith.ConstantOp(f32, init).result
+        return ir.linalg.fill(start, outs=[ir.tensor.EmptyOp(shape, f32).result])
+
+    def reduction(
+        source: ir.Value, shape: list[int], lanes: bool, body: Callable[..., ir.Value], rows: tuple
+    ) -> ir.Value:
+        loops = len(shape)
+        d = [ir.AffineDimExpr.get(i) for i in range(loops)]
+        lead = rank - 1  # the row's own dims
+        if lanes:  # [..., N / L, L]: reduce dim lead, lanes stay
+            out_map = ir.AffineMap.get(loops, 0, [*d[:lead], d[lead + 1]])
+            kinds = [*["parallel"] * lead, "reduction", "parallel"]
+            out_shape = [*shape[:lead], shape[lead + 1]]
+        else:
+            out_map = ir.AffineMap.get(loops, 0, d[:lead])
+            kinds = [*["parallel"] * lead, "reduction"]
+            out_shape = shape[:lead]
+        row_map = ir.AffineMap.get(loops, 0, d[:lead])
+        acc = filled(out_shape)
+        op = ir.linalg.GenericOp(
+            [acc.type],
+            [source, *rows],
+            [acc],
+            ir.indexing_maps(ir.AffineMap.get(loops, 0, d), *[row_map] * len(rows), out_map),
+            ir.iterator_types(*kinds),
+        )
+        block = op.regions[0].blocks.append(*[f32] * (len(rows) + 2))
+        with ir.InsertionPoint(block):
+            value, *row_args, current = block.arguments
+            ir.linalg.YieldOp([body(current, value, *row_args)])
+        return op.result
+
+    n = dims[-1]
+    if n % SOFTMAX_LANES or n == SOFTMAX_LANES:
+        return reduction(x, dims, False, accumulate, row_values)
+    split = [*dims[:-1], n // SOFTMAX_LANES, SOFTMAX_LANES]
+    i64 = ir.IntegerType.get_signless(64)
+    groups = [[i] for i in range(rank - 1)] + [[rank - 1, rank]]
+    reassociation = ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, g) for g in grp]) for grp in groups])
+    lanes = ir.tensor.ExpandShapeOp(ir.RankedTensorType.get(split, f32), x, reassociation, [], split).result
+    partials = reduction(lanes, split, True, accumulate, row_values)
+    return reduction(partials, [*dims[:-1], SOFTMAX_LANES], False, combine, ())
 
 
 def _direct_attention(

@@ -33,7 +33,6 @@ P = fs.NormPhase
 # shape and layout changes, generators): fusion never folds them into a region.
 # An emitted torch op must be here or have a scalar body in ELEMENTWISE_BODIES.
 NOT_ELEMENTWISE = {
-    "torch.aten._softmax",
     "torch.aten.amax",
     "torch.aten.amin",
     "torch.aten.any.dim",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from conftest import random_array, run_and_check
 
@@ -19,6 +20,12 @@ def decomposes(node) -> bool:
     """Whether the host CPU's rules decompose ``node`` (matmul / softmax / matmul)."""
     choice = rules.choose(rules.problem_of(node), Target.resolve("cpu"), "algorithm")
     return choice is not None and choice.rule in (rules.CPU_SDPA_DECOMPOSED, rules.CPU_SDPA_CAUSAL_QUERY_BLOCKS)
+
+
+def softmaxes(text: str) -> int:
+    """The decomposed softmaxes in emitted IR: each computes exp twice (its row sum, then the
+    normalized scores)."""
+    return text.count("math.exp") // 2
 
 
 def build(variant: str, s: int = S, d: int = D, dt: fs.DataType = fs.DataType.FLOAT):
@@ -71,7 +78,7 @@ def test_sdpa_decomposed_numerics(variant, cpu, rng):
     g = build(variant, BIG_S, BIG_D)
     assert decomposes(g.nodes[0])
     text = g.emit_mlir()
-    assert "torch.aten._softmax" in text and "scaled_dot_product_attention" not in text
+    assert softmaxes(text) == 1 and "scaled_dot_product_attention" not in text
     _check(g, cpu, rng, 1e-4)
 
 
@@ -82,7 +89,7 @@ def test_sdpa_decomposed_low_precision(variant, dt, cpu, rng):
     g = build(variant, BIG_S, BIG_D, dt)
     assert decomposes(g.nodes[0])
     text = g.emit_mlir()
-    assert "torch.aten._softmax" in text and f"[1,2,{BIG_S},{BIG_S}],f32>" in text
+    assert softmaxes(text) == 1 and f"[1,2,{BIG_S},{BIG_S}],f32>" in text
     _check(g, cpu, rng, 1e-2 if dt == fs.DataType.HALF else 5e-2)
 
 
@@ -96,10 +103,45 @@ def test_sdpa_fused_large_fallback(variant, cpu, rng, monkeypatch):
     assert not decomposes(g.nodes[0])
     text = g.emit_mlir()
     fused = "iree_linalg_ext.attention" if variant == "mask" else "torch.aten.scaled_dot_product_attention"
-    assert fused in text and "_softmax" not in text
+    assert fused in text and softmaxes(text) == 0
     if variant == "causal":
         assert "torch.aten.arange" in text and "tensor<1x2x16x16xf32>" not in text
     _check(g, cpu, rng, 1e-4)
+
+
+@pytest.mark.parametrize("variant,lanes", [("basic", True), ("cross", False)])
+def test_sdpa_decomposed_softmax_reduces_in_lanes(variant, lanes):
+    """Rows of a multiple of SOFTMAX_LANES keys are reduced as that many lanes first (a parallel
+    vector dim), then across the lanes; others along the row."""
+    g = build(variant, BIG_S, BIG_D)
+    text = g.emit_mlir()
+    n = sdpa_mod.SOFTMAX_LANES
+    split = f"tensor<1x2x{BIG_S}x{BIG_S // n}x{n}xf32>"
+    assert (split in text) == lanes
+    assert text.count("arith.maxnumf") == (2 if lanes else 1)  # per lane, then across the lanes
+    assert ('"parallel", "parallel", "parallel", "reduction", "parallel"' in text) == lanes
+
+
+@pytest.mark.parametrize("variant", ["basic", "cross"])
+def test_sdpa_decomposed_softmax_large_scores(variant, cpu, rng):
+    """Scores in the thousands (near one-hot rows): the row max is taken out before exp."""
+    g = build(variant, BIG_S, BIG_D)
+    inputs = {t: random_array(t, rng, -6, 6) for t in g.input_tensors()}
+    run_and_check(g, cpu, inputs, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("variant", ["basic", "cross"])
+@pytest.mark.parametrize("where", ["q", "k"])
+def test_sdpa_decomposed_softmax_nan(variant, where, cpu, rng):
+    """A NaN score makes its row NaN, as torch's softmax does: a NaN in a query row poisons that
+    row, in a key every row (arith.maxnumf skips the NaN, the row's sum does not)."""
+    g = build(variant, BIG_S, BIG_D)
+    inputs = {t: random_array(t, rng, -2, 2) for t in g.input_tensors()}
+    tensor = next(t for t in inputs if t.name == where)
+    inputs[tensor][0, 1, 3, 5] = np.nan
+    got = run_and_check(g, cpu, inputs, rtol=1e-4, atol=1e-4)["o"]  # NaN where the reference has NaN
+    nan_rows = np.isnan(got).all(axis=-1)
+    assert nan_rows[0, 1, 3] and (nan_rows[0, 1].all() == (where == "k")) and not nan_rows[0, 0].any()
 
 
 def test_sdpa_decompose_selection():
@@ -182,7 +224,7 @@ def test_sdpa_causal_row_blocks(variant, dt, cpu, rng):
     assert decomposes(g.nodes[0])
     text = g.emit_mlir()
     n = sdpa_mod.CAUSAL_ROW_BLOCKS
-    assert text.count("torch.aten._softmax") == n and "torch.aten.cat" in text
+    assert softmaxes(text) == n and "torch.aten.cat" in text
     skv = s - 2 if variant == "causal_cross" else s
     assert f"[1,2,{s // n},{min(s // n, skv)}],f32>" in text  # the first block's scores: its key prefix only
     _check(g, cpu, rng, 1e-4 if dt == fs.DataType.FLOAT else 1e-2)
@@ -190,7 +232,7 @@ def test_sdpa_causal_row_blocks(variant, dt, cpu, rng):
 
 def test_sdpa_causal_short_not_blocked():
     g = build("causal", BIG_S, BIG_D)
-    assert BIG_S < rules.CPU_SDPA_CAUSAL_BLOCK_MIN_ROWS and g.emit_mlir().count("torch.aten._softmax") == 1
+    assert BIG_S < rules.CPU_SDPA_CAUSAL_BLOCK_MIN_ROWS and softmaxes(g.emit_mlir()) == 1
 
 
 MASK_DIMS = [(2, 4, 8, 6), (1, 1, 8, 6), (2, 1, 8, 6), (1, 4, 8, 6), (1, 1, 1, 6), (2, 4, 1, 6), (1, 4, 8, 1)]

@@ -3,8 +3,9 @@
 # RUN: %python %s stats | filecheck %s --check-prefix=STATS
 
 # On CPU, above CPU_SDPA_DECOMPOSE_MIN_FLOPS, SDPA is emitted as matmul / softmax /
-# matmul in f32 (IREE's fused attention kernel is ~15x slower on CPU); on AMD GPUs
-# it stays IREE's fused attention.
+# matmul in f32 (IREE's fused attention kernel is ~15x slower on CPU), the softmax as
+# linalg.generic row reductions in lanes (sdpa.SOFTMAX_LANES); on AMD GPUs it stays
+# IREE's fused attention.
 
 import sys
 
@@ -37,15 +38,17 @@ if len(sys.argv) > 1 and sys.argv[1] == "stats":
         print_stats(build(variant), arch="x86-64-v3")
         print(flush=True)
 
+    # Q K^T, the softmax's five (each row's 64 scores as 16 lanes: their max, the row's max,
+    # the lanes' sums of exp, the row's sum, the normalization), P V.
     # STATS-LABEL: TEST: stats_basic
-    # STATS: dispatch-count: 3
+    # STATS: dispatch-count: 7
     # STATS-LABEL: TEST: stats_causal
-    # STATS: dispatch-count: 3
+    # STATS: dispatch-count: 7
     # STATS-LABEL: TEST: stats_mask
     # (+1: the mask's row reduction that zeroes fully masked rows)
-    # STATS: dispatch-count: 4
+    # STATS: dispatch-count: 8
     # STATS-LABEL: TEST: stats_gqa_hk_ne_hv
-    # STATS: dispatch-count: 3
+    # STATS: dispatch-count: 7
 else:
 
     @run
@@ -55,13 +58,30 @@ else:
     # On gfx942 the same problems stay one fused attention in their own type
     # (rule amdgpu-sdpa-fused-attention): no scores are materialized.
     # CHECK-LABEL: TEST: sdpa_decomposed
-    # AMDGPU-NOT: _softmax
+    # AMDGPU-NOT: math.exp
     # AMDGPU: iree_linalg_ext.attention {{.*}} ins({{.*}} : tensor<1x2x64x64xf32>, tensor<1x2x64x64xf32>, tensor<1x2x64x64xf32>, f32)
     # CPU-NOT: scaled_dot_product_attention
     # CPU: %[[KT:.*]] = torch.aten.permute %{{.*}}, %{{.*}} : !torch.vtensor<[1,2,64,64],f32>, !torch.list<int> -> !torch.vtensor<[1,2,64,64],f32>
     # CPU: %[[S:.*]] = torch.aten.matmul %{{.*}}, %[[KT]] : {{.*}} -> !torch.vtensor<[1,2,64,64],f32>
     # CPU: %[[SC:.*]] = torch.aten.mul.Scalar %[[S]], %{{.*}}
-    # CPU: %[[P:.*]] = torch.aten._softmax %[[SC]], %{{.*}}, %{{.*}} : !torch.vtensor<[1,2,64,64],f32>, !torch.int, !torch.bool -> !torch.vtensor<[1,2,64,64],f32>
+    # The softmax: each row's 64 scores as 16 lanes of 4 (a free expand_shape), each lane's max
+    # (the lanes a parallel dim, vectorized), the row's max over the lanes; the same for the sum
+    # of exp(s - max); then exp(s - max) * (1 / sum).
+    # CPU: %[[SB:.*]] = torch_c.to_builtin_tensor %[[SC]] : !torch.vtensor<[1,2,64,64],f32> -> tensor<1x2x64x64xf32>
+    # CPU: %[[LANES:.*]] = tensor.expand_shape %[[SB]] {{\[}}[0], [1], [2], [3, 4]] output_shape [1, 2, 64, 4, 16] : tensor<1x2x64x64xf32> into tensor<1x2x64x4x16xf32>
+    # CPU: %[[LMAX:.*]] = linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]} ins(%[[LANES]] : tensor<1x2x64x4x16xf32>) outs(%{{.*}} : tensor<1x2x64x16xf32>)
+    # CPU: arith.maxnumf
+    # CPU: %[[MAX:.*]] = linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%[[LMAX]] : tensor<1x2x64x16xf32>) outs(%{{.*}} : tensor<1x2x64xf32>)
+    # CPU: arith.maxnumf
+    # CPU: %[[LSUM:.*]] = linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]} ins(%{{.*}}, %[[MAX]] : tensor<1x2x64x4x16xf32>, tensor<1x2x64xf32>) outs(%{{.*}} : tensor<1x2x64x16xf32>)
+    # CPU: math.exp
+    # CPU: arith.addf
+    # CPU: %[[SUM:.*]] = linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%[[LSUM]] : tensor<1x2x64x16xf32>) outs(%{{.*}} : tensor<1x2x64xf32>)
+    # CPU: %[[NORM:.*]] = linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%[[SB]], %[[MAX]], %[[SUM]] : tensor<1x2x64x64xf32>, tensor<1x2x64xf32>, tensor<1x2x64xf32>) outs(%{{.*}} : tensor<1x2x64x64xf32>)
+    # CPU: math.exp
+    # CPU: arith.divf
+    # CPU: arith.mulf
+    # CPU: %[[P:.*]] = torch_c.from_builtin_tensor %[[NORM]] : tensor<1x2x64x64xf32> -> !torch.vtensor<[1,2,64,64],f32>
     # CPU: torch.aten.matmul %[[P]], %{{.*}} : {{.*}} -> !torch.vtensor<[1,2,64,64],f32>
 
     @run
@@ -76,7 +96,9 @@ else:
     # CPU: torch.aten.arange
     # CPU: %[[KEEP:.*]] = torch.aten.le.Tensor {{.*}} -> !torch.vtensor<[64,64],i1>
     # CPU: %[[M:.*]] = torch.aten.where.self %[[KEEP]], %{{.*}}, %{{.*}} : {{.*}} -> !torch.vtensor<[1,2,64,64],f32>
-    # CPU: %[[P:.*]] = torch.aten._softmax %[[M]]
+    # CPU: torch_c.to_builtin_tensor %[[M]]
+    # CPU: math.exp
+    # CPU: %[[P:.*]] = torch_c.from_builtin_tensor
     # CPU: %[[O:.*]] = torch.aten.matmul %[[P]], {{.*}} -> !torch.vtensor<[1,2,64,64],f32>
     # CPU: torch.aten.to.dtype %[[O]], {{.*}} -> !torch.vtensor<[1,2,64,64],f16>
 
@@ -88,6 +110,6 @@ else:
     # AMDGPU: iree_linalg_ext.attention {{.*}} ins({{.*}} : tensor<1x1x2x2x64x64xf32>, tensor<1x1x2x64x64xf32>, tensor<1x1x64x64xf32>, f32)
     # CPU: torch.aten.reshape {{.*}} -> !torch.vtensor<[1,2,128,64],f32>
     # CPU: torch.aten.matmul {{.*}} -> !torch.vtensor<[1,2,128,64],f32>
-    # CPU: torch.aten._softmax {{.*}} -> !torch.vtensor<[1,2,128,64],f32>
+    # CPU: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x2x128x64xf32>)
     # CPU: torch.aten.matmul {{.*}} -> !torch.vtensor<[1,2,128,64],f32>
     # CPU: torch.aten.reshape {{.*}} -> !torch.vtensor<[1,4,64,64],f32>
