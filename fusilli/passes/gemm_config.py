@@ -388,8 +388,30 @@ def matmul_compilation_info(
 # blocks. Batched (B x M x K x N), 4x16 in 64 x min(N, 256) workgroups, whole K: 8x256x64x256
 # 0.80 -> 0.99, 12x197x64x197 0.70 -> 0.84, 4x512x512x64 0.70 -> 0.89; 32x64 with K blocks of 64
 # 0.98 / 0.66 / 0.84, 6x16 in 48x64 0.82 / 0.78 / 0.77. Whole graphs on two threads: BENCHMARKS.md.
-USER_MATMUL_TILES = {("avx2", "amd"): GemmTile((32, 64), (4, 16), 8, cache_reduction=64)}
-USER_BATCH_MATMUL_TILES = {("avx2", "amd"): GemmTile((64, 256), (4, 16), 8)}
+# AMD AVX-512 (EPYC Zen 5 VM, znver5, two threads, whole graphs compiled in one process and run
+# interleaved with PyTorch, ratio to PyTorch, IREE's config (data tiling at 2^28 FLOP and above) ->
+# 8x32 in 64x64 with K blocks of 64 / of 256 (batched: 64x64 / 64 x min(N, 256) workgroups, whole
+# K): 128x768x768 1.11 -> 1.61 / 1.52, 512x256x512 1.08 -> 1.29 / 1.40, 256x1024x256 1.02 -> 1.59 /
+# 1.73, 64x1024x1024 0.76 -> 1.46 / 1.42, 256^3 0.95 -> 1.03 / 1.06, 128x128x256 1.02 -> 1.28 /
+# 1.31; batched 12x197x64x197 (attention's Q K^T) 0.07 -> 1.40, 1.28 / 1.53, 1.48, 12x197x197x64
+# 0.64 -> 1.47 / 1.45, 8x256x64x256 1.17, 1.33 -> 1.38, 1.62 / 1.38, 1.55, 8x512x64x512 (data
+# tiling) 0.94 -> 1.94 / 2.06, 8x512x128x256 (data tiling) 1.05 -> 2.29 / 2.31. Also measured: 4x32
+# in 32x64 (K blocks of 64) 1.02-1.53 on the 2-D rows, 8x16 in 32x64 1.03-1.43; 64x128
+# workgroups failed to compile (a 32 KB vector.transfer_write of the accumulator's fill).
+USER_MATMUL_TILES = {
+    ("avx2", "amd"): GemmTile((32, 64), (4, 16), 8, cache_reduction=64),
+    ("avx512", "amd"): GemmTile((64, 64), (8, 32), 8, cache_reduction=256),
+}
+USER_BATCH_MATMUL_TILES = {
+    ("avx2", "amd"): GemmTile((64, 256), (4, 16), 8),
+    ("avx512", "amd"): GemmTile((64, 256), (8, 32), 8),
+}
+
+
+def user_matmul_tile(isa: str, vendor: str | None, batched: bool) -> GemmTile | None:
+    """The tile of a user's f32 matmul (``batched``: ``linalg.batch_matmul``) on ``isa`` and the
+    CPU ``vendor``, or None where not measured."""
+    return (USER_BATCH_MATMUL_TILES if batched else USER_MATMUL_TILES).get((isa, vendor or ""))
 
 
 def user_matmul_compilation_info(
@@ -398,8 +420,7 @@ def user_matmul_compilation_info(
     """The ``compilation_info`` of a user's f32 ``linalg.matmul`` (``batch`` None) or
     ``linalg.batch_matmul`` of ``m`` x ``n`` over ``k`` on ``isa`` and the CPU ``vendor`` (see
     above), or None where not measured (IREE's own config)."""
-    table = USER_MATMUL_TILES if batch is None else USER_BATCH_MATMUL_TILES
-    tile = table.get((isa, vendor or ""))
+    tile = user_matmul_tile(isa, vendor, batch is not None)
     return None if tile is None else _compilation_info(tile, batch, m, n, k)
 
 

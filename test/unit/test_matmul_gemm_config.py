@@ -1,5 +1,5 @@
-"""cpu-matmul-gemm-config: an f32 matmul below the data-tiling threshold on AMD's AVX2 cores as
-``linalg.matmul`` / ``linalg.batch_matmul`` with an explicit lowering config."""
+"""cpu-matmul-gemm-config: an f32 matmul below the data-tiling threshold on AMD's AVX2 and AVX-512
+cores as ``linalg.matmul`` / ``linalg.batch_matmul`` with an explicit lowering config."""
 
 from __future__ import annotations
 
@@ -41,11 +41,11 @@ def _rule(g, arch):
         ([8, 128, 1024], [8, 1024, 128]),  # batched, 2^28 FLOP, B 128 wide
     ],
 )
-def test_taken_on_amd_avx2(a_dim, b_dim):
+def test_taken_on_amd(a_dim, b_dim):
     g = _matmul_graph("mm_taken", a_dim, b_dim)
-    assert _rule(g, "znver1") is rules.CPU_MATMUL_GEMM_CONFIG
-    assert _rule(g, "znver3") is rules.CPU_MATMUL_GEMM_CONFIG
-    for arch in ("haswell", "x86-64-v3", "znver4", "sapphirerapids"):  # not measured: IREE's config
+    for arch in ("znver1", "znver3", "znver4", "znver5"):
+        assert _rule(g, arch) is rules.CPU_MATMUL_GEMM_CONFIG
+    for arch in ("haswell", "x86-64-v3", "sapphirerapids"):  # not measured: IREE's config
         assert _rule(g, arch) is None
 
 
@@ -92,12 +92,26 @@ def test_the_config_reaches_the_dispatch():
     assert "vector_common_parallel = [1, 4, 16, 0]" in batched and "distribution = [1, 64, 256, 0]" in batched
 
 
+def test_avx512_tiles():
+    """AMD's AVX-512 cores take 8x32 in 64x64 workgroups with K blocks of 256 (whole K below 256),
+    batched 8x32 in 64 x min(N, 256); explain names the tile."""
+    g = _matmul_graph("mm_avx512_flow", [256, 1024], [1024, 256], epilogue=True)
+    assert "8x32 register tile, K in blocks of 256 for avx512, AMD" in g.explain(fs.Backend.CPU, arch="znver5")
+    flow = g.mlir("flow", fs.Backend.CPU, "znver5")
+    assert "vector_common_parallel = [8, 32, 0]" in flow and "cache_reduction = [0, 0, 256]" in flow
+    assert "distribution = [64, 64, 0]" in flow
+    shallow = _matmul_graph("mm_avx512_shallow", [256, 128], [128, 256]).mlir("flow", fs.Backend.CPU, "znver4")
+    assert "vector_common_parallel = [8, 32, 0]" in shallow and "cache_reduction" not in shallow
+    batched = _matmul_graph("bmm_avx512_flow", [12, 197, 64], [12, 64, 197]).mlir("flow", fs.Backend.CPU, "znver5")
+    assert "vector_common_parallel = [1, 8, 32, 0]" in batched and "distribution = [1, 64, 197, 0]" in batched
+
+
 def _host_takes_it() -> bool:
     g = _matmul_graph("mm_host", [256, 256], [256, 256])
     return _rule(g, None) is rules.CPU_MATMUL_GEMM_CONFIG
 
 
-@pytest.mark.skipif(not _host_takes_it(), reason="the rule is measured for AMD's AVX2 cores only")
+@pytest.mark.skipif(not _host_takes_it(), reason="the rule is measured for AMD's cores only")
 @pytest.mark.parametrize(
     "a_dim, b_dim",
     [
@@ -115,7 +129,7 @@ def test_numerics_and_one_dispatch(cpu, rng, a_dim, b_dim):
     assert g.compile_stats.dispatch_count == 1  # bias + relu in the GEMM's dispatch
 
 
-@pytest.mark.skipif(not _host_takes_it(), reason="the rule is measured for AMD's AVX2 cores only")
+@pytest.mark.skipif(not _host_takes_it(), reason="the rule is measured for AMD's cores only")
 def test_beside_a_data_tiled_matmul(cpu, rng):
     """A graph whose other matmul is data-tiled compiles with data tiling's flags; the configured
     batched GEMM still computes the right product."""
@@ -142,7 +156,7 @@ def test_transposed_b_is_copied_first():
     assert _rule(batched, "znver1") is rules.CPU_MATMUL_GEMM_CONFIG
 
 
-@pytest.mark.skipif(not _host_takes_it(), reason="the rule is measured for AMD's AVX2 cores only")
+@pytest.mark.skipif(not _host_takes_it(), reason="the rule is measured for AMD's cores only")
 @pytest.mark.parametrize(
     "a_dim, b_dim, b_stride",
     [([512, 256], [256, 384], [1, 256]), ([4, 200, 96], [4, 96, 130], [96 * 130, 1, 96])],
@@ -177,7 +191,7 @@ def test_attention_products_configured():
     assert "compilation_info" not in few and "torch.aten.matmul" in few
 
 
-@pytest.mark.skipif(not _host_takes_it(), reason="the rule is measured for AMD's AVX2 cores only")
+@pytest.mark.skipif(not _host_takes_it(), reason="the rule is measured for AMD's cores only")
 @pytest.mark.parametrize(
     "q_dim, kv_heads, attrs",
     [

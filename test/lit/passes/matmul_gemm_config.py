@@ -1,20 +1,23 @@
 # RUN: %python %s > %t.json
-# RUN: %fusilli-opt %t.json --backend cpu --arch znver1 --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,ZEN
-# RUN: %fusilli-opt %t.json --backend cpu --arch znver3 --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,ZEN
+# RUN: %fusilli-opt %t.json --backend cpu --arch znver1 --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,ZEN,AVX2
+# RUN: %fusilli-opt %t.json --backend cpu --arch znver3 --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,ZEN,AVX2
+# RUN: %fusilli-opt %t.json --backend cpu --arch znver4 --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,ZEN,AVX512
+# RUN: %fusilli-opt %t.json --backend cpu --arch znver5 --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,ZEN,AVX512
 # RUN: %fusilli-opt %t.json --backend cpu --arch haswell --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,DEFAULT
 # RUN: %fusilli-opt %t.json --backend cpu --arch x86-64-v3 --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,DEFAULT
-# RUN: %fusilli-opt %t.json --backend cpu --arch znver4 --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,DEFAULT
+# RUN: %fusilli-opt %t.json --backend cpu --arch sapphirerapids --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,DEFAULT
 # RUN: %python %s stats | filecheck %s --check-prefix=STATS
 
-# f32 matmuls below the data-tiling threshold on AMD's AVX2 cores (rule cpu-matmul-gemm-config,
-# gemm_config.user_matmul_compilation_info): a 2-D one is linalg.matmul with a 4x16 register tile
-# in 32x64 workgroups and K in blocks of 64, its bias + relu after it (one generic, which IREE fuses
-# into the GEMM's dispatch); a batched one linalg.batch_matmul with 4x16 in 64x256 workgroups,
+# f32 matmuls below the data-tiling threshold on AMD's AVX2 and AVX-512 cores (rule
+# cpu-matmul-gemm-config, gemm_config.user_matmul_compilation_info): a 2-D one is linalg.matmul
+# with a 4x16 register tile in 32x64 workgroups and K in blocks of 64 (AVX-512: 8x32 in 64x64, K
+# blocks of 256), its bias + relu after it (one generic, which IREE fuses into the GEMM's
+# dispatch); a batched one linalg.batch_matmul with 4x16 (8x32) in 64 x min(N, 256) workgroups,
 # whole K, also at and above data tiling's 2^28 FLOP where B is at most 256 wide or 64 deep.
 # A transposed B (a linear layer's W^T) is copied row-major behind a fusion barrier (a dispatch of
 # its own) first; a decomposed attention of >= 128 query rows runs its two products the same way
-# (K^T copied first, the heads collapsed into the batch). Below 2^21 FLOP (32x64x64), on Intel's AVX2 cores, AVX2 code for no named CPU
-# and AVX-512, the matmul stays torch.aten.matmul (IREE's own config).
+# (K^T copied first, the heads collapsed into the batch). Below 2^21 FLOP (32x64x64), on Intel's
+# cores and code for no named CPU, the matmul stays torch.aten.matmul (IREE's own config).
 
 import sys
 
@@ -23,7 +26,8 @@ from lit_helpers import print_stats
 import fusilli as fs
 
 if len(sys.argv) > 1 and sys.argv[1] == "stats":
-    # Compiled for znver1 (AMD's AVX2 cores) and, for what it changes, haswell (IREE's config).
+    # Compiled for znver1 and znver5 (AMD's AVX2 and AVX-512 cores) and, for what it changes,
+    # haswell (IREE's config).
     def linear(name, m, k, n, transposed):
         g = fs.Graph(name=name)
         x = g.tensor(name="x", dim=[m, k])
@@ -39,7 +43,7 @@ if len(sys.argv) > 1 and sys.argv[1] == "stats":
         g.sdpa(q, k, v, name="attn").set_output(True).set_name("o")
         return g
 
-    for arch in ("znver1", "haswell"):
+    for arch in ("znver1", "znver5", "haswell"):
         print(f"TEST: stats_linear_{arch}", flush=True)
         print_stats(linear(f"stats_linear_{arch}", 512, 256, 512, False), arch=arch)
         print(f"TEST: stats_linear_wt_{arch}", flush=True)
@@ -56,6 +60,12 @@ if len(sys.argv) > 1 and sys.argv[1] == "stats":
 # STATS-LABEL: TEST: stats_linear_wt_znver1
 # STATS: dispatch-count: 2
 # STATS-LABEL: TEST: stats_attention_znver1
+# STATS: dispatch-count: 8
+# STATS-LABEL: TEST: stats_linear_znver5
+# STATS: dispatch-count: 1
+# STATS-LABEL: TEST: stats_linear_wt_znver5
+# STATS: dispatch-count: 2
+# STATS-LABEL: TEST: stats_attention_znver5
 # STATS: dispatch-count: 8
 # STATS-LABEL: TEST: stats_linear_haswell
 # STATS: dispatch-count: 1
@@ -92,8 +102,10 @@ v = g.tensor(name="v", dim=[1, 2, 128, 64])
 g.sdpa(q, k, v, name="attn").set_output(True).set_name("o")
 print(g.to_json())
 
-# ZEN-DAG: #[[CONFIG2D:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [32, 64, 0], cache_reduction = [0, 0, 64], distribution = [32, 64, 0], vector_common_parallel = [4, 16, 0], vector_reduction = [0, 0, 8]>
-# ZEN-DAG: #[[CONFIGB:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [1, 64, 256, 0], distribution = [1, 64, 256, 0], vector_common_parallel = [1, 4, 16, 0], vector_reduction = [0, 0, 0, 8]>
+# AVX2-DAG: #[[CONFIG2D:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [32, 64, 0], cache_reduction = [0, 0, 64], distribution = [32, 64, 0], vector_common_parallel = [4, 16, 0], vector_reduction = [0, 0, 8]>
+# AVX2-DAG: #[[CONFIGB:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [1, 64, 256, 0], distribution = [1, 64, 256, 0], vector_common_parallel = [1, 4, 16, 0], vector_reduction = [0, 0, 0, 8]>
+# AVX512-DAG: #[[CONFIG2D:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [64, 64, 0], cache_reduction = [0, 0, 256], distribution = [64, 64, 0], vector_common_parallel = [8, 32, 0], vector_reduction = [0, 0, 8]>
+# AVX512-DAG: #[[CONFIGB:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [1, 64, 256, 0], distribution = [1, 64, 256, 0], vector_common_parallel = [1, 8, 32, 0], vector_reduction = [0, 0, 0, 8]>
 # ZEN-DAG: #[[INFO2D:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[CONFIG2D]], translation_info = #{{.*}}>
 # ZEN-DAG: #[[INFOB:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[CONFIGB]], translation_info = #{{.*}}>
 # DEFAULT-NOT: compilation_info
