@@ -222,6 +222,9 @@ def _attend(
 # maxima and sums. Zen 5 (znver5), one thread, 1x8x512x64 (dispatch_profile --device
 # local-sync): torch's softmax (IREE's linalg.softmax) 2.75 ms, these generics reduced along the
 # row 1.79 ms, in lanes 1.40 ms (max 0.19, sum 0.65, normalization 0.56); see BENCHMARKS.md.
+# A row of N keys, N no multiple of 16, reduces its last N % 16 keys along the row into the value
+# the lanes' reduction starts from: 1x12x197x64, one thread, the call 1.19 -> 0.86 ms (the two
+# reductions along the row 0.62 ms, in lanes with the tail 0.16 and a 0.04 ms copy of the slice).
 SOFTMAX_LANES = 16
 
 
@@ -276,22 +279,24 @@ def _row_reduce(
     *row_values: ir.Value,
 ) -> ir.Value:
     """The reduction of builtin ``x`` (shape ``dims``) over its last dim into ``dims[:-1]``:
-    ``acc = accumulate(acc, x[..., j], *row_values[...])`` from ``init``. Where the row splits
-    into SOFTMAX_LANES lanes (``x[..., i*L + l]`` to lane l), each lane is reduced first (the
-    lanes are a parallel vector dim) and the lanes then with ``combine``."""
+    ``acc = accumulate(acc, x[..., j], *row_values[...])`` from ``init``. Where the row holds at
+    least two rows of SOFTMAX_LANES lanes (``x[..., i*L + l]`` to lane l), each lane is reduced
+    first (the lanes a parallel vector dim) and the lanes then with ``combine``, from the
+    reduction of the row's last ``N % L`` values (a tail no lane takes) where there is one."""
     rank = len(dims)
     f32 = builtin_element_type("f32")
-
-    def filled(shape: list[int]) -> ir.Value:
-        start = ir.arith.ConstantOp(f32, init).result
-        return ir.linalg.fill(start, outs=[ir.tensor.EmptyOp(shape, f32).result])
+    lead = rank - 1  # the row's own dims
 
     def reduction(
-        source: ir.Value, shape: list[int], lanes: bool, body: Callable[..., ir.Value], rows: tuple
+        source: ir.Value,
+        shape: list[int],
+        lanes: bool,
+        body: Callable[..., ir.Value],
+        rows: tuple,
+        start: ir.Value | None = None,
     ) -> ir.Value:
         loops = len(shape)
         d = [ir.AffineDimExpr.get(i) for i in range(loops)]
-        lead = rank - 1  # the row's own dims
         if lanes:  # [..., N / L, L]: reduce dim lead, lanes stay
             out_map = ir.AffineMap.get(loops, 0, [*d[:lead], d[lead + 1]])
             kinds = [*["parallel"] * lead, "reduction", "parallel"]
@@ -300,12 +305,14 @@ def _row_reduce(
             out_map = ir.AffineMap.get(loops, 0, d[:lead])
             kinds = [*["parallel"] * lead, "reduction"]
             out_shape = shape[:lead]
+        if start is None:
+            empty = ir.tensor.EmptyOp(out_shape, f32).result
+            start = ir.linalg.fill(ir.arith.ConstantOp(f32, init).result, outs=[empty])
         row_map = ir.AffineMap.get(loops, 0, d[:lead])
-        acc = filled(out_shape)
         op = ir.linalg.GenericOp(
-            [acc.type],
+            [start.type],
             [source, *rows],
-            [acc],
+            [start],
             ir.indexing_maps(ir.AffineMap.get(loops, 0, d), *[row_map] * len(rows), out_map),
             ir.iterator_types(*kinds),
         )
@@ -315,16 +322,27 @@ def _row_reduce(
             ir.linalg.YieldOp([body(current, value, *row_args)])
         return op.result
 
+    def columns(begin: int, end: int) -> ir.Value:
+        if (begin, end) == (0, dims[-1]):
+            return x
+        shape = [*dims[:lead], end - begin]
+        result = ir.RankedTensorType.get(shape, f32)
+        return ir.tensor.ExtractSliceOp(result, x, [], [], [], [0] * lead + [begin], shape, [1] * rank).result
+
     n = dims[-1]
-    if n % SOFTMAX_LANES or n == SOFTMAX_LANES:
+    whole = n - n % SOFTMAX_LANES
+    if whole < 2 * SOFTMAX_LANES:
         return reduction(x, dims, False, accumulate, row_values)
-    split = [*dims[:-1], n // SOFTMAX_LANES, SOFTMAX_LANES]
+    split = [*dims[:lead], whole // SOFTMAX_LANES, SOFTMAX_LANES]
     i64 = ir.IntegerType.get_signless(64)
-    groups = [[i] for i in range(rank - 1)] + [[rank - 1, rank]]
+    groups = [[i] for i in range(lead)] + [[lead, rank]]
     reassociation = ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, g) for g in grp]) for grp in groups])
-    lanes = ir.tensor.ExpandShapeOp(ir.RankedTensorType.get(split, f32), x, reassociation, [], split).result
-    partials = reduction(lanes, split, True, accumulate, row_values)
-    return reduction(partials, [*dims[:-1], SOFTMAX_LANES], False, combine, ())
+    lanes = ir.tensor.ExpandShapeOp(ir.RankedTensorType.get(split, f32), columns(0, whole), reassociation, [], split)
+    partials = reduction(lanes.result, split, True, accumulate, row_values)
+    tail = None
+    if whole < n:
+        tail = reduction(columns(whole, n), [*dims[:lead], n - whole], False, accumulate, row_values)
+    return reduction(partials, [*dims[:lead], SOFTMAX_LANES], False, combine, (), tail)
 
 
 def _direct_attention(

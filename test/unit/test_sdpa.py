@@ -109,17 +109,31 @@ def test_sdpa_fused_large_fallback(variant, cpu, rng, monkeypatch):
     _check(g, cpu, rng, 1e-4)
 
 
-@pytest.mark.parametrize("variant,lanes", [("basic", True), ("cross", False)])
-def test_sdpa_decomposed_softmax_reduces_in_lanes(variant, lanes):
-    """Rows of a multiple of SOFTMAX_LANES keys are reduced as that many lanes first (a parallel
-    vector dim), then across the lanes; others along the row."""
-    g = build(variant, BIG_S, BIG_D)
+def _sdpa_keys(skv: int) -> fs.Graph:
+    """A decomposed attention of 256 query rows over ``skv`` keys (2 heads, D = 64)."""
+    g = fs.Graph(name=f"sdpa_keys_{skv}")
+    q = g.tensor(name="q", dim=[1, 2, 256, 64])
+    k = g.tensor(name="k", dim=[1, 2, skv, 64])
+    v = g.tensor(name="v", dim=[1, 2, skv, 64])
+    g.sdpa(q, k, v, name="attn").set_output(True).set_name("o")
+    return g.validate()
+
+
+@pytest.mark.parametrize("skv, lanes, tail", [(64, True, 0), (62, True, 14), (197, True, 5), (31, False, 0)])
+def test_sdpa_decomposed_softmax_reduces_in_lanes(skv, lanes, tail, cpu, rng):
+    """Rows of at least two rows of SOFTMAX_LANES keys are reduced as that many lanes first (a
+    parallel vector dim), then across the lanes, from the reduction of the last N % 16 keys; shorter
+    rows along the row."""
+    g = _sdpa_keys(skv)
+    assert decomposes(g.nodes[0])
     text = g.emit_mlir()
     n = sdpa_mod.SOFTMAX_LANES
-    split = f"tensor<1x2x{BIG_S}x{BIG_S // n}x{n}xf32>"
-    assert (split in text) == lanes
-    assert text.count("arith.maxnumf") == (2 if lanes else 1)  # per lane, then across the lanes
+    assert (f"tensor<1x2x256x{skv // n}x{n}xf32>" in text) == lanes
     assert ('"parallel", "parallel", "parallel", "reduction", "parallel"' in text) == lanes
+    # per lane, the tail, then across the lanes
+    assert text.count("arith.maxnumf") == (1 if not lanes else 3 if tail else 2)
+    assert (f"tensor<1x2x256x{skv}xf32> to tensor<1x2x256x{tail}xf32>" in text) == bool(tail)
+    _check(g, cpu, rng, 1e-4)
 
 
 @pytest.mark.parametrize("variant", ["basic", "cross"])

@@ -23,9 +23,10 @@ def build(variant, dt=fs.DataType.FLOAT):
         kw["is_causal"] = True
     if variant == "mask":
         kw["mask"] = g.tensor(name="m", dim=[1, 1, 64, 64], data_type=fs.DataType.BOOLEAN)
+    skv = 40 if variant == "keys40" else 64
     q = g.tensor(name="q", dim=[1, hq, 64, 64])
-    k = g.tensor(name="k", dim=[1, hk, 64, 64])
-    v = g.tensor(name="v", dim=[1, hv, 64, 64])
+    k = g.tensor(name="k", dim=[1, hk, skv, 64])
+    v = g.tensor(name="v", dim=[1, hv, skv, 64])
     g.sdpa(q, k, v, name="attn", **kw).set_output(True).set_name("o")
     return g
 
@@ -83,6 +84,23 @@ else:
     # CPU: arith.mulf
     # CPU: %[[P:.*]] = torch_c.from_builtin_tensor %[[NORM]] : tensor<1x2x64x64xf32> -> !torch.vtensor<[1,2,64,64],f32>
     # CPU: torch.aten.matmul %[[P]], %{{.*}} : {{.*}} -> !torch.vtensor<[1,2,64,64],f32>
+
+    @run
+    def sdpa_decomposed_keys40():
+        print(emitted(build("keys40")))
+
+    # 40 keys: the first 32 as 2 rows of 16 lanes (a slice of the scores), the last 8 (a tail no
+    # lane takes) reduced along the row into the value the lanes' reduction starts from.
+    # CHECK-LABEL: TEST: sdpa_decomposed_keys40
+    # CPU: %[[SB:.*]] = torch_c.to_builtin_tensor {{.*}} -> tensor<1x2x64x40xf32>
+    # CPU: %[[MAIN:.*]] = tensor.extract_slice %[[SB]][0, 0, 0, 0] [1, 2, 64, 32] [1, 1, 1, 1] : tensor<1x2x64x40xf32> to tensor<1x2x64x32xf32>
+    # CPU: %[[LANES:.*]] = tensor.expand_shape %[[MAIN]] {{\[}}[0], [1], [2], [3, 4]] output_shape [1, 2, 64, 2, 16]
+    # CPU: %[[LMAX:.*]] = linalg.generic {{.*}} ins(%[[LANES]] : tensor<1x2x64x2x16xf32>) outs(%{{.*}} : tensor<1x2x64x16xf32>)
+    # CPU: %[[TAIL:.*]] = tensor.extract_slice %[[SB]][0, 0, 0, 32] [1, 2, 64, 8] [1, 1, 1, 1] : tensor<1x2x64x40xf32> to tensor<1x2x64x8xf32>
+    # CPU: %[[TMAX:.*]] = linalg.generic {{.*}} ins(%[[TAIL]] : tensor<1x2x64x8xf32>) outs(%{{.*}} : tensor<1x2x64xf32>)
+    # CPU: arith.maxnumf
+    # CPU: linalg.generic {{.*}} ins(%[[LMAX]] : tensor<1x2x64x16xf32>) outs(%[[TMAX]] : tensor<1x2x64xf32>)
+    # CPU: arith.maxnumf
 
     @run
     def sdpa_decomposed_causal_f16():
