@@ -1345,13 +1345,20 @@ def sdpa_gemm_config(t: Target) -> bool:
     return (vector_isa(t), cpu_vendor(t.cpu)) in CPU_MATMUL_GEMM_CONFIG_TARGETS
 
 
+def sdpa_gemm_min_rows(t: Target) -> int:
+    """The query rows from which a call of a decomposed attention's products on ``t`` (an
+    ``sdpa_gemm_config`` target) is the configured GEMMs (see CPU_SDPA_GEMM_CONFIG_MIN_ROWS)."""
+    key = (vector_isa(t), cpu_vendor(t.cpu) or "")
+    return CPU_SDPA_GEMM_CONFIG_MIN_ROWS.get(key, CPU_MATMUL_GEMM_CONFIG_TRANSPOSED_B_MIN_ROWS)
+
+
 def _sdpa_gemms(t: Target) -> str:
     """What explain adds to a decomposed attention's fact on ``sdpa_gemm_config`` targets."""
     if not sdpa_gemm_config(t):
         return ""
     return (
         f"; Q K^T and P V as GEMMs with a {_user_matmul_tile_text(t, True)} from "
-        f"{CPU_MATMUL_GEMM_CONFIG_TRANSPOSED_B_MIN_ROWS} query rows (K^T copied row-major first)"
+        f"{sdpa_gemm_min_rows(t)} query rows (K^T copied row-major first)"
     )
 
 
@@ -1484,6 +1491,15 @@ CPU_MATMUL_GEMM_CONFIG_WIDE_MAX_DEPTH = 64
 # with 64 rows it lost (64x1024x1024, its 4 MB B copied for 134 MFLOP: 0.69-0.73 -> 0.63-0.66).
 CPU_MATMUL_GEMM_CONFIG_B_LAYOUTS = ("row_major", "transposed")
 CPU_MATMUL_GEMM_CONFIG_TRANSPOSED_B_MIN_ROWS = 128
+# Decomposed attention copies K^T per call of its products: on AMD's AVX-512 cores it repays the
+# copy from 64 query rows, where a user's transposed B (a weight, wide and deep) needs 128. Zen 5,
+# in one process, interleaved with PyTorch, ratio to PyTorch, from 128 -> 64 -> 32 rows: sdpa
+# 1x16x77x64 0.67 -> 1.36 / 1.34, 4x16x77x64 1.06 -> 2.22 / 2.27, 1x32x100x128 1.02 -> 1.64 / 1.68,
+# causal 1x8x256x64 (blocks of 64 rows) 1.79 -> 2.08 / 2.04, 1x12x64x64 0.93 -> 0.94 / 0.91; 32
+# query rows over 512 keys 1.21 / 1.22 -> 1.00. User matmuls with B transposed, 128 -> 64:
+# 64x1024x1024 1.48 -> 1.09, 96x1024x1024 1.54 -> 1.18, 64x768x768 1.37 -> 1.48, 8x64x64x256 0.77 ->
+# 0.87. AMD's AVX2 cores keep 128 (Zen 1: measured from 128 rows).
+CPU_SDPA_GEMM_CONFIG_MIN_ROWS = {("avx512", "amd"): 64}
 
 
 @rule(

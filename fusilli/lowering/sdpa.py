@@ -196,7 +196,7 @@ def _attend(
     bsz, groups, rows, _ = qt.dims
     skv, dv = ir.TensorType.of(k).dims[2], ir.TensorType.of(v).dims[3]
     st = qt.with_dims([bsz, groups, rows, skv]).to_type()
-    if rows < rules.CPU_MATMUL_GEMM_CONFIG_TRANSPOSED_B_MIN_ROWS:
+    if gemm_target is not None and rows < rules.sdpa_gemm_min_rows(gemm_target):
         gemm_target = None  # (a causal query block) too few rows to repay K^T's copy
     if gemm_target is not None:
         s = configured_gemm(b, gemm_target, q, b.permute(k, [0, 1, 3, 2]), copy_rhs=True)

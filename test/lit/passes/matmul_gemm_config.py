@@ -100,6 +100,12 @@ q = g.tensor(name="q", dim=[1, 2, 128, 64])
 k = g.tensor(name="k", dim=[1, 2, 128, 64])
 v = g.tensor(name="v", dim=[1, 2, 128, 64])
 g.sdpa(q, k, v, name="attn").set_output(True).set_name("o")
+# 64 query rows: configured GEMMs on AMD's AVX-512 cores (rules.CPU_SDPA_GEMM_CONFIG_MIN_ROWS), torch's
+# matmuls on its AVX2 ones.
+q64 = g.tensor(name="q64", dim=[1, 4, 64, 64])
+k64 = g.tensor(name="k64", dim=[1, 4, 64, 64])
+v64 = g.tensor(name="v64", dim=[1, 4, 64, 64])
+g.sdpa(q64, k64, v64, name="attn64").set_output(True).set_name("o64")
 print(g.to_json())
 
 # AVX2-DAG: #[[CONFIG2D:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [32, 64, 0], cache_reduction = [0, 0, 64], distribution = [32, 64, 0], vector_common_parallel = [4, 16, 0], vector_reduction = [0, 0, 8]>
@@ -124,6 +130,12 @@ print(g.to_json())
 # ZEN: linalg.batch_matmul {compilation_info = #{{.+}}} ins(%{{.*}}, %[[KTCOPY]] : tensor<2x128x64xf32>, tensor<2x64x128xf32>)
 # ZEN: math.exp
 # ZEN: linalg.batch_matmul {compilation_info = #{{.+}}} ins(%{{.*}}, %{{.*}} : tensor<2x128x128xf32>, tensor<2x128x64xf32>)
+# AVX2: torch.aten.matmul {{.*}} -> !torch.vtensor<[1,4,64,64],f32>
+# AVX2: math.exp
+# AVX2: torch.aten.matmul {{.*}} -> !torch.vtensor<[1,4,64,64],f32>
+# AVX512: linalg.batch_matmul {compilation_info = #{{.+}}} ins(%{{.*}}, %{{.*}} : tensor<4x64x64xf32>, tensor<4x64x64xf32>)
+# AVX512: math.exp
+# AVX512: linalg.batch_matmul {compilation_info = #{{.+}}} ins(%{{.*}}, %{{.*}} : tensor<4x64x64xf32>, tensor<4x64x64xf32>)
 # DEFAULT-NOT: linalg.matmul
 # DEFAULT-COUNT-5: torch.aten.matmul
 # DEFAULT: math.exp
