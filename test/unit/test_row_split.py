@@ -146,4 +146,11 @@ def test_auto_row_splits_a_batch_1_1x1_conv_on_two_cpus(auto_on_two_cpus):
 def test_auto_keeps_a_row_split_that_writes_more_than_it_reads_on_the_pool(auto_on_two_cpus):
     g = channels_last_conv_graph([1, 64, 56, 56], 256, (1, 1), (1, 1), (0, 0), name="rows_wide")
     execution = runtime.cpu_execution(g, "x86-64-v3")
-    assert execution.executor == "local-task" and "would write 3211264 bytes" in execution.why
+    assert execution.executor == "local-task" and "would write 3211264 bytes, > 1.0 x" in execution.why
+    # AMD's AVX-512 cores split rows that write up to 4x what they read (this one: 4x).
+    for arch in ("znver4", "znver5"):
+        assert runtime.cpu_execution(g, arch).executor == "split"
+    # ... not more: a 1x1 conv that widens 32 channels to 256 writes 8x.
+    wider = channels_last_conv_graph([1, 32, 56, 56], 256, (1, 1), (1, 1), (0, 0), name="rows_wider")
+    execution = runtime.cpu_execution(wider, "znver5")
+    assert execution.executor == "local-task" and "> 4.0 x" in execution.why
