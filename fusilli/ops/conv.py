@@ -259,6 +259,13 @@ class ConvDGradNode(ConvGradNodeBase):
     def batch_split_slots(self) -> frozenset[str]:
         return frozenset({"DY", "DX"})  # each image's gradient reads that image's DY only
 
+    def row_split_slots(self) -> frozenset[str] | None:
+        """A 2-D 1x1 unpadded stride-1 data gradient: DX row ``i`` reads DY row ``i`` only (a
+        strided one writes zeros between the rows it reads; it is not split)."""
+        w = self.tensor("W")
+        pointwise = w.rank == 4 and w.dim[2:] == [1, 1] and not any(self.padding)
+        return frozenset({"DY", "DX"}) if pointwise and all(s == 1 for s in self.stride) else None
+
     # conv_wgrad keeps the default (None): DW sums over the whole batch.
 
 

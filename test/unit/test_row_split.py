@@ -1,5 +1,5 @@
 """The ``split`` CPU executor's row split: a batch-1 graph whose output rows each read one
-input row (1x1 unpadded convs whose halves line up, pointwise ops) runs as two calls over half
+input row (1x1 unpadded convs whose halves line up, 1x1 stride-1 data gradients, pointwise ops) runs as two calls over half
 its rows (H) at once (fusilli/batch_split.py ``plan_row_split``). Plans, numerics against the
 reference (misaligned arrays: test_batch_split.py's staging test), and when ``auto`` takes it. Timing is BENCHMARKS.md's (none is asserted here)."""
 
@@ -93,6 +93,28 @@ def test_nchw_rows_are_not_dense_halves():
     assert plan is None and "H of tensor 'x' is not outermost in memory" in why
 
 
+def _dgrad_graph(name: str, c: int, h: int, k: int, stride: int = 1, epilogue: bool = False) -> fs.Graph:
+    """DX[1, c, h, h] of a 1x1 conv of ``stride``, channels-last (with ``epilogue``: relu(DX))."""
+    g = fs.Graph(name=name)
+    out = (h - 1) // stride + 1
+    dy = g.tensor(name="dy", dim=[1, k, out, out], stride=fs.strides([1, k, out, out], "NHWC"))
+    w = g.tensor(name="w", dim=[k, c, 1, 1], stride=fs.strides([k, c, 1, 1], "NHWC"))
+    dx = g.conv_dgrad(dy, w, padding=[0, 0], stride=[stride, stride], dilation=[1, 1], name="dgrad")
+    dx.set_dim([1, c, h, h]).set_stride(fs.strides([1, c, h, h], "NHWC"))
+    if epilogue:
+        dx = g.relu(dx, name="relu")
+    dx.set_output(True).set_name("dx")
+    return g.validate()
+
+
+def test_1x1_dgrad_splits_its_rows_and_a_strided_one_does_not():
+    # DX row i reads DY row i only: DY and DX are cut, W read whole.
+    plan, why = plan_row_split(_dgrad_graph("rows_dgrad_plan", 16, 12, 24))
+    assert plan is not None and plan.axis == 2 and set(plan.split) == {"dy", "dx"} and "6 of its 12 rows" in why
+    plan, why = plan_row_split(_dgrad_graph("rows_dgrad_s2", 16, 12, 24, stride=2))
+    assert plan is None and "conv_dgrad 'dgrad' mixes rows of H" in why
+
+
 def test_pointwise_operand_carrying_h_without_a_dim_2_cannot_split():
     g = fs.Graph(name="rows_rank3")
     x = g.tensor(name="x", dim=[1, 8, 12, 12], stride=fs.strides([1, 8, 12, 12], "NHWC"))
@@ -111,6 +133,13 @@ def test_1x1_conv_row_split_matches_reference(cpu, rng, split_executor, epilogue
     g = channels_last_conv_graph(
         [1, 32, 24, 12], 48, (1, 1), (stride, stride), (0, 0), epilogue=epilogue, name=f"rows_num_s{stride}"
     )
+    run_and_check(g, cpu, inputs_of(g, rng), rtol=1e-4, atol=1e-4)
+    assert g._compiled.executor == "split" and g._compiled.split.axis == 2
+
+
+@pytest.mark.parametrize("epilogue", [False, True])
+def test_1x1_dgrad_row_split_matches_reference(cpu, rng, split_executor, epilogue):
+    g = _dgrad_graph(f"rows_dgrad_num_{epilogue}", 48, 14, 32, epilogue=epilogue)
     run_and_check(g, cpu, inputs_of(g, rng), rtol=1e-4, atol=1e-4)
     assert g._compiled.executor == "split" and g._compiled.split.axis == 2
 
