@@ -109,8 +109,9 @@ def plan_row_split(graph: Graph) -> tuple[BatchSplitPlan | None, str]:
     """The plan for running a validated batch-1 ``graph`` as two calls over half its rows (H,
     dim 2 of its rank-4 tensors), or None with the reason it cannot. Only nodes whose output
     rows each read one input row split so (``Node.row_split_slots``: 1x1 unpadded convs whose
-    halves line up, 1x1 stride-1 data gradients, pointwise ops), and the cut tensors must have dim 0 of 1 with H next
-    outermost in memory (NHWC), so each half of the caller's array is one dense block."""
+    halves line up, 1x1 stride-1 data gradients, pointwise ops), and the cut tensors must have
+    dim 0 of 1 with H next outermost in memory (NHWC), so each half of the caller's array is one
+    dense block."""
     return _plan(graph, 2, lambda node: node.row_split_slots(), "H")
 
 

@@ -9,10 +9,12 @@ Two emissions, chosen per problem and target by the lowering rules
   (``torch.aten.matmul`` on a permuted K), ``* scale``, mask add (causal: a
   ``where`` on an iota comparison, no constant), the softmax (``linalg.generic``
   row reductions in lanes, ``_softmax``), ``@ V``, in f32 (f16/bf16 inputs are
-  widened, the result narrowed): 7 dispatches (matmul, the softmax's five,
-  matmul) with IREE's tuned matmul codegen; its ``iree_linalg_ext.attention``
-  CPU kernel runs at 1-4 GFLOP/s (1x8x512x64 f32: ~15x faster decomposed). The matmul flags (O3, data tiling,
-  ukernels) measured slower here (more dispatches), so no CPU flag rule.
+  widened, the result narrowed): 7-9 dispatches (matmul, the softmax's five to
+  seven, matmul; on AMD's cores K^T's copy first, rules.sdpa_gemm_config) with
+  IREE's tuned matmul codegen; its ``iree_linalg_ext.attention`` CPU kernel runs
+  at 1-4 GFLOP/s (1x8x512x64 f32: ~15x faster decomposed). The matmul flags (O3,
+  data tiling, ukernels) measured slower here (more dispatches), so no CPU flag
+  rule.
 * **Fused** on AMD GPUs always (upstream Fusilli's lowering: IREE's attention
   kernel), as ``iree_linalg_ext.attention`` directly for static shapes (a
   causal mask is a computed boolean ``[1, 1, Sq, Skv]`` operand). On CPU:

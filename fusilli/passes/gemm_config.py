@@ -3,7 +3,7 @@
 IREE 3.13 picks a register tile for an f32 GEMM without data tiling from its
 own heuristics (8x8 on AVX2); data tiling + ukernels packs both operands in
 dispatches of their own. For the GEMMs fusilli builds itself (Winograd's batched
-GEMM, the convs' im2col GEMMs, weight gradients, and on AMD's AVX2 cores the user's
+GEMM, the convs' im2col GEMMs, weight gradients, and on AMD's cores the user's
 matmuls and attention's products: ``USER_MATMUL_TILES``) an explicit
 ``compilation_info`` is measurably faster. The tables below are keyed by ISA (and
 CPU vendor where measured apart); each entry says what it was measured against.
