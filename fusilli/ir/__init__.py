@@ -41,7 +41,7 @@ from fusilli.ir.bindings import (
     tensor,
 )
 from fusilli.ir.context import fusilli_context, ops_named, parse_module, parse_named_source
-from fusilli.ir.structured import fusion_barrier, indexing_maps, iterator_types
+from fusilli.ir.structured import fusion_barrier, indexing_maps, iterator_types, reassociation
 from fusilli.ir.torch import (
     TensorType,
     TorchBuilder,
@@ -90,6 +90,7 @@ __all__ = [
     "fusion_barrier",
     "indexing_maps",
     "iterator_types",
+    "reassociation",
     "linalg",
     "math",
     "parse_module",

@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from fusilli.ir.bindings import AffineMap, AffineMapAttr, ArrayAttr, Attribute, Operation, Value
+from collections.abc import Sequence
+
+from fusilli.ir.bindings import (
+    AffineMap,
+    AffineMapAttr,
+    ArrayAttr,
+    Attribute,
+    IntegerAttr,
+    IntegerType,
+    Operation,
+    Value,
+)
 
 
 def indexing_maps(*maps: AffineMap) -> ArrayAttr:
@@ -17,6 +28,13 @@ def iterator_types(*kinds: str) -> ArrayAttr:
         if kind not in ("parallel", "reduction"):
             raise ValueError(f"unknown iterator type {kind!r}")
     return ArrayAttr.get([Attribute.parse(f"#linalg.iterator_type<{kind}>") for kind in kinds])
+
+
+def reassociation(groups: Sequence[Sequence[int]]) -> ArrayAttr:
+    """The ``reassociation`` of a ``tensor.collapse_shape`` / ``expand_shape``: which source dims
+    (or result dims) each group of ``groups`` joins."""
+    i64 = IntegerType.get_signless(64)
+    return ArrayAttr.get([ArrayAttr.get([IntegerAttr.get(i64, d) for d in group]) for group in groups])
 
 
 def fusion_barrier(value: Value) -> Value:

@@ -48,9 +48,10 @@ def _configured_gemm(ctx: EmitContext, a: ir.Value, b: ir.Value) -> ir.Value:
     """The f32 product of ``a [.., M, K]`` and ``b [.., K, N]`` (2-D, or one batch dim both have)
     with the lowering config of the target's CPU (rule cpu-matmul-gemm-config): see
     ``configured_gemm``."""
-    b_t = ctx.node.tensor("B")
-    # A transposed B (a linear layer's weight as W^T) is copied row-major first.
-    transposed = list(b_t.physical_order) != list(range(b_t.rank))
+    from fusilli.backend.rules import problem_of
+
+    # A transposed B (a linear layer's weight as W^T: the rule's b_layout) is copied row-major first.
+    transposed = problem_of(ctx.node).fact("b_layout") == "transposed"
     return configured_gemm(ctx.b, ctx.target, a, b, copy_rhs=transposed)
 
 
@@ -96,6 +97,4 @@ def configured_gemm(builder: ir.TorchBuilder, target: Target, a: ir.Value, b: ir
 
 def _reassociation(batch_rank: int) -> ir.ArrayAttr:
     """Collapsing ``batch_rank`` leading batch dims into one, keeping the matrix's two dims."""
-    i64 = ir.IntegerType.get_signless(64)
-    groups = [list(range(batch_rank)), [batch_rank], [batch_rank + 1]]
-    return ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, d) for d in g]) for g in groups])
+    return ir.reassociation([list(range(batch_rank)), [batch_rank], [batch_rank + 1]])

@@ -336,10 +336,10 @@ def _row_reduce(
     if whole < 2 * SOFTMAX_LANES:
         return reduction(x, dims, False, accumulate, row_values)
     split = [*dims[:lead], whole // SOFTMAX_LANES, SOFTMAX_LANES]
-    i64 = ir.IntegerType.get_signless(64)
     groups = [[i] for i in range(lead)] + [[lead, rank]]
-    reassociation = ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, g) for g in grp]) for grp in groups])
-    lanes = ir.tensor.ExpandShapeOp(ir.RankedTensorType.get(split, f32), columns(0, whole), reassociation, [], split)
+    lanes = ir.tensor.ExpandShapeOp(
+        ir.RankedTensorType.get(split, f32), columns(0, whole), ir.reassociation(groups), [], split
+    )
     partials = reduction(lanes.result, split, True, accumulate, row_values)
     tail = None
     if whole < n:

@@ -501,11 +501,6 @@ def _pad(value: ir.Value, padding: list[int], zero: ir.Value) -> ir.Value:
     return pad.result
 
 
-def _reassoc(groups: list[list[int]]) -> ir.ArrayAttr:
-    i64 = ir.IntegerType.get_signless(64)
-    return ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, d) for d in g]) for g in groups])
-
-
 def _collapse(value: ir.Value, groups: list[list[int]]) -> ir.Value:
     src = ir.RankedTensorType(value.type)
     dims = [src.get_dim_size(i) for i in range(src.rank)]
@@ -517,13 +512,17 @@ def _collapse(value: ir.Value, groups: list[list[int]]) -> ir.Value:
         out.append(size)
     if len(out) == len(dims):
         return value
-    return ir.tensor.CollapseShapeOp(ir.RankedTensorType.get(out, src.element_type), value, _reassoc(groups)).result
+    return ir.tensor.CollapseShapeOp(
+        ir.RankedTensorType.get(out, src.element_type), value, ir.reassociation(groups)
+    ).result
 
 
 def _expand(value: ir.Value, groups: list[list[int]], shape: list[int]) -> ir.Value:
     """``value`` reshaped to ``shape`` by splitting its dims as ``groups`` say (``_collapse``'s inverse)."""
     element = ir.RankedTensorType(value.type).element_type
-    return ir.tensor.ExpandShapeOp(ir.RankedTensorType.get(shape, element), value, _reassoc(groups), [], shape).result
+    return ir.tensor.ExpandShapeOp(
+        ir.RankedTensorType.get(shape, element), value, ir.reassociation(groups), [], shape
+    ).result
 
 
 def _patches(xin: ir.Value, out_hw, stride, padding, dilation, kernel) -> ir.Value:

@@ -399,17 +399,14 @@ def _strided_slice(value: ir.Value, dim: int, offset: int, count: int, stride: i
     return ir.tensor.ExtractSliceOp(result, value, [], [], [], offsets, sizes, strides).result
 
 
-def _reassoc(groups: list[list[int]]) -> ir.ArrayAttr:
-    i64 = ir.IntegerType.get_signless(64)
-    return ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, d) for d in g]) for g in groups])
-
-
 def _collapse(value: ir.Value, groups: list[list[int]], shape: list[int]) -> ir.Value:
-    return ir.tensor.CollapseShapeOp(ir.RankedTensorType.get(shape, _f32()), value, _reassoc(groups)).result
+    return ir.tensor.CollapseShapeOp(ir.RankedTensorType.get(shape, _f32()), value, ir.reassociation(groups)).result
 
 
 def _expand(value: ir.Value, groups: list[list[int]], shape: list[int]) -> ir.Value:
-    return ir.tensor.ExpandShapeOp(ir.RankedTensorType.get(shape, _f32()), value, _reassoc(groups), [], shape).result
+    return ir.tensor.ExpandShapeOp(
+        ir.RankedTensorType.get(shape, _f32()), value, ir.reassociation(groups), [], shape
+    ).result
 
 
 # ----------------------------------------------------------------------------- the stages
