@@ -347,6 +347,12 @@ def cpu_vendor(cpu: Cpu | None) -> str | None:
     return "amd" if cpu.name.startswith(_AMD_X86_NAME_PREFIXES) else "intel"
 
 
+def cpu_core(cpu: Cpu | None) -> str | None:
+    """The LLVM name of a named x86 CPU (``"znver5"``), for the few lowering choices measured to
+    differ between cores of one vendor and ISA; None where ``cpu_vendor`` is None."""
+    return cpu.name if cpu is not None and cpu_vendor(cpu) is not None else None
+
+
 def host_machine() -> str:
     m = platform.machine().lower()
     return {"amd64": "x86_64", "arm64": "aarch64"}.get(m, m)

@@ -60,7 +60,7 @@ from collections.abc import Callable
 
 from fusilli import ir, pipeline
 from fusilli.backend import rules
-from fusilli.backend.targets import Target, cpu_vendor
+from fusilli.backend.targets import Target, cpu_core, cpu_vendor
 from fusilli.errors import ErrorCode, fail
 from fusilli.ir.rewrite import (
     block_ops,
@@ -228,9 +228,8 @@ def _rewrite(op: ir.Operation, target: Target) -> bool:
             wplan = winograd.plan((n, h, wd, c), k, (oh, ow), (padding[0], padding[1]), *wino)
             w_builtin = b.to_builtin(w_t)
             taps = _flipped_taps(w_builtin) if forward_filter is not None else winograd.hwcf_taps(w_builtin)
-            y = winograd.winograd_conv(
-                wplan, b.to_builtin(x_nhwc), taps, rules.vector_isa(target), cpu_vendor(target.cpu)
-            )
+            isa, vendor, core = rules.vector_isa(target), cpu_vendor(target.cpu), cpu_core(target.cpu)
+            y = winograd.winograd_conv(wplan, b.to_builtin(x_nhwc), taps, isa, vendor, core)
             y_nhwc = b.op("torch_c.from_builtin_tensor", [y], ir.vtensor_type([n, oh, ow, k], "f32"))
         elif im2col:
             y_nhwc = _im2col_matmul(b, x_nhwc, w_t, (n, oh, ow, k), stride, padding, dilation, (fy, fx))
@@ -768,8 +767,8 @@ def _rewrite_strided_dgrad(op: ir.Operation, target: Target) -> bool:
                 polyphase_m, n, oh, ow, k, c, h, wd, (padding[0], padding[1]), stride=2, transposed=True
             )
             taps = winograd.krsc_taps(b.to_builtin(w_krsc))
-            isa, vendor = rules.vector_isa(target), cpu_vendor(target.cpu)
-            dx = winograd.winograd_conv(wplan, b.to_builtin(dy_nhwc), taps, isa, vendor)
+            isa, vendor, core = rules.vector_isa(target), cpu_vendor(target.cpu), cpu_core(target.cpu)
+            dx = winograd.winograd_conv(wplan, b.to_builtin(dy_nhwc), taps, isa, vendor, core)
         else:
             dx = _col2im_gemm(
                 b, dy_nhwc, w_krsc, (n, oh, ow, k), (h, wd, c), (fy, fx), stride, padding, dilation, target

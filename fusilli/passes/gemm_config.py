@@ -98,6 +98,25 @@ WINOGRAD_GEMM_TILES_BY_VENDOR = {
     ("avx2", "amd"): GemmTile((64, 64), (4, 16), 8),
 }
 WINOGRAD_VENDOR_TILE_MIN_ROWS = {("avx512", "intel"): 512}  # other entries: from any rows
+# Per core (ISA, LLVM CPU name), ahead of the vendor's entry: (from this many rows, from this
+# depth, tile). Zen 5 (whose 512-bit FMAs are full width; Zen 4 issues each as two 256-bit halves)
+# takes Intel's 6x64 in 60x64 from 384 rows 128 deep: 24 accumulators against 8x32's 16, a B panel
+# of four 16-wide vectors per six row broadcasts. Zen 5 VM (znver5), the polyphase GEMM
+# 25x1568x128x128 alone, one thread (iree local-sync, interleaved, two runs): 8x32 in 64x64 144,
+# 120 GFLOP/s -> 6x64 in 60x64 178, 155 (in 120x64 180, 156; 30x64 178, 158; 5x64 183, 154; 60x128
+# 141, 117; 8x32 with K steps of 16 165, 118). Whole graphs, in one process, interleaved, ratio to
+# PyTorch, 8x32 -> 6x64: C = 128 gains: polyphase 3x3 s2 8x128x56x56->128 (1568 tiles) 0.69 ->
+# 0.81, 0.70 -> 0.86, its dgrad 0.79 -> 0.95; 4x128x56x56->128 (784) 0.73 -> 0.89, its dgrad 0.87
+# -> 0.98; F(4x4) 16x128x28x28->128 (784) 1.57 -> 1.88, 4x128x56x56->128 1.53 -> 1.70; even at 392
+# tiles (8x128x28x28->128 2.35 -> 2.32, 1.77 -> 1.80; polyphase 8x128x28x28->256 0.73 -> 0.84,
+# 0.76 -> 0.78) and for 256 output channels (8x128x56x56->256 0.80 -> 0.80). 64 deep it lost or
+# ran even: polyphase 8x64x56x56->128 0.82 -> 0.65, F(4x4) 8x64x56x56->64 1.83 -> 1.79, 1.39 ->
+# 1.30, 4x64x56x56->64 2.10 -> 1.90, 1.70 -> 1.69; 96 and 256 deep even (8x96x28x28 1.48 -> 1.45,
+# 8x256x28x28 2.11 -> 2.22, 4x256x56x56 2.02 -> 1.94, polyphase 4x256x56x56->256 0.90 -> 0.94).
+# Below 384 rows it lost: 8x256x14x14->256 (128 tiles) 1.53 -> 1.31. On a Zen 4 VM (the eleventh
+# session, BENCHMARKS.md) 6x64 in 60x64 ran the polyphase GEMMs no faster than 8x32 (the dgrad
+# 14.6 against 13.7 ms), so znver4 keeps 8x32.
+WINOGRAD_GEMM_TILES_BY_CORE = {("avx512", "znver5"): (384, 128, GemmTile((60, 64), (6, 64), 8))}
 
 # The GEMM of a conv lowered as im2col patches x HWCF filter ([N*Ho*Wo, R*S*C] x
 # [R*S*C, K]) without data tiling, per ISA (rules.CPU_CONV_IM2COL_GEMM has the measurements).
@@ -331,14 +350,15 @@ def _compilation_info(tile: GemmTile, batch: int | None, m: int, n: int, k: int)
 
 
 def batch_matmul_compilation_info(
-    isa: str, batch: int, m: int, n: int, k: int, vendor: str | None = None
+    isa: str, batch: int, m: int, n: int, k: int, vendor: str | None = None, core: str | None = None
 ) -> ir.Attribute | None:
     """The ``compilation_info`` for an f32 Winograd ``linalg.batch_matmul`` of ``m`` rows on ``isa``
-    (and the CPU ``vendor``: its entry, from ``WINOGRAD_VENDOR_TILE_MIN_ROWS`` rows), or None for
-    IREE's default."""
+    ``k`` deep (the CPU ``core``'s entry from its rows and depth, then the ``vendor``'s from its
+    rows), or None for IREE's default."""
     key = (isa, vendor or "")
     tile = WINOGRAD_GEMM_TILES_BY_VENDOR.get(key) if m >= WINOGRAD_VENDOR_TILE_MIN_ROWS.get(key, 0) else None
-    tile = tile or WINOGRAD_GEMM_TILES.get(isa)
+    min_rows, min_depth, core_tile = WINOGRAD_GEMM_TILES_BY_CORE.get((isa, core or ""), (0, 0, None))
+    tile = (core_tile if m >= min_rows and k >= min_depth else None) or tile or WINOGRAD_GEMM_TILES.get(isa)
     return None if tile is None else _compilation_info(tile, batch, m, n, k)
 
 

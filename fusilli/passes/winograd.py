@@ -618,12 +618,15 @@ def tile_transform(src: ir.Value, matrix: np.ndarray, step: int, pad, tiles, wid
     return _collapse(v, [[0, 1], [2, 3, 4], [5]], [t * t, n * th * tw, c])
 
 
-def batched_gemm(p: WinogradPlan, v: ir.Value, u: ir.Value, isa: str, vendor: str | None = None) -> ir.Value:
-    """``M[t*t, tiles, K] = V x U`` (one GEMM per transform coefficient), with a lowering config."""
+def batched_gemm(
+    p: WinogradPlan, v: ir.Value, u: ir.Value, isa: str, vendor: str | None = None, core: str | None = None
+) -> ir.Value:
+    """``M[t*t, tiles, K] = V x U`` (one GEMM per transform coefficient), with the lowering config
+    of the ISA, CPU vendor and core (gemm_config.batch_matmul_compilation_info)."""
     zero = ir.arith.ConstantOp(_f32(), 0.0).result
     init = ir.linalg.fill(zero, outs=[_empty([p.t * p.t, p.tiles, p.k])])
     result = ir.linalg.batch_matmul(v, u, outs=[init])
-    info = batch_matmul_compilation_info(isa, p.t * p.t, p.tiles, p.k, p.c, vendor)
+    info = batch_matmul_compilation_info(isa, p.t * p.t, p.tiles, p.k, p.c, vendor, core)
     if info is not None:
         result.owner.attributes["compilation_info"] = info
     return result
@@ -754,13 +757,18 @@ def sparse_output_transform(p: WinogradPlan, mm: ir.Value) -> ir.Value:
 
 
 def winograd_conv(
-    p: WinogradPlan, x_nhwc: ir.Value, w_taps: list[ir.Value], isa: str, vendor: str | None = None
+    p: WinogradPlan,
+    x_nhwc: ir.Value,
+    w_taps: list[ir.Value],
+    isa: str,
+    vendor: str | None = None,
+    core: str | None = None,
 ) -> ir.Value:
     """The f32 NHWC result of the 3x3 conv (the plan's stride) of builtin f32 tensors: ``x_nhwc``
     and the filter's nine ``[C, K]`` taps ``w_taps`` (``hwcf_taps``)."""
     u = filter_transform(p, w_taps)
     v = input_transform(p, x_nhwc)
-    products = batched_gemm(p, v, u, isa, vendor)
+    products = batched_gemm(p, v, u, isa, vendor, core)
     return sparse_output_transform(p, products) if p.stride == 2 else output_transform(p, products)
 
 

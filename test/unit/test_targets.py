@@ -342,6 +342,13 @@ def test_cpu_vendor_follows_the_named_cpu():
     assert targets.cpu_vendor(None) is None
 
 
+def test_cpu_core_names_only_named_x86_cpus():
+    assert targets.cpu_core(named_cpu("znver5")) == "znver5"
+    assert targets.cpu_core(named_cpu("sapphirerapids")) == "sapphirerapids"
+    assert targets.cpu_core(named_cpu("x86-64-v4")) is None
+    assert targets.cpu_core(None) is None
+
+
 def test_strided_conv_gemm_threshold_is_per_vendor():
     """cpu-conv-im2col-gemm: the GEMM rows of a 3x3 stride-2 conv against the vendor-free AVX-512
     threshold (4096: data tiling below) and the others (explicit GEMM): 512 rows on Intel and,

@@ -162,11 +162,24 @@ def _check_gemm_configs():
     assert "vector_common_parallel = [1, 6, 16, 0]" in avx2 and "distribution = [1, 48, 64, 0]" in avx2
     assert "vector_common_parallel = [1, 8, 32, 0]" in avx512 and "distribution = [1, 64, 64, 0]" in avx512
     assert gemm_config.batch_matmul_compilation_info("generic", 36, 784, 64, 64) is None
-    # Intel AVX-512 cores take the 6x64 register tile in 60x64 workgroups from 512 rows; AMD keeps 8x32.
-    intel = str(gemm_config.batch_matmul_compilation_info("avx512", 36, 784, 64, 64, "intel"))
-    amd = str(gemm_config.batch_matmul_compilation_info("avx512", 36, 784, 64, 64, "amd"))
-    assert "distribution = [1, 60, 64, 0]" in intel and "vector_common_parallel = [1, 6, 64, 0]" in intel
-    assert amd == str(gemm_config.batch_matmul_compilation_info("avx512", 36, 784, 64, 64))
+    # Intel AVX-512 cores take the 6x64 register tile in 60x64 workgroups from 512 rows, Zen 5 from 384;
+    # fewer rows, and Zen 4 (and AMD's AVX-512 cores by vendor alone), take the ISA's 8x32 in 64x64.
+    isa_tile = str(gemm_config.batch_matmul_compilation_info("avx512", 36, 1568, 64, 64))
+    for vendor, core, rows in (("intel", None, 512), ("amd", "znver5", 384)):
+        many = str(gemm_config.batch_matmul_compilation_info("avx512", 36, rows, 64, 128, vendor, core))
+        assert "distribution = [1, 60, 64, 0]" in many and "vector_common_parallel = [1, 6, 64, 0]" in many
+        fewer = str(gemm_config.batch_matmul_compilation_info("avx512", 36, rows - 1, 64, 128, vendor, core))
+        assert fewer == str(gemm_config.batch_matmul_compilation_info("avx512", 36, rows - 1, 64, 128))
+    for core in ("znver4", None):
+        assert str(gemm_config.batch_matmul_compilation_info("avx512", 36, 1568, 64, 64, "amd", core)) == isa_tile
+    # Zen 5's from 128 deep only (the GEMM's k: the conv's input channels).
+    deep = str(gemm_config.batch_matmul_compilation_info("avx512", 25, 1568, 128, 128, "amd", "znver5"))
+    assert "vector_common_parallel = [1, 6, 64, 0]" in deep
+    shallow = str(gemm_config.batch_matmul_compilation_info("avx512", 25, 1568, 128, 64, "amd", "znver5"))
+    assert shallow == str(gemm_config.batch_matmul_compilation_info("avx512", 25, 1568, 128, 64))
+    # The core's entry is for its ISA only (a znver5 compiled without AVX-512 takes AVX2's tile).
+    avx2_zen5 = str(gemm_config.batch_matmul_compilation_info("avx2", 36, 1568, 64, 64, "amd", "znver5"))
+    assert "vector_common_parallel = [1, 4, 16, 0]" in avx2_zen5
     # AMD's AVX2 cores take 4x16 in 64x64 from any rows (Zen 1: 8 accumulators are enough).
     for rows in (49, 196, 784):
         zen = str(gemm_config.batch_matmul_compilation_info("avx2", 25, rows, 128, 128, "amd"))
