@@ -690,20 +690,74 @@ def _im2col_gemm(
     else:
         fy, fx, c = (wt.get_dim_size(i) for i in range(3))
     rows, depth = n * oh * ow, fy * fx * c
-    patches = _gemm_patches(x_nhwc, (oh, ow), (fy, fx), stride, padding, dilation, flipped_taps)
+    isa, vendor = rules.vector_isa(target), cpu_vendor(target.cpu)
+    strided_rows = None
+    if (isa, vendor or "") in gemm_config.STRIDED_ROWS_VIEW_TARGETS:
+        strided_rows = _strided_1x1_rows(x_nhwc, (fy, fx), stride, padding, flipped_taps)
+    if strided_rows is None:
+        patches = _gemm_patches(x_nhwc, (oh, ow), (fy, fx), stride, padding, dilation, flipped_taps)
     filt = _collapse(w_hwcf, [[0, 1, 2], [3]])
     # Left to itself IREE folds the filter permute into the GEMM, which then reads B
     # transposed along its vectorized N dimension: 1x1 4x256x28x28->128 0.83 ms;
     # with the HWCF filter materialized (its own small dispatch) 0.43-0.48 ms.
     filt = ir.fusion_barrier(filt)
+    if strided_rows is not None:
+        mm = _strided_rows_gemm(strided_rows, filt)
+        info = gemm_config.strided_rows_compilation_info(isa, n * oh, ow, k, depth, vendor)
+        if info is not None:
+            mm.owner.attributes["compilation_info"] = info
+        return _expand(mm, [[0, 1], [2], [3]], [n, oh, ow, k])
     mm = _matmul(patches, filt, rows, k, _mnk_map(M, K), _mnk_map(K, N))
     strided_patches = (fy, fx) != (1, 1) and list(stride) != [1, 1]
-    info = gemm_config.matmul_compilation_info(
-        rules.vector_isa(target), rows, k, depth, cpu_vendor(target.cpu), strided_patches
-    )
+    info = gemm_config.matmul_compilation_info(isa, rows, k, depth, vendor, strided_patches)
     if info is not None:
         mm.owner.attributes["compilation_info"] = info
     return _expand(mm, [[0, 1, 2], [3]], [n, oh, ow, k])
+
+
+def _strided_1x1_rows(x_nhwc: ir.Value, kernel, stride, padding, flipped_taps: bool) -> ir.Value | None:
+    """The rows a strided, unpadded 1x1 conv reads, ``A[N*Ho, Wo, C] = x[n, ho*sy, wo*sx, c]``, as a
+    view of the NHWC input (its H and W split by the stride, the first of each kept: a slice the
+    GEMM's dispatch loads as it is), or None for other convs and extents the stride does not divide.
+
+    The patch gather it replaces was a dispatch of its own (a copy of the rows and one more of the
+    pool's hand-offs); gemm_config.STRIDED_ROWS_VIEW_TARGETS says where this measured faster."""
+    if tuple(kernel) != (1, 1) or list(stride) == [1, 1] or any(padding) or flipped_taps:
+        return None
+    xt = ir.RankedTensorType(x_nhwc.type)
+    n, h, w, c = (xt.get_dim_size(i) for i in range(4))
+    sy, sx = stride
+    if h % sy or w % sx:
+        return None
+    rows = _expand(_collapse(x_nhwc, [[0, 1], [2], [3]]), [[0, 1], [2, 3], [4]], [n * h // sy, sy, w // sx, sx, c])
+    view = ir.RankedTensorType.get([n * h // sy, w // sx, c], xt.element_type)
+    sizes = [n * h // sy, 1, w // sx, 1, c]
+    return ir.tensor.ExtractSliceOp(view, rows, [], [], [], [0] * 5, sizes, [1] * 5).result
+
+
+def _strided_rows_gemm(rows: ir.Value, filt: ir.Value) -> ir.Value:
+    """``y[i, j, n] = sum_k rows[i, j, k] * filt[k, n]``: a GEMM whose rows are two loops, so that
+    its A stays the strided view (``_strided_1x1_rows``) and is not copied to be collapsed."""
+    f32 = builtin_element_type("f32")
+    outer, inner, _ = ir.RankedTensorType(rows.type).shape
+    cols = ir.RankedTensorType(filt.type).shape[1]
+    zero = ir.arith.ConstantOp(f32, 0.0).result
+    init = ir.linalg.fill(zero, outs=[ir.tensor.EmptyOp([outer, inner, cols], f32).result])
+    i, j, n, k = (ir.AffineDimExpr.get(d) for d in range(4))
+    gemm = ir.linalg.GenericOp(
+        [init.type],
+        [rows, filt],
+        [init],
+        ir.indexing_maps(
+            ir.AffineMap.get(4, 0, [i, j, k]), ir.AffineMap.get(4, 0, [k, n]), ir.AffineMap.get(4, 0, [i, j, n])
+        ),
+        ir.iterator_types("parallel", "parallel", "parallel", "reduction"),
+    )
+    block = gemm.regions[0].blocks.append(f32, f32, f32)
+    with ir.InsertionPoint(block):
+        product = ir.arith.MulFOp(block.arguments[0], block.arguments[1]).result
+        ir.linalg.YieldOp([ir.arith.AddFOp(block.arguments[2], product).result])
+    return gemm.result
 
 
 def _rewrite_strided_dgrad(op: ir.Operation, target: Target) -> bool:

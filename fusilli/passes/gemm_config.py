@@ -398,6 +398,50 @@ def matmul_compilation_info(
     return None if tile is None else _compilation_info(tile, None, m, n, k)
 
 
+# The (ISA, CPU vendor) pairs whose strided, unpadded 1x1 convs read their rows as a view of the input
+# (conv_layout._strided_1x1_rows, a GEMM whose rows are two loops: strided_rows_compilation_info)
+# instead of a gather dispatch. Zen 5 VM (znver5), whole graphs compiled both ways in one process
+# and run interleaved with PyTorch, ratio to PyTorch, gather -> view: 1x1 s2 1x256x56x56->512 0.85
+# -> 0.89, + bias + relu 0.81 -> 0.85, 8x256x56x56->512 0.86 -> 0.92, 8x512x28x28->1024 0.67 ->
+# 0.69 (as iree.runtime calls of the two modules, 1x256x56x56: 0.82, 1.12 -> 0.75-0.78, 0.97-1.00
+# ms; 7 or 8 rows in the register tile, 28 or 56 in a workgroup within 3% of each other). As
+# x86-64-v3 code (PyTorch held to AVX2) the view lost: with 4x16 (4 divides Wo = 28) 0.80 -> 0.69,
+# 0.80 -> 0.66, 0.85 -> 0.72; with the table's 6x16 (a peeled remainder) 0.83 -> 0.81, 0.78 ->
+# 0.74, 0.90 -> 0.89. So AVX2 keeps the gather, and so do Intel's AVX-512 cores (not measured;
+# their conv GEMMs take a tile of their own).
+STRIDED_ROWS_VIEW_TARGETS = {("avx512", "amd")}
+
+
+def strided_rows_compilation_info(
+    isa: str, outer: int, inner: int, n: int, k: int, vendor: str | None = None
+) -> ir.Attribute | None:
+    """The ``compilation_info`` of a conv GEMM whose rows are two loops, ``outer`` x ``inner``
+    (conv_layout._strided_rows_gemm: a strided 1x1 conv's N*Ho by Wo), ``n`` columns ``k`` deep:
+    the 2-D conv GEMM tile (``conv_gemm_tile``) with a workgroup's rows as whole rows of ``inner``
+    (as many as its rows hold) and the register tile's rows along ``inner`` (the largest divisor of
+    ``inner`` from half the tile's rows up, else the tile's rows and a peeled remainder)."""
+    rows = outer * inner
+    tile = conv_gemm_tile(isa, n, vendor, False, rows, k)
+    if tile is None:
+        return None
+    dm, dn = min(tile.distribution[0], rows), min(tile.distribution[1], n)
+    vn = min(tile.vector[1], dn)
+    d_inner = min(inner, dm)
+    d_outer = max(1, dm // d_inner)
+    want = min(tile.vector[0], d_inner)
+    v_inner = max((d for d in range((want + 1) // 2, want + 1) if d_inner % d == 0), default=want)
+    block = k_block(tile, rows, k, n)
+    text = (
+        "#iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<"
+        f"distribution = [{d_outer}, {d_inner}, {dn}, 0], "
+        + (f"cache_reduction = [0, 0, 0, {block}], " if block is not None else "")
+        + f"vector_common_parallel = [1, {v_inner}, {vn}, 0], vector_reduction = [0, 0, 0, {min(tile.reduction, k)}]>, "
+        "translation_info = #iree_codegen.translation_info<pipeline = #iree_cpu.pipeline<DoubleTilingExpert>, "
+        "{enable_loop_peeling}>>"
+    )
+    return ir.Attribute.parse(text)
+
+
 # A user's f32 matmul below the data-tiling threshold (rules.CPU_MATMUL_GEMM_CONFIG), per (ISA, CPU
 # vendor): IREE's own config there is an 8x8 register tile. EPYC Zen 1 VM (znver1), one thread
 # (IREE local-sync against PyTorch with one thread, ratio to PyTorch, two runs alike): 2-D, 4x16 in

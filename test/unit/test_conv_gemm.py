@@ -12,7 +12,7 @@ from conftest import arch_running_here, channels_last_conv_graph, random_array, 
 
 import fusilli as fs
 from fusilli import pipeline
-from fusilli.backend import rules, targets
+from fusilli.backend import Artifact, rules, targets
 from fusilli.backend.targets import Target
 from fusilli.ir import fusilli_context
 from fusilli.passes import conv_layout, gemm_config
@@ -32,6 +32,8 @@ def gemm_lowering(monkeypatch):
 CASES = {
     "1x1": ([2, 32, 7, 9], 24, (1, 1), (1, 1), (0, 0), (1, 1)),
     "1x1_s2": ([1, 64, 9, 9], 40, (1, 1), (2, 2), (0, 0), (1, 1)),
+    "1x1_s2_even": ([2, 32, 10, 12], 24, (1, 1), (2, 2), (0, 0), (1, 1)),
+    "1x1_s3x2": ([1, 16, 9, 8], 16, (1, 1), (3, 2), (0, 0), (1, 1)),
     "3x3_s2_pad1": ([2, 16, 11, 10], 32, (3, 3), (2, 2), (1, 1), (1, 1)),
     "7x7_s2_pad3": ([1, 3, 23, 19], 16, (7, 7), (2, 2), (3, 3), (1, 1)),
     "3x3_dil2_pad2": ([1, 8, 12, 12], 8, (3, 3), (1, 1), (2, 2), (2, 2)),
@@ -43,7 +45,8 @@ CASES = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_numerics_f32(cpu, rng, gemm_lowering, case):
     x_dim, k, kernel, stride, padding, dilation = CASES[case]
-    g = build(x_dim, k, kernel, stride, padding, dilation, epilogue=case == "3x3_s2_pad1", name=f"gemm_{case}")
+    epilogue = case in ("3x3_s2_pad1", "1x1_s2_even")
+    g = build(x_dim, k, kernel, stride, padding, dilation, epilogue=epilogue, name=f"gemm_{case}")
     assert "compilation_info" in g.mlir("optimized")
     run_and_check(g, cpu, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
 
@@ -64,6 +67,52 @@ def test_epilogue_adds_no_dispatch(cpu, gemm_lowering, kernel, stride, padding):
     plain = build(*args, name=f"gemm_plain{kernel[0]}").compile(cpu)
     fused = build(*args, epilogue=True, name=f"gemm_epi{kernel[0]}").compile(cpu)
     assert fused.compile_stats.dispatch_count == plain.compile_stats.dispatch_count
+
+
+@pytest.mark.parametrize(
+    "x_dim, stride, view",
+    [([2, 16, 12, 10], (2, 2), True), ([1, 16, 9, 8], (3, 2), True), ([1, 16, 9, 9], (2, 2), False)],
+)
+def test_strided_1x1_reads_a_view_of_the_input(gemm_lowering, x_dim, stride, view):
+    """On AMD's AVX-512 cores a strided 1x1 conv whose extents the stride divides reads its rows as
+    a slice of the input split by the stride (no gather dispatch: as many dispatches as the
+    stride-1 conv's GEMM); other extents, AVX2 and Intel (gemm_config.STRIDED_ROWS_VIEW_TARGETS)
+    keep the gather."""
+    g = build(x_dim, 16, (1, 1), stride, (0, 0), name=f"gemm_view{stride[0]}{x_dim[2]}")
+    for gathered in ("x86-64-v3", "znver1", "sapphirerapids"):
+        assert "linalg.matmul" in g.mlir("optimized", backend=fs.Backend.CPU, arch=gathered)
+    text = g.mlir("optimized", backend=fs.Backend.CPU, arch="znver4")
+    assert ("tensor.extract_slice" in text and "linalg.matmul" not in text) == view
+    unit = build(x_dim, 16, (1, 1), (1, 1), (0, 0), name=f"gemm_unit{x_dim[2]}")
+
+    def dispatches(graph: fs.Graph) -> int:  # compiled for AVX-512, not run (CI's CPU may lack it)
+        return Artifact.from_bytes(graph.compile_to_artifact(fs.Backend.CPU, "znver4")).stats.dispatch_count
+
+    assert dispatches(g) == dispatches(unit) + (0 if view else 1)
+
+
+@pytest.mark.parametrize("x_dim, stride", [([2, 32, 10, 12], (2, 2)), ([1, 16, 9, 8], (3, 2)), ([3, 8, 4, 4], (2, 2))])
+def test_numerics_strided_1x1_view_on_any_isa(cpu, rng, gemm_lowering, monkeypatch, x_dim, stride):
+    """The view path's numerics wherever the tests run (an AVX2 host takes it here too)."""
+    here = (rules.vector_isa(Target.resolve("cpu")), targets.cpu_vendor(targets.host_cpu()) or "")
+    monkeypatch.setattr(gemm_config, "STRIDED_ROWS_VIEW_TARGETS", {here})
+    g = build(x_dim, 24, (1, 1), stride, (0, 0), epilogue=True, name=f"gemm_anyview{stride[0]}{x_dim[0]}")
+    assert "linalg.matmul" not in g.mlir("optimized")
+    run_and_check(g, cpu, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "outer, inner, dist, vector", [(28, 28, (2, 28), 7), (8, 56, (1, 56), 8), (14, 14, (4, 14), 7), (7, 7, (7, 7), 7)]
+)
+def test_strided_rows_compilation_info(outer, inner, dist, vector):
+    """A workgroup takes whole rows of the inner loop, its register tile a divisor of them."""
+    with fusilli_context():
+        text = str(gemm_config.strided_rows_compilation_info("avx512", outer, inner, 512, 256, "amd"))
+        assert f"distribution = [{dist[0]}, {dist[1]}, 64, 0]" in text
+        assert f"vector_common_parallel = [1, {vector}, 32, 0]" in text
+        deep = str(gemm_config.strided_rows_compilation_info("avx512", outer, inner, 512, 1024, "amd"))
+        assert "cache_reduction = [0, 0, 0, 256]" in deep
+        assert gemm_config.strided_rows_compilation_info("generic", outer, inner, 512, 256) is None
 
 
 def test_gemm_config_per_isa():

@@ -13,7 +13,8 @@
 # compilation_info (fusilli/passes/gemm_config.py). The bias + relu epilogue
 # follows as an elementwise consumer (fusilli-epilogue-fusion's
 # generic). Without a tuned ISA (x86-64) they keep
-# IREE's path: a matmul and a linalg conv, no compilation_info.
+# IREE's path: a matmul and a linalg conv, no compilation_info. A strided 1x1 conv (Wo = 32)
+# reads its rows as a view of the input on AMD's AVX-512 cores (gemm_config.STRIDED_ROWS_VIEW_TARGETS).
 
 import fusilli as fs
 
@@ -28,6 +29,8 @@ y1 = g.relu(g.add(y1, b, name="bias1"), name="relu1")
 y1.set_output(True).set_name("y1")
 y3 = g.conv_fprop(x, w3, padding=[1, 1], stride=[2, 2], dilation=[1, 1], name="conv3x3s2")
 y3.set_output(True).set_name("y3")
+y2 = g.conv_fprop(x, w1, padding=[0, 0], stride=[2, 2], dilation=[1, 1], name="conv1x1s2")
+y2.set_output(True).set_name("y2")
 print(g.to_json())
 
 # The ISA's config: AVX-512 8x32 in 64-row workgroups; AVX2 6x16 in 48-row ones; either with
@@ -36,8 +39,10 @@ print(g.to_json())
 # AVX2-DAG: #[[CFG:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [48, 32, 0], distribution = [48, 32, 0], vector_common_parallel = [6, 16, 0], vector_reduction = [0, 0, 8]>
 # AVX512-DAG: #[[CFG_DEEP:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [64, 32, 0], cache_reduction = [0, 0, 256], distribution = [64, 32, 0], vector_common_parallel = [8, 32, 0], vector_reduction = [0, 0, 8]>
 # AVX2-DAG: #[[CFG_DEEP:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [48, 32, 0], cache_reduction = [0, 0, 256], distribution = [48, 32, 0], vector_common_parallel = [6, 16, 0], vector_reduction = [0, 0, 8]>
+# AVX512-DAG: #[[CFG_ROWS:[a-z0-9]+]] = #iree_cpu.lowering_config<distribution = [2, 32, 32, 0], vector_common_parallel = [1, 8, 32, 0], vector_reduction = [0, 0, 0, 8]>
 # CHECK-DAG: #[[TRANSLATION:.*]] = #iree_codegen.translation_info<pipeline = #iree_cpu.pipeline<DoubleTilingExpert>, {enable_loop_peeling}>
 # CHECK-DAG: #[[INFO:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[CFG]], translation_info = #[[TRANSLATION]]>
+# AVX512-DAG: #[[INFO_ROWS:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[CFG_ROWS]], translation_info = #[[TRANSLATION]]>
 # CHECK-DAG: #[[INFO_DEEP:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[CFG_DEEP]], translation_info = #[[TRANSLATION]]>
 # CHECK-LABEL: func.func @main(
 # The 1x1 conv: the input reshaped, the filter's HWCF copy kept, the GEMM, the epilogue.
@@ -58,6 +63,16 @@ print(g.to_json())
 # CHECK: %[[W3:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0, 1, 2], [3]] : tensor<3x3x64x32xf32> into tensor<576x32xf32>
 # CHECK: %[[W3B:.*]] = iree_tensor_ext.compute_barrier.start %[[W3]] : tensor<576x32xf32>
 # CHECK: linalg.matmul {compilation_info = #[[INFO_DEEP]]} ins(%[[P2]], %[[W3B]] : tensor<20480x576xf32>, tensor<576x32xf32>)
+# The strided 1x1 conv on AMD AVX-512: its rows a slice of the input split by the stride (no gather),
+# the GEMM's rows two loops (N*Ho, Wo) of a linalg.generic (gemm_config.strided_rows_compilation_info:
+# two rows of Wo = 32 per 64-row workgroup, 8 of them in the register tile); on AVX2 the gather.
+# AVX512: %[[XR:.*]] = tensor.expand_shape %{{.*}} {{\[}}[0, 1], [2, 3], [4]] output_shape [640, 2, 32, 2, 64] : tensor<1280x64x64xf32> into tensor<640x2x32x2x64xf32>
+# AVX512: %[[XS:.*]] = tensor.extract_slice %[[XR]][0, 0, 0, 0, 0] [640, 1, 32, 1, 64] [1, 1, 1, 1, 1] : tensor<640x2x32x2x64xf32> to tensor<640x32x64xf32>
+# AVX512: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]{{.*}} ins(%[[XS]], %{{.*}} : tensor<640x32x64xf32>, tensor<64x32xf32>) outs(%{{.*}} : tensor<640x32x32xf32>) attrs =  {compilation_info = #[[INFO_ROWS]]}
+# AVX512: arith.mulf
+# AVX512: arith.addf
+# AVX2: %[[P1:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<20x32x32x1x1x64xf32>)
+# AVX2: linalg.matmul {compilation_info = #[[INFO]]} ins(%{{.*}}, %{{.*}} : tensor<20480x64xf32>, tensor<64x32xf32>)
 # CHECK-NOT: torch.aten.convolution
 # CHECK-NOT: linalg.conv_2d
 
