@@ -690,7 +690,7 @@ def _im2col_gemm(
     else:
         fy, fx, c = (wt.get_dim_size(i) for i in range(3))
     rows, depth = n * oh * ow, fy * fx * c
-    isa, vendor = rules.vector_isa(target), cpu_vendor(target.cpu)
+    isa, vendor, core = rules.vector_isa(target), cpu_vendor(target.cpu), cpu_core(target.cpu)
     strided_rows = None
     if (isa, vendor or "") in gemm_config.STRIDED_ROWS_VIEW_TARGETS:
         strided_rows = _strided_1x1_rows(x_nhwc, (fy, fx), stride, padding, flipped_taps)
@@ -703,13 +703,13 @@ def _im2col_gemm(
     filt = ir.fusion_barrier(filt)
     if strided_rows is not None:
         mm = _strided_rows_gemm(strided_rows, filt)
-        info = gemm_config.strided_rows_compilation_info(isa, n * oh, ow, k, depth, vendor)
+        info = gemm_config.strided_rows_compilation_info(isa, n * oh, ow, k, depth, vendor, core)
         if info is not None:
             mm.owner.attributes["compilation_info"] = info
         return _expand(mm, [[0, 1], [2], [3]], [n, oh, ow, k])
     mm = _matmul(patches, filt, rows, k, _mnk_map(M, K), _mnk_map(K, N))
     strided_patches = (fy, fx) != (1, 1) and list(stride) != [1, 1]
-    info = gemm_config.matmul_compilation_info(isa, rows, k, depth, vendor, strided_patches)
+    info = gemm_config.matmul_compilation_info(isa, rows, k, depth, vendor, strided_patches, core)
     if info is not None:
         mm.owner.attributes["compilation_info"] = info
     return _expand(mm, [[0, 1, 2], [3]], [n, oh, ow, k])

@@ -369,16 +369,52 @@ def wgrad_batch_matmul_compilation_info(isa: str, batch: int, m: int, n: int, k:
     return None if tile is None else _compilation_info(tile, batch, m, n, k)
 
 
+# Per core (ISA, LLVM CPU name), ahead of the vendor's entry: (from this many rows, from this
+# depth, tile). Zen 5 takes 6x64 in 60x64 (its Winograd GEMMs' tile, WINOGRAD_GEMM_TILES_BY_CORE)
+# for conv GEMMs of at least 1024 rows 128 deep. Zen 5 VM (znver5), the 1x1 s2 8x512x28x28->1024
+# GEMM (1568x1024x512) alone, one thread: 8x32 with K blocks of 256 153-156 GFLOP/s, 6x64 176-198.
+# Whole graphs, both tiles compiled in one process and run interleaved with PyTorch (ratio, two
+# runs, 8x32 -> 6x64): 1x1 8x256x56x56->64 0.89 -> 1.30, 0.92 -> 1.33; 8x128x28x28->512 0.84 ->
+# 0.97, 0.88 -> 0.98; 8x256x14x14->1024 0.64 -> 0.80, 0.66 -> 0.74; 8x1024x14x14->256 1.00 -> 1.00,
+# 0.70 -> 0.99; 8x512x28x28->128 0.96 -> 0.99, 0.94 -> 0.99; s2 8x512x28x28->1024 0.77 -> 0.79,
+# 0.81 -> 0.82; s2 8x256x56x56->512 0.97 -> 0.96, 1.00 -> 0.98. 64 deep it lost (1x1
+# 8x64x56x56->256 1.11 -> 0.94, 1.06 -> 1.01); the batch-1 rows of resnet50_conv.txt (49-3136 rows)
+# moved within their noise (1x1 1x256x56x56->64 1.06 -> 1.04, 1x1024x14x14->256 0.90 -> 0.96, 3x3
+# 1x512x7x7 1.41 -> 1.33, the suite's 1x1 4x256x28x28->128 1.01 -> 0.95 and 1.01 -> 1.03). Old and
+# new code in alternating processes (fusilli-benchmark, two rounds, fusilli's median ms; PyTorch's
+# own medians jumped to 10-16 ms in some blocks): 8x256x56x56->64 2.95, 4.03 -> 2.07, 1.96;
+# 8x256x14x14->1024 3.40, 3.20 -> 3.25, 3.04; the others within their noise (8x512x28x28->128
+# 1.94, 2.18 -> 2.01, 1.89; s2 8x512x28x28->1024 5.37, 6.26 -> 5.86, 5.89). Not measured for the
+# patch matrices of strided spatial filters, which keep the vendor's tile.
+CONV_GEMM_TILES_BY_CORE = {
+    ("avx512", "znver5"): (
+        1024,
+        128,
+        GemmTile((60, 64), (6, 64), 8, cache_reduction=256, cache_reduction_min_depth=512, k_blocks_divide=True),
+    )
+}
+
+
 def conv_gemm_tile(
-    isa: str, n: int, vendor: str | None = None, strided_patches: bool = False, rows: int = 0, depth: int = 0
+    isa: str,
+    n: int,
+    vendor: str | None = None,
+    strided_patches: bool = False,
+    rows: int = 0,
+    depth: int = 0,
+    core: str | None = None,
 ) -> GemmTile | None:
     """The tile of an f32 conv-as-GEMM with ``n`` output channels on ``isa`` (and the CPU
-    ``vendor``); ``strided_patches``: its A operand is a strided conv's patch matrix (stride > 1,
-    a filter larger than 1x1), see ``STRIDED_PATCH_GEMM_TILES_BY_VENDOR``; a stride-1 GEMM of
-    ``rows`` x ``depth`` deep enough takes ``deep_gemm_rows`` rows per workgroup (see above)."""
+    ``vendor`` and ``core``: CONV_GEMM_TILES_BY_CORE from its rows and depth); ``strided_patches``:
+    its A operand is a strided conv's patch matrix (stride > 1, a filter larger than 1x1), see
+    ``STRIDED_PATCH_GEMM_TILES_BY_VENDOR``; a stride-1 GEMM of ``rows`` x ``depth`` deep enough takes
+    ``deep_gemm_rows`` rows per workgroup (see above)."""
     key = (isa, vendor or "")
     if strided_patches and n >= rules.CPU_CONV_GEMM_WIDE_MIN_OUT_CHANNELS and key in STRIDED_PATCH_GEMM_TILES_BY_VENDOR:
         return STRIDED_PATCH_GEMM_TILES_BY_VENDOR[key]
+    min_rows, min_depth, core_tile = CONV_GEMM_TILES_BY_CORE.get((isa, core or ""), (0, 0, None))
+    if core_tile is not None and not strided_patches and rows >= min_rows and depth >= min_depth:
+        return core_tile
     tile = CONV_GEMM_TILES_BY_VENDOR.get(key) or CONV_GEMM_TILES.get(isa)
     deep = not strided_patches and rows > 0 and depth >= rules.CPU_CONV_GEMM_MIN_DEPTH_AVX512
     if tile is not None and deep and key in DEEP_GEMM_VENDORS:
@@ -390,11 +426,12 @@ def conv_gemm_tile(
 
 
 def matmul_compilation_info(
-    isa: str, m: int, n: int, k: int, vendor: str | None = None, strided_patches: bool = False
+    isa: str, m: int, n: int, k: int, vendor: str | None = None, strided_patches: bool = False, core: str | None = None
 ) -> ir.Attribute | None:
     """The ``compilation_info`` for an f32 conv-as-GEMM ``linalg.matmul`` on ``isa`` (and the
-    CPU ``vendor``, ``targets.cpu_vendor``; ``strided_patches`` as in ``conv_gemm_tile``), or None."""
-    tile = conv_gemm_tile(isa, n, vendor, strided_patches, m, k)
+    CPU ``vendor`` and ``core``, ``targets.cpu_vendor`` / ``cpu_core``; ``strided_patches`` as in
+    ``conv_gemm_tile``), or None."""
+    tile = conv_gemm_tile(isa, n, vendor, strided_patches, m, k, core)
     return None if tile is None else _compilation_info(tile, None, m, n, k)
 
 
@@ -413,7 +450,7 @@ STRIDED_ROWS_VIEW_TARGETS = {("avx512", "amd")}
 
 
 def strided_rows_compilation_info(
-    isa: str, outer: int, inner: int, n: int, k: int, vendor: str | None = None
+    isa: str, outer: int, inner: int, n: int, k: int, vendor: str | None = None, core: str | None = None
 ) -> ir.Attribute | None:
     """The ``compilation_info`` of a conv GEMM whose rows are two loops, ``outer`` x ``inner``
     (conv_layout._strided_rows_gemm: a strided 1x1 conv's N*Ho by Wo), ``n`` columns ``k`` deep:
@@ -421,7 +458,7 @@ def strided_rows_compilation_info(
     (as many as its rows hold) and the register tile's rows along ``inner`` (the largest divisor of
     ``inner`` from half the tile's rows up, else the tile's rows and a peeled remainder)."""
     rows = outer * inner
-    tile = conv_gemm_tile(isa, n, vendor, False, rows, k)
+    tile = conv_gemm_tile(isa, n, vendor, False, rows, k, core)
     if tile is None:
         return None
     dm, dn = min(tile.distribution[0], rows), min(tile.distribution[1], n)
