@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from fusilli.backend.targets import Backend, Target, cpu_vendor
+from fusilli.backend.targets import Backend, Target, cpu_core, cpu_vendor
 from fusilli.types import DataType
 
 # ---------------------------------------------------------------- problems
@@ -640,7 +640,8 @@ def CPU_CONV_WINOGRAD(p: Problem, t: Target) -> str | None:
     if m == 4 and tiles < limit:
         limit = CPU_CONV_WINOGRAD_MIN_TILES_ONE_PASS_FILTER
         on += ", not Intel"
-    return f"{head}, {tiles} {m}x{m} tiles >= {limit}, GEMM tuned for {on}"
+    core_tile = _core_winograd_tile_text(t, tiles, int(p.fact("channels", 0))) if p.kind == "conv_fprop" else ""
+    return f"{head}, {tiles} {m}x{m} tiles >= {limit}, GEMM tuned for {on}{core_tile}"
 
 
 # cpu-conv-winograd-strided: 3x3 stride-2 convs as Winograd over the input's phases
@@ -728,8 +729,37 @@ def CPU_CONV_WINOGRAD_STRIDED(p: Problem, t: Target) -> str | None:
     return (
         f"F({m}x{m}, 2x2) over the input's 4 phases, 3x3 stride 2, {tiles} {m}x{m} tiles >= "
         f"{CPU_CONV_POLYPHASE_MIN_TILES}, transformed data <= {CPU_CONV_POLYPHASE_MAX_TRANSFORMED_BYTES >> 20} MiB, "
-        f"GEMM tuned for {on}"
+        f"GEMM tuned for {on}" + _core_winograd_tile_text(t, tiles, int(p.fact("channels", 0)))
     )
+
+
+def _core_conv_gemm_tile_text(t: Target, columns: int, rows: int, depth: int) -> str:
+    """As ``_core_winograd_tile_text``, for a conv GEMM (gemm_config.CONV_GEMM_TILES_BY_CORE)."""
+    from fusilli.passes import gemm_config  # the tile tables (they import this module)
+
+    isa, vendor, core = vector_isa(t), cpu_vendor(t.cpu), cpu_core(t.cpu)
+    tile = gemm_config.conv_gemm_tile(isa, columns, vendor, False, rows, depth, core)
+    if core is None or tile is None or tile == gemm_config.conv_gemm_tile(isa, columns, vendor, False, rows, depth):
+        return ""
+    return f" ({core}: {_tile_text(tile)})"
+
+
+def _core_winograd_tile_text(t: Target, rows: int, depth: int) -> str:
+    """``" (znver5: 6x64 register tile in 60x64 workgroups)"`` where the CPU core's own Winograd GEMM
+    tile (gemm_config.WINOGRAD_GEMM_TILES_BY_CORE) replaces its vendor's, else ``""``."""
+    from fusilli.passes import gemm_config  # the tile tables (they import this module)
+
+    isa, vendor, core = vector_isa(t), cpu_vendor(t.cpu), cpu_core(t.cpu)
+    tile = gemm_config.winograd_gemm_tile(isa, rows, depth, vendor, core)
+    if core is None or tile is None or tile == gemm_config.winograd_gemm_tile(isa, rows, depth, vendor):
+        return ""
+    return f" ({core}: {_tile_text(tile)})"
+
+
+def _tile_text(tile) -> str:
+    """A GEMM tile as explain names it."""
+    (vm, vn), (dm, dn) = tile.vector, tile.distribution
+    return f"{vm}x{vn} register tile in {dm}x{dn} workgroups"
 
 
 # Convs (not Winograd's) as an im2col GEMM with an explicit lowering config
@@ -935,7 +965,7 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
             return None
         return (
             f"1x1, {rows} GEMM rows >= {CPU_CONV_GEMM_MIN_ROWS_1X1}, {channels} channels <= {max_channels}, "
-            f"GEMM tuned for {on}"
+            f"GEMM tuned for {on}" + _core_conv_gemm_tile_text(t, conv_out_channels(p), rows, channels)
         )
     depth = math.prod(int(d) for d in kernel) * channels
     if intel and isa == "avx512" and conv_out_channels(p) >= CPU_CONV_GEMM_WIDE_MIN_OUT_CHANNELS:

@@ -355,11 +355,19 @@ def batch_matmul_compilation_info(
     """The ``compilation_info`` for an f32 Winograd ``linalg.batch_matmul`` of ``m`` rows on ``isa``
     ``k`` deep (the CPU ``core``'s entry from its rows and depth, then the ``vendor``'s from its
     rows), or None for IREE's default."""
-    key = (isa, vendor or "")
-    tile = WINOGRAD_GEMM_TILES_BY_VENDOR.get(key) if m >= WINOGRAD_VENDOR_TILE_MIN_ROWS.get(key, 0) else None
-    min_rows, min_depth, core_tile = WINOGRAD_GEMM_TILES_BY_CORE.get((isa, core or ""), (0, 0, None))
-    tile = (core_tile if m >= min_rows and k >= min_depth else None) or tile or WINOGRAD_GEMM_TILES.get(isa)
+    tile = winograd_gemm_tile(isa, m, k, vendor, core)
     return None if tile is None else _compilation_info(tile, batch, m, n, k)
+
+
+def winograd_gemm_tile(
+    isa: str, rows: int, depth: int, vendor: str | None = None, core: str | None = None
+) -> GemmTile | None:
+    """The tile of an f32 Winograd GEMM of ``rows`` (tiles) ``depth`` deep on ``isa``: the CPU
+    ``core``'s entry from its rows and depth, then the ``vendor``'s from its rows, then the ISA's."""
+    key = (isa, vendor or "")
+    tile = WINOGRAD_GEMM_TILES_BY_VENDOR.get(key) if rows >= WINOGRAD_VENDOR_TILE_MIN_ROWS.get(key, 0) else None
+    min_rows, min_depth, core_tile = WINOGRAD_GEMM_TILES_BY_CORE.get((isa, core or ""), (0, 0, None))
+    return (core_tile if rows >= min_rows and depth >= min_depth else None) or tile or WINOGRAD_GEMM_TILES.get(isa)
 
 
 def wgrad_batch_matmul_compilation_info(isa: str, batch: int, m: int, n: int, k: int) -> ir.Attribute | None:

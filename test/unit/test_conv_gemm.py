@@ -123,6 +123,18 @@ def test_zen5_conv_gemm_tile_from_1024_rows_128_deep():
 
 
 @pytest.mark.parametrize(
+    "x_dim, k, kernel, stride, padding",
+    [([8, 256, 14, 14], 1024, (1, 1), (1, 1), (0, 0)), ([8, 128, 56, 56], 128, (3, 3), (2, 2), (1, 1))],
+)
+def test_explain_names_zen5_tile(x_dim, k, kernel, stride, padding):
+    """explain names the tile a CPU core's own table gives (the 1x1 GEMM, the polyphase GEMM)."""
+    g = build(x_dim, k, kernel, stride, padding, name=f"gemm_explain{kernel[0]}")
+    note = "(znver5: 6x64 register tile in 60x64 workgroups)"
+    assert note in g.explain(fs.Backend.CPU, arch="znver5")
+    assert note not in g.explain(fs.Backend.CPU, arch="znver4")
+
+
+@pytest.mark.parametrize(
     "outer, inner, dist, vector", [(28, 28, (2, 28), 7), (8, 56, (1, 56), 8), (14, 14, (4, 14), 7), (7, 7, (7, 7), 7)]
 )
 def test_strided_rows_compilation_info(outer, inner, dist, vector):
