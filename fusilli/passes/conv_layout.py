@@ -36,7 +36,9 @@ Large 1x1 and strided convs on AVX2 / AVX-512 (rule cpu-conv-im2col-gemm) are on
 f32 ``linalg.matmul`` of the patches (gathered through the padding, a reshape for
 1x1) and the HWCF filter, carrying an explicit lowering config
 (fusilli/passes/gemm_config.py): IREE does not data-tile it, so the epilogue fuses
-into the GEMM's dispatch instead of needing an encode dispatch for the bias.
+into the GEMM's dispatch instead of needing an encode dispatch for the bias. On AMD's
+AVX-512 cores a strided unpadded 1x1 conv reads its rows as a view of the input split by
+the stride (_strided_1x1_rows), a GEMM whose rows are two loops, with no gather dispatch.
 
 3x3 convs go to Winograd where the rules say it pays (fusilli/passes/winograd.py):
 F(m, 3) for stride 1 (cpu-conv-winograd), and for stride 2 Winograd over the input's
