@@ -67,7 +67,8 @@ class BatchSplitPlan:
         return t.dim[self.axis] // 2
 
     def half_graph(self, graph: Graph) -> Graph:
-        """A validated copy of ``graph`` at half the batch: the split tensors' dim ``axis`` halved.
+        """A validated copy of ``graph`` at half the batch: the split tensors' dim ``axis`` halved
+        (a row split's half lowered as the whole graph, ``rules.lowered_as_parts``).
 
         Bound tensors keep their strides, but for a row split the batch-1 dim's, which spans
         the whole tensor (the cut dim is outermost after it in memory, so the other strides do
@@ -84,6 +85,8 @@ class BatchSplitPlan:
                 elif self.axis:
                     t["stride"] = [half * t["stride"][self.axis], *t["stride"][1:]]
         half = type(graph)._from_dict(doc)
+        if self.axis:  # a row split's half is lowered as its whole (rules.lowered_as_parts)
+            half._lowered_as_parts = 2 * graph._lowered_as_parts
         half.validate()
         return half
 

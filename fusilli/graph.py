@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from fusilli.backend.rules import lowered_as_parts
 from fusilli.backend.targets import Backend, Target
 from fusilli.errors import ErrorCode, FusilliError, fail
 from fusilli.graph_json import INT64_MAX, JSON_FORMAT_VERSION, load_graph_document
@@ -122,6 +123,9 @@ class Graph:
         self._inferred: list[tuple[TensorAttr, str, Any]] = []  # (tensor, field, inferred value)
         self._validated = False
         self._compiled: CompiledGraph | None = None  # once compiled or loaded
+        # A row-split half (fusilli/batch_split.py) is one of this many parts of the graph it was
+        # cut from, and is lowered as that whole (rules.lowered_as_parts); 1 for a user's graph.
+        self._lowered_as_parts = 1
 
     # ------------------------------------------------------------------ tensors
     def tensor(
@@ -616,7 +620,8 @@ class Graph:
         or the host), with the flags this graph's lowering rules add on it."""
         if not self._validated:
             self.validate()
-        return Target.resolve(backend or Backend.CPU, arch, nodes=self.nodes)
+        with lowered_as_parts(self._lowered_as_parts):
+            return Target.resolve(backend or Backend.CPU, arch, nodes=self.nodes)
 
     def _optimized_module(self, target: Target):
         from fusilli.lowering import emit_module
@@ -624,7 +629,7 @@ class Graph:
 
         if not self._validated:
             self.validate()
-        with timed(f"graph '{self.name}': emit + fusilli passes"):
+        with timed(f"graph '{self.name}': emit + fusilli passes"), lowered_as_parts(self._lowered_as_parts):
             module = emit_module(self, target)
             logger.info("graph '%s' emitted MLIR:\n%s", self.name, module)
             default_pipeline(target).run(module)
@@ -808,7 +813,7 @@ class Graph:
             "nodes": [
                 dict(n.to_json(), output_tensors=[tensor_json(t) for t in n.output_tensors()]) for n in self.nodes
             ],
-        }
+        } | ({"lowered_as_parts": self._lowered_as_parts} if self._lowered_as_parts != 1 else {})
 
     def to_json(self, indent: int | None = 2) -> str:
         """A lossless JSON serialization (``Graph.from_json`` reads it back)."""
@@ -829,6 +834,7 @@ class Graph:
     @classmethod
     def _from_dict(cls, data: dict[str, Any]) -> Graph:
         g = cls(data["name"], data["io_data_type"], data["intermediate_data_type"], data["compute_data_type"])
+        g._lowered_as_parts = int(data.get("lowered_as_parts", 1))
         by_name: dict[str, TensorAttr] = {}
 
         def make(d: dict[str, Any]) -> TensorAttr:

@@ -253,7 +253,9 @@ DOCUMENT = object_check(
         "compute_data_type": _DATA_TYPE,
         "inputs": list_check(TENSOR),
         "nodes": list_check(_node),
-    }
+    },
+    # A row-split half (fusilli/batch_split.py) is lowered as the whole it is this many parts of.
+    {"lowered_as_parts": int_check(1, 1 << 20)},
 )
 
 

@@ -30,9 +30,11 @@ per ISA).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fusilli.backend.targets import Backend, Target, cpu_core, cpu_vendor
@@ -220,8 +222,48 @@ def rule(
     return register
 
 
+# A row-split half (fusilli/batch_split.py: a batch-1 graph run as two calls over half its rows)
+# is lowered as the whole graph it is one of: the rules see its convs at the whole's size, so a
+# half does not cross a size threshold into another lowering. ResNet-50's batch-1 1x1 convs of
+# 784 GEMM rows (cpu-conv-im2col-gemm from 512) have halves of 392, which took data tiling, so
+# the split was refused (runtime._split_does_not_pay) and they ran on the pool. Zen 5 VM
+# (znver5), in one process, interleaved with PyTorch, ratio (benchmarks/conv_lowerings.py: auto
+# on the pool, auto@split with data-tiled halves, gemm@split with the GEMM's): 1x1 1x512x28x28->128
+# 0.69 / 0.77 / 1.02; 1x1 s2 1x256x56x56->512 0.84 / 0.83 / 0.93, + bias + relu 0.89 / 0.85 / 0.95.
+# The code before and after in alternating processes (fusilli-benchmark, three rounds, fusilli's
+# median ms): 1x512x28x28->128 0.343, 0.411, 0.376 -> 0.229, 0.286, 0.269; 1x1 s2 0.565, 0.595, 0.658
+# -> 0.493, 0.564, 0.596; + bias + relu even (0.598, 0.571, 0.684 -> 0.613, 0.596, 0.590). As
+# x86-64-v3 code (PyTorch held to AVX2) the split lost or ran even against the pool (0.90 -> 0.83,
+# 0.82 -> 0.79, 0.77 -> 0.78), so only these targets' halves are lowered as their whole.
+LOWERED_AS_WHOLE_TARGETS = {("avx512", "amd")}
+_LOWERED_AS_PARTS: contextvars.ContextVar[int] = contextvars.ContextVar("fusilli_lowered_as_parts", default=1)
+
+
+@contextlib.contextmanager
+def lowered_as_parts(parts: int) -> Iterator[None]:
+    """Within it the rules see each conv problem as ``parts`` of it (a row-split half's whole), on
+    ``LOWERED_AS_WHOLE_TARGETS``."""
+    token = _LOWERED_AS_PARTS.set(parts)
+    try:
+        yield
+    finally:
+        _LOWERED_AS_PARTS.reset(token)
+
+
+def _as_whole(problem: Problem, target: Target) -> Problem:
+    parts = _LOWERED_AS_PARTS.get()
+    if parts == 1 or not problem.kind.startswith("conv_") or "batch" not in problem.facts:
+        return problem
+    if (vector_isa(target), cpu_vendor(target.cpu) or "") not in LOWERED_AS_WHOLE_TARGETS:
+        return problem
+    facts = dict(problem.facts, batch=int(problem.fact("batch")) * parts)
+    return replace(problem, flops=problem.flops * parts, facts=facts)
+
+
 def choose(problem: Problem, target: Target, aspect: str) -> Choice | None:
-    """The first rule for ``target`` deciding ``aspect`` of ``problem`` that holds."""
+    """The first rule for ``target`` deciding ``aspect`` of ``problem`` that holds (a conv's at
+    its whole graph's size inside ``lowered_as_parts``, on the targets measured)."""
+    problem = _as_whole(problem, target)
     for r in RULES:
         if r.aspect == aspect and r.covers(problem.kind, target):
             fact = r.applies(problem, target)

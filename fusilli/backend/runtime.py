@@ -302,8 +302,8 @@ def cpu_execution(graph: Any, arch: str | None = None) -> CpuExecution:
     ``INLINE_MAX_FLOPS`` and its inputs and outputs hold at most ``INLINE_MAX_BYTES``; else
     it splits a graph that can be split where the process runs on ``SPLIT_CPUS`` CPUs, the
     tensors both halves read whole hold at most ``SPLIT_MAX_WHOLE_FRACTION`` of the bytes
-    of the split ones, and the half graph gets the same lowering rules as the whole one;
-    else the pool. A batch-1 graph whose rows split (``plan_row_split``) splits them without
+    of the split ones, and the half graph gets the same lowering rules as the whole one (a
+    row split's half is lowered as its whole on ``rules.LOWERED_AS_WHOLE_TARGETS``); else the pool. A batch-1 graph whose rows split (``plan_row_split``) splits them without
     the byte limits, unless it writes more than it reads (``ROW_SPLIT_MAX_WRITE_RATIO``):
     measured on the 2-core Zen 5 VM, ResNet-50's batch-1 1x1 convs, row split against the
     pool, three in-process runs (benchmarks/conv_lowerings.py, ``auto`` against
@@ -420,10 +420,11 @@ def _split_does_not_pay(graph: Any, plan: BatchSplitPlan, half: Any, arch: str |
 
 def split_lowerings(graph: Any, half: Any, arch: str | None) -> tuple[str, str]:
     """The lowering rules (``rules.lowering_summary``) of the whole graph and of its ``half``."""
-    from fusilli.backend.rules import lowering_summary
+    from fusilli.backend.rules import lowered_as_parts, lowering_summary
 
     whole = lowering_summary(graph.nodes, graph.target(Backend.CPU, arch))
-    return whole, lowering_summary(half.nodes, half.target(Backend.CPU, arch))
+    with lowered_as_parts(half._lowered_as_parts):
+        return whole, lowering_summary(half.nodes, half.target(Backend.CPU, arch))
 
 
 # ``auto`` splits graphs in two where the process may run on exactly this many CPUs: the

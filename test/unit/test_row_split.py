@@ -166,10 +166,56 @@ def test_auto_row_splits_a_batch_1_1x1_conv_on_two_cpus(auto_on_two_cpus):
     strided = channels_last_conv_graph([1, 512, 28, 28], 1024, (1, 1), (2, 2), (0, 0), name="rows_auto_s2")
     execution = runtime.cpu_execution(strided, "znver4")
     assert execution.executor == "split" and "7 of its 14 rows" in execution.why
-    # 1x256x56x56->512: 784 GEMM rows take the explicit GEMM, its halves' 392 would not.
+    # 1x256x56x56->512: 784 GEMM rows take the explicit GEMM; its halves' 392 would not by their
+    # own size, but on AMD's AVX-512 cores a half is lowered as its whole (rules.lowered_as_parts).
     strided = channels_last_conv_graph([1, 256, 56, 56], 512, (1, 1), (2, 2), (0, 0), name="rows_auto_s2_gemm")
     execution = runtime.cpu_execution(strided, "znver4")
+    assert execution.executor == "split" and execution.half._lowered_as_parts == 2
+    assert "linalg.matmul" not in execution.half.mlir("optimized", fs.Backend.CPU, "znver4")  # the strided view
+    assert "compilation_info" in execution.half.mlir(
+        "optimized", fs.Backend.CPU, "znver4"
+    )  # the GEMM's, not data tiling
+    # As AVX2 code (measured slower split) the half keeps its own size's lowering: no split.
+    execution = runtime.cpu_execution(strided, "x86-64-v3")
     assert execution.executor == "local-task" and "would be lowered otherwise" in execution.why
+
+
+def test_a_row_split_half_is_lowered_as_its_whole():
+    from fusilli.backend import rules
+    from fusilli.backend.targets import Target
+
+    g = channels_last_conv_graph([1, 64, 28, 28], 32, (1, 1), (1, 1), (0, 0), name="rows_whole")
+    half = plan_row_split(g)[0].half_graph(g)
+    assert half._lowered_as_parts == 2 and "lowered_as_parts" in half.to_dict()
+    assert "lowered_as_parts" not in g.to_dict()
+    assert fs.Graph.from_json(half.to_json())._lowered_as_parts == 2  # its JSON round-trips
+    # The same shape as a user's graph is another cache entry (it is lowered by its own size).
+    own = channels_last_conv_graph([1, 64, 14, 28], 32, (1, 1), (1, 1), (0, 0), name="rows_whole")
+    assert own.key(fs.Backend.CPU, "znver4") != half.key(fs.Backend.CPU, "znver4")
+    znver4, v3 = Target.resolve("cpu", "znver4"), Target.resolve("cpu", "x86-64-v3")
+    problem = rules.problem_of(half.nodes[0])  # 392 GEMM rows: below the 1x1 GEMM's 512
+    assert rules.choose(problem, znver4, "algorithm").rule is not rules.CPU_CONV_IM2COL_GEMM
+    with rules.lowered_as_parts(2):
+        assert rules.choose(problem, znver4, "algorithm").rule is rules.CPU_CONV_IM2COL_GEMM
+        assert rules.choose(problem, v3, "algorithm").rule is not rules.CPU_CONV_IM2COL_GEMM  # not measured there
+    assert rules.choose(problem, znver4, "algorithm").rule is not rules.CPU_CONV_IM2COL_GEMM  # reset on exit
+
+
+@pytest.mark.parametrize("stride", [(1, 1), (2, 2)])
+def test_numerics_of_halves_lowered_as_their_whole(cpu, rng, split_executor, monkeypatch, stride):
+    """The split's halves with the whole's GEMM, wherever the tests run (the host's target taken in)."""
+    from fusilli.backend import rules, targets
+    from fusilli.backend.targets import Target
+
+    here = (rules.vector_isa(Target.resolve("cpu")), targets.cpu_vendor(targets.host_cpu()) or "")
+    monkeypatch.setattr(rules, "LOWERED_AS_WHOLE_TARGETS", {here})
+    x_dim = [1, 64, 28 * stride[0], 28 * stride[1]]
+    g = channels_last_conv_graph(x_dim, 32, (1, 1), stride, (0, 0), epilogue=True, name=f"rows_whole_num{stride[0]}")
+    half = plan_row_split(g)[0].half_graph(g)
+    with rules.lowered_as_parts(2):
+        lowering = rules.lowering_summary(half.nodes, half.target())
+    assert lowering == rules.lowering_summary(g.nodes, g.target())
+    run_and_check(g, cpu, inputs_of(g, rng), rtol=1e-4, atol=1e-4)
 
 
 def test_auto_keeps_a_row_split_that_writes_more_than_it_reads_on_the_pool(auto_on_two_cpus):
