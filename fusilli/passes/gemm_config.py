@@ -379,24 +379,27 @@ def wgrad_batch_matmul_compilation_info(isa: str, batch: int, m: int, n: int, k:
 
 # Per core (ISA, LLVM CPU name), ahead of the vendor's entry: (from this many rows, from this
 # depth, tile). Zen 5 takes 6x64 in 60x64 (its Winograd GEMMs' tile, WINOGRAD_GEMM_TILES_BY_CORE)
-# for conv GEMMs of at least 1024 rows 128 deep. Zen 5 VM (znver5), the 1x1 s2 8x512x28x28->1024
+# for conv GEMMs of at least 512 rows 128 deep. Zen 5 VM (znver5), the 1x1 s2 8x512x28x28->1024
 # GEMM (1568x1024x512) alone, one thread: 8x32 with K blocks of 256 153-156 GFLOP/s, 6x64 176-198.
 # Whole graphs, both tiles compiled in one process and run interleaved with PyTorch (ratio, two
-# runs, 8x32 -> 6x64): 1x1 8x256x56x56->64 0.89 -> 1.30, 0.92 -> 1.33; 8x128x28x28->512 0.84 ->
-# 0.97, 0.88 -> 0.98; 8x256x14x14->1024 0.64 -> 0.80, 0.66 -> 0.74; 8x1024x14x14->256 1.00 -> 1.00,
-# 0.70 -> 0.99; 8x512x28x28->128 0.96 -> 0.99, 0.94 -> 0.99; s2 8x512x28x28->1024 0.77 -> 0.79,
-# 0.81 -> 0.82; s2 8x256x56x56->512 0.97 -> 0.96, 1.00 -> 0.98. 64 deep it lost (1x1
-# 8x64x56x56->256 1.11 -> 0.94, 1.06 -> 1.01); the batch-1 rows of resnet50_conv.txt (49-3136 rows)
-# moved within their noise (1x1 1x256x56x56->64 1.06 -> 1.04, 1x1024x14x14->256 0.90 -> 0.96, 3x3
-# 1x512x7x7 1.41 -> 1.33, the suite's 1x1 4x256x28x28->128 1.01 -> 0.95 and 1.01 -> 1.03). Old and
-# new code in alternating processes (fusilli-benchmark, two rounds, fusilli's median ms; PyTorch's
-# own medians jumped to 10-16 ms in some blocks): 8x256x56x56->64 2.95, 4.03 -> 2.07, 1.96;
-# 8x256x14x14->1024 3.40, 3.20 -> 3.25, 3.04; the others within their noise (8x512x28x28->128
-# 1.94, 2.18 -> 2.01, 1.89; s2 8x512x28x28->1024 5.37, 6.26 -> 5.86, 5.89). Not measured for the
-# patch matrices of strided spatial filters, which keep the vendor's tile.
+# runs, 8x32 -> 6x64; the batch-8 graphs run as two halves of batch 4, their GEMMs' rows halved):
+# 1x1 8x256x56x56->64 0.89 -> 1.30, 0.92 -> 1.33; 8x128x28x28->512 0.84 -> 0.97, 0.88 -> 0.98;
+# 8x512x28x28->128 0.96 -> 0.99, 0.94 -> 0.99; s2 8x256x56x56->512 even. The halves of 784 rows (14x14
+# maps), 6x64 from 512 rows against from 1024: 8x256x14x14->1024 0.69 -> 0.85, 0.64 -> 0.72;
+# 8x1024x14x14->512 0.91 -> 0.94, 0.87 -> 0.92; 8x1024x14x14->256 0.97 -> 0.98, 0.98 -> 0.96; s2
+# 8x512x28x28->1024 0.74 -> 0.76, 0.76 -> 0.75. Batch-1 28x28 maps (784 rows) on the pool (the
+# split executor, which auto takes there, cuts them to 392): 1x512x28x28->128 0.83 -> 0.86, 0.74 ->
+# 0.81, 1x256x56x56->128 0.87 -> 0.88, 0.84 -> 0.88, 1x128x28x28->512 even, 1x512x28x28->256 0.98 ->
+# 0.89, 0.95 -> 0.90. 64 deep it lost (1x1 8x64x56x56->256 1.11 -> 0.94, 1.06 -> 1.01); batch-1
+# GEMMs below 512 rows moved within their noise or lost (3x3 1x512x7x7, 49 rows, 1.41 -> 1.33; the
+# suite's 1x1 4x256x28x28->128 1.01 -> 0.95 and 1.01 -> 1.03). Old and new code (from 1024 rows) in
+# alternating processes (fusilli-benchmark, two rounds, fusilli's median ms; PyTorch's own medians
+# jumped to 10-16 ms in some blocks): 8x256x56x56->64 2.95, 4.03 -> 2.07, 1.96; the others within
+# their noise. Not measured for the patch matrices of strided spatial filters, which keep the
+# vendor's tile.
 CONV_GEMM_TILES_BY_CORE = {
     ("avx512", "znver5"): (
-        1024,
+        512,
         128,
         GemmTile((60, 64), (6, 64), 8, cache_reduction=256, cache_reduction_min_depth=512, k_blocks_divide=True),
     )

@@ -101,15 +101,15 @@ def test_numerics_strided_1x1_view_on_any_isa(cpu, rng, gemm_lowering, monkeypat
     run_and_check(g, cpu, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
 
 
-def test_zen5_conv_gemm_tile_from_1024_rows_128_deep():
-    """Zen 5's conv GEMMs of >= 1024 rows >= 128 deep take 6x64 in 60x64 (CONV_GEMM_TILES_BY_CORE);
+def test_zen5_conv_gemm_tile_from_512_rows_128_deep():
+    """Zen 5's conv GEMMs of >= 512 rows >= 128 deep take 6x64 in 60x64 (CONV_GEMM_TILES_BY_CORE);
     fewer rows, shallower ones, strided patch matrices and Zen 4 keep AMD's 8x32."""
     amd = gemm_config.conv_gemm_tile("avx512", 256, "amd", False, 1568, 128)
     zen5 = gemm_config.conv_gemm_tile("avx512", 256, "amd", False, 1568, 128, "znver5")
     assert (zen5.distribution, zen5.vector) == ((60, 64), (6, 64)) and zen5.k_blocks_divide
     assert (amd.distribution, amd.vector) == ((64, 64), (8, 32))
     for rows, depth, strided, core in (
-        (1023, 128, False, "znver5"),
+        (511, 128, False, "znver5"),
         (1568, 64, False, "znver5"),
         (1568, 128, True, "znver5"),
         (1568, 128, False, "znver4"),

@@ -3,7 +3,7 @@
 # RUN: %fusilli-opt %t.json --backend cpu --arch znver4 --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,ZEN4
 
 # Conv GEMMs per core (gemm_config.CONV_GEMM_TILES_BY_CORE): on Zen 5 (znver5) a conv GEMM of at
-# least 1024 rows 128 deep takes the 6x64 register tile in 60x64 workgroups; Zen 4 (znver4) keeps
+# least 512 rows 128 deep takes the 6x64 register tile in 60x64 workgroups; Zen 4 (znver4) keeps
 # AMD's 8x32 in 64x64. ResNet-50's 1x1 8x256x14x14->1024 (1568 rows, 256 deep) takes it; its
 # 1x1 8x64x56x56->256 (25088 rows, 64 deep) does not. The strided 1x1 8x512x28x28->1024 reads
 # its rows as a view (two row loops, 8*14 by 14), 4 rows of 14 per workgroup: on Zen 5 6 of the 14
