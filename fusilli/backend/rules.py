@@ -234,7 +234,8 @@ def rule(
 # median ms): 1x512x28x28->128 0.343, 0.411, 0.376 -> 0.229, 0.286, 0.269; 1x1 s2 0.565, 0.595, 0.658
 # -> 0.493, 0.564, 0.596; + bias + relu even (0.598, 0.571, 0.684 -> 0.613, 0.596, 0.590). As
 # x86-64-v3 code (PyTorch held to AVX2) the split lost or ran even against the pool (0.90 -> 0.83,
-# 0.82 -> 0.79, 0.77 -> 0.78), so only these targets' halves are lowered as their whole.
+# 0.82 -> 0.79, 0.77 -> 0.78), so only these targets' halves are lowered as their whole. (A row
+# split holds 1x1 convs, their data gradients and pointwise ops, whose lowerings ``choose`` decides.)
 LOWERED_AS_WHOLE_TARGETS = {("avx512", "amd")}
 _LOWERED_AS_PARTS: contextvars.ContextVar[int] = contextvars.ContextVar("fusilli_lowered_as_parts", default=1)
 
@@ -798,7 +799,7 @@ def _core_winograd_tile_text(t: Target, rows: int, depth: int) -> str:
     return f" ({core}: {_tile_text(tile)})"
 
 
-def _tile_text(tile) -> str:
+def _tile_text(tile: Any) -> str:
     """A GEMM tile as explain names it."""
     (vm, vn), (dm, dn) = tile.vector, tile.distribution
     return f"{vm}x{vn} register tile in {dm}x{dn} workgroups"

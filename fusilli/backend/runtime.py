@@ -303,8 +303,9 @@ def cpu_execution(graph: Any, arch: str | None = None) -> CpuExecution:
     it splits a graph that can be split where the process runs on ``SPLIT_CPUS`` CPUs, the
     tensors both halves read whole hold at most ``SPLIT_MAX_WHOLE_FRACTION`` of the bytes
     of the split ones, and the half graph gets the same lowering rules as the whole one (a
-    row split's half is lowered as its whole on ``rules.LOWERED_AS_WHOLE_TARGETS``); else the pool. A batch-1 graph whose rows split (``plan_row_split``) splits them without
-    the byte limits, unless it writes more than it reads (``ROW_SPLIT_MAX_WRITE_RATIO``):
+    row split's half is lowered as its whole on ``rules.LOWERED_AS_WHOLE_TARGETS``); else the
+    pool. A batch-1 graph whose rows split (``plan_row_split``) splits them without the byte
+    limits, unless it writes more than it reads (``ROW_SPLIT_MAX_WRITE_RATIO``):
     measured on the 2-core Zen 5 VM, ResNet-50's batch-1 1x1 convs, row split against the
     pool, three in-process runs (benchmarks/conv_lowerings.py, ``auto`` against
     ``auto@local-task``), ms: 1x64x56x56->64 0.082-0.099 / 0.109-0.121, 1x256x56x56->64
