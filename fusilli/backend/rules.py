@@ -780,11 +780,8 @@ def _core_conv_gemm_tile_text(t: Target, columns: int, rows: int, depth: int) ->
     """As ``_core_winograd_tile_text``, for a conv GEMM (gemm_config.CONV_GEMM_TILES_BY_CORE)."""
     from fusilli.passes import gemm_config  # the tile tables (they import this module)
 
-    isa, vendor, core = vector_isa(t), cpu_vendor(t.cpu), cpu_core(t.cpu)
-    tile = gemm_config.conv_gemm_tile(isa, columns, vendor, False, rows, depth, core)
-    if core is None or tile is None or tile == gemm_config.conv_gemm_tile(isa, columns, vendor, False, rows, depth):
-        return ""
-    return f" ({core}: {_tile_text(tile)})"
+    isa, vendor = vector_isa(t), cpu_vendor(t.cpu)
+    return _core_tile_text(t, lambda core: gemm_config.conv_gemm_tile(isa, columns, vendor, False, rows, depth, core))
 
 
 def _core_winograd_tile_text(t: Target, rows: int, depth: int) -> str:
@@ -792,9 +789,16 @@ def _core_winograd_tile_text(t: Target, rows: int, depth: int) -> str:
     tile (gemm_config.WINOGRAD_GEMM_TILES_BY_CORE) replaces its vendor's, else ``""``."""
     from fusilli.passes import gemm_config  # the tile tables (they import this module)
 
-    isa, vendor, core = vector_isa(t), cpu_vendor(t.cpu), cpu_core(t.cpu)
-    tile = gemm_config.winograd_gemm_tile(isa, rows, depth, vendor, core)
-    if core is None or tile is None or tile == gemm_config.winograd_gemm_tile(isa, rows, depth, vendor):
+    isa, vendor = vector_isa(t), cpu_vendor(t.cpu)
+    return _core_tile_text(t, lambda core: gemm_config.winograd_gemm_tile(isa, rows, depth, vendor, core))
+
+
+def _core_tile_text(t: Target, tile_of: Callable[[str | None], Any]) -> str:
+    """``" (core: tile)"`` where ``tile_of(core)``, the tile for the target's CPU core, differs from
+    ``tile_of(None)``, its vendor's or ISA's; else ``""``."""
+    core = cpu_core(t.cpu)
+    tile = tile_of(core) if core is not None else None
+    if tile is None or tile == tile_of(None):
         return ""
     return f" ({core}: {_tile_text(tile)})"
 

@@ -337,16 +337,30 @@ def _compilation_info(tile: GemmTile, batch: int | None, m: int, n: int, k: int)
     lead = "1, " if batch is not None else ""
     zero = "0, " if batch is not None else ""
     block = k_block(tile, m, k, n, batch is not None)
-    text = (
-        "#iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<"
+    return _double_tiling_info(
         f"distribution = [{lead}{dm}, {dn}, 0], "
         + (f"cache_parallel = [{lead}{dm}, {dn}, 0], " if _cache_parallel(batch, m, dm, vm) else "")
         + (f"cache_reduction = [{zero}0, 0, {block}], " if block is not None else "")
-        + f"vector_common_parallel = [{lead}{vm}, {vn}, 0], vector_reduction = [{zero}0, 0, {min(tile.reduction, k)}]>, "
+        + f"vector_common_parallel = [{lead}{vm}, {vn}, 0], vector_reduction = [{zero}0, 0, {min(tile.reduction, k)}]"
+    )
+
+
+def _double_tiling_info(lowering_config: str) -> ir.Attribute:
+    """IREE's ``compilation_info`` of a GEMM with the ``#iree_cpu.lowering_config`` fields
+    ``lowering_config`` under the DoubleTilingExpert pipeline, its remainders peeled."""
+    return ir.Attribute.parse(
+        f"#iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<{lowering_config}>, "
         "translation_info = #iree_codegen.translation_info<pipeline = #iree_cpu.pipeline<DoubleTilingExpert>, "
         "{enable_loop_peeling}>>"
     )
-    return ir.Attribute.parse(text)
+
+
+def _core_tile(
+    table: dict[tuple[str, str], tuple[int, int, GemmTile]], isa: str, core: str | None, rows: int, depth: int
+) -> GemmTile | None:
+    """The CPU ``core``'s entry of a per-core ``table`` (from its rows and depth), or None."""
+    min_rows, min_depth, tile = table.get((isa, core or ""), (0, 0, None))
+    return tile if tile is not None and rows >= min_rows and depth >= min_depth else None
 
 
 def batch_matmul_compilation_info(
@@ -366,8 +380,7 @@ def winograd_gemm_tile(
     ``core``'s entry from its rows and depth, then the ``vendor``'s from its rows, then the ISA's."""
     key = (isa, vendor or "")
     tile = WINOGRAD_GEMM_TILES_BY_VENDOR.get(key) if rows >= WINOGRAD_VENDOR_TILE_MIN_ROWS.get(key, 0) else None
-    min_rows, min_depth, core_tile = WINOGRAD_GEMM_TILES_BY_CORE.get((isa, core or ""), (0, 0, None))
-    return (core_tile if rows >= min_rows and depth >= min_depth else None) or tile or WINOGRAD_GEMM_TILES.get(isa)
+    return _core_tile(WINOGRAD_GEMM_TILES_BY_CORE, isa, core, rows, depth) or tile or WINOGRAD_GEMM_TILES.get(isa)
 
 
 def wgrad_batch_matmul_compilation_info(isa: str, batch: int, m: int, n: int, k: int) -> ir.Attribute | None:
@@ -423,8 +436,8 @@ def conv_gemm_tile(
     key = (isa, vendor or "")
     if strided_patches and n >= rules.CPU_CONV_GEMM_WIDE_MIN_OUT_CHANNELS and key in STRIDED_PATCH_GEMM_TILES_BY_VENDOR:
         return STRIDED_PATCH_GEMM_TILES_BY_VENDOR[key]
-    min_rows, min_depth, core_tile = CONV_GEMM_TILES_BY_CORE.get((isa, core or ""), (0, 0, None))
-    if core_tile is not None and not strided_patches and rows >= min_rows and depth >= min_depth:
+    core_tile = None if strided_patches else _core_tile(CONV_GEMM_TILES_BY_CORE, isa, core, rows, depth)
+    if core_tile is not None:
         return core_tile
     tile = CONV_GEMM_TILES_BY_VENDOR.get(key) or CONV_GEMM_TILES.get(isa)
     deep = not strided_patches and rows > 0 and depth >= rules.CPU_CONV_GEMM_MIN_DEPTH_AVX512
@@ -479,15 +492,11 @@ def strided_rows_compilation_info(
     want = min(tile.vector[0], d_inner)
     v_inner = max((d for d in range((want + 1) // 2, want + 1) if d_inner % d == 0), default=want)
     block = k_block(tile, rows, k, n)
-    text = (
-        "#iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<"
+    return _double_tiling_info(
         f"distribution = [{d_outer}, {d_inner}, {dn}, 0], "
         + (f"cache_reduction = [0, 0, 0, {block}], " if block is not None else "")
-        + f"vector_common_parallel = [1, {v_inner}, {vn}, 0], vector_reduction = [0, 0, 0, {min(tile.reduction, k)}]>, "
-        "translation_info = #iree_codegen.translation_info<pipeline = #iree_cpu.pipeline<DoubleTilingExpert>, "
-        "{enable_loop_peeling}>>"
+        + f"vector_common_parallel = [1, {v_inner}, {vn}, 0], vector_reduction = [0, 0, 0, {min(tile.reduction, k)}]"
     )
-    return ir.Attribute.parse(text)
 
 
 # A user's f32 matmul below the data-tiling threshold (rules.CPU_MATMUL_GEMM_CONFIG), per (ISA, CPU
