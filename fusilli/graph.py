@@ -613,6 +613,12 @@ class Graph:
             whole, half = split_lowerings(self, execution.half, arch)
             if half != whole:  # forced by FUSILLI_CPU_EXECUTOR=split
                 text += f"; the half-batch graph is lowered with {half or 'no rule'}"
+            elif execution.half._lowered_as_parts > 1:
+                from fusilli.backend.rules import lowering_summary
+
+                own = lowering_summary(execution.half.nodes, target)  # the half by its own size
+                if own != whole:
+                    text += f"; each half lowered as the whole graph (by its own size: {own or 'no rule'})"
         return text
 
     def target(self, backend: Any = None, arch: str | None = None) -> Target:

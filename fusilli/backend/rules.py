@@ -1010,9 +1010,15 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
         max_channels = CPU_CONV_GEMM_MAX_CHANNELS_1X1_INTEL if wide else CPU_CONV_GEMM_MAX_CHANNELS_1X1
         if rows < CPU_CONV_GEMM_MIN_ROWS_1X1 or not 0 < channels <= max_channels:
             return None
+        from fusilli.passes import gemm_config  # the tables (they import this module)
+
+        strided_view = p.fact("stride") != (1, 1) and not any(p.fact("padding", ()))
+        strided_view = strided_view and (isa, vendor or "") in gemm_config.STRIDED_ROWS_VIEW_TARGETS
         return (
             f"1x1, {rows} GEMM rows >= {CPU_CONV_GEMM_MIN_ROWS_1X1}, {channels} channels <= {max_channels}, "
-            f"GEMM tuned for {on}" + _core_conv_gemm_tile_text(t, conv_out_channels(p), rows, channels)
+            f"GEMM tuned for {on}"
+            + _core_conv_gemm_tile_text(t, conv_out_channels(p), rows, channels)
+            + (", its rows a view of the input where the stride divides H and W" if strided_view else "")
         )
     depth = math.prod(int(d) for d in kernel) * channels
     if intel and isa == "avx512" and conv_out_channels(p) >= CPU_CONV_GEMM_WIDE_MIN_OUT_CHANNELS:

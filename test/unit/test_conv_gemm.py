@@ -91,6 +91,12 @@ def test_strided_1x1_reads_a_view_of_the_input(gemm_lowering, x_dim, stride, vie
     assert dispatches(g) == dispatches(unit) + (0 if view else 1)
 
 
+def test_explain_names_the_strided_1x1_view():
+    g = build([1, 256, 56, 56], 512, (1, 1), (2, 2), (0, 0), name="gemm_view_explain")
+    note = "its rows a view of the input where the stride divides H and W"
+    assert note in g.explain(fs.Backend.CPU, "znver4") and note not in g.explain(fs.Backend.CPU, "x86-64-v3")
+
+
 @pytest.mark.parametrize("x_dim, stride", [([2, 32, 10, 12], (2, 2)), ([1, 16, 9, 8], (3, 2)), ([3, 8, 4, 4], (2, 2))])
 def test_numerics_strided_1x1_view_on_any_isa(cpu, rng, gemm_lowering, monkeypatch, x_dim, stride):
     """The view path's numerics wherever the tests run (an AVX2 host takes it here too)."""

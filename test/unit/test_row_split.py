@@ -171,6 +171,9 @@ def test_auto_row_splits_a_batch_1_1x1_conv_on_two_cpus(auto_on_two_cpus):
     strided = channels_last_conv_graph([1, 256, 56, 56], 512, (1, 1), (2, 2), (0, 0), name="rows_auto_s2_gemm")
     execution = runtime.cpu_execution(strided, "znver4")
     assert execution.executor == "split" and execution.half._lowered_as_parts == 2
+    assert "each half lowered as the whole graph (by its own size: cpu-conv-channels-last-linalg" in strided.explain(
+        fs.Backend.CPU, "znver4"
+    )
     assert "linalg.matmul" not in execution.half.mlir("optimized", fs.Backend.CPU, "znver4")  # the strided view
     assert "compilation_info" in execution.half.mlir(
         "optimized", fs.Backend.CPU, "znver4"
@@ -189,6 +192,9 @@ def test_a_row_split_half_is_lowered_as_its_whole():
     assert half._lowered_as_parts == 2 and "lowered_as_parts" in half.to_dict()
     assert "lowered_as_parts" not in g.to_dict()
     assert fs.Graph.from_json(half.to_json())._lowered_as_parts == 2  # its JSON round-trips
+    bad = dict(half.to_dict(), lowered_as_parts=0)
+    with pytest.raises(fs.FusilliError, match=r"lowered_as_parts"):
+        fs.Graph.from_json(bad)
     # The same shape as a user's graph is another cache entry (it is lowered by its own size).
     own = channels_last_conv_graph([1, 64, 14, 28], 32, (1, 1), (1, 1), (0, 0), name="rows_whole")
     assert own.key(fs.Backend.CPU, "znver4") != half.key(fs.Backend.CPU, "znver4")
