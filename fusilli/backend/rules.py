@@ -1018,7 +1018,12 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
             f"1x1, {rows} GEMM rows >= {CPU_CONV_GEMM_MIN_ROWS_1X1}, {channels} channels <= {max_channels}, "
             f"GEMM tuned for {on}"
             + _core_conv_gemm_tile_text(t, conv_out_channels(p), rows, channels)
-            + (", its rows a view of the input where the stride divides H and W" if strided_view else "")
+            + (
+                ", its rows a view of the input where the stride divides H and W (there: whole output rows"
+                " per workgroup, register tiles as tall as a divisor of the output width)"
+                if strided_view
+                else ""
+            )
         )
     depth = math.prod(int(d) for d in kernel) * channels
     if intel and isa == "avx512" and conv_out_channels(p) >= CPU_CONV_GEMM_WIDE_MIN_OUT_CHANNELS:

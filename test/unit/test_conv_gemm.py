@@ -97,7 +97,10 @@ def test_explain_names_the_strided_1x1_view():
     assert note in g.explain(fs.Backend.CPU, "znver4") and note not in g.explain(fs.Backend.CPU, "x86-64-v3")
 
 
-@pytest.mark.parametrize("x_dim, stride", [([2, 32, 10, 12], (2, 2)), ([1, 16, 9, 8], (3, 2)), ([3, 8, 4, 4], (2, 2))])
+@pytest.mark.parametrize(
+    "x_dim, stride",
+    [([2, 32, 10, 12], (2, 2)), ([1, 16, 9, 8], (3, 2)), ([3, 8, 4, 4], (2, 2)), ([1, 16, 18, 18], (2, 2))],
+)
 def test_numerics_strided_1x1_view_on_any_isa(cpu, rng, gemm_lowering, monkeypatch, x_dim, stride):
     """The view path's numerics wherever the tests run (an AVX2 host takes it here too)."""
     here = (rules.vector_isa(Target.resolve("cpu")), targets.cpu_vendor(targets.host_cpu()) or "")
@@ -124,8 +127,28 @@ def test_zen5_conv_gemm_tile_from_512_rows_128_deep():
     with fusilli_context():
         info = str(gemm_config.matmul_compilation_info("avx512", 1568, 1024, 512, "amd", False, "znver5"))
         assert "vector_common_parallel = [6, 64, 0]" in info and "cache_reduction = [0, 0, 256]" in info
+        # Wo = 14 has no divisor in 3..6: 7x64 (28 accumulators) takes it in two, no peeled remainder.
         rows = str(gemm_config.strided_rows_compilation_info("avx512", 112, 14, 1024, 512, "amd", "znver5"))
-        assert "distribution = [4, 14, 64, 0]" in rows and "vector_common_parallel = [1, 6, 64, 0]" in rows
+        assert "distribution = [4, 14, 64, 0]" in rows and "vector_common_parallel = [1, 7, 64, 0]" in rows
+        # Wo = 28 keeps its divisor (4); Wo = 13 has neither a divisor nor a taller tile: 6 + a remainder.
+        rows28 = str(gemm_config.strided_rows_compilation_info("avx512", 224, 28, 512, 256, "amd", "znver5"))
+        assert "vector_common_parallel = [1, 4, 64, 0]" in rows28
+        rows13 = str(gemm_config.strided_rows_compilation_info("avx512", 104, 13, 1024, 512, "amd", "znver5"))
+        assert "vector_common_parallel = [1, 6, 64, 0]" in rows13
+
+
+@pytest.mark.parametrize(
+    "isa, rows, columns, inner, taller",
+    [
+        ("avx512", 6, 64, 14, 7),  # 7 x 4 = 28 accumulators
+        ("avx512", 6, 64, 13, None),  # 7 does not divide 13
+        ("avx512", 7, 64, 16, None),  # 8 x 4 = 32: no register left for B
+        ("avx512", 8, 32, 9, 9),  # 9 x 2 = 18
+        ("avx2", 6, 16, 14, None),  # no accumulator budget named for AVX2
+    ],
+)
+def test_taller_register_rows(isa, rows, columns, inner, taller):
+    assert gemm_config._taller_register_rows(isa, rows, columns, inner) == taller
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,9 @@
 # least 512 rows 128 deep takes the 6x64 register tile in 60x64 workgroups; Zen 4 (znver4) keeps
 # AMD's 8x32 in 64x64. ResNet-50's 1x1 8x256x14x14->1024 (1568 rows, 256 deep) takes it; its
 # 1x1 8x64x56x56->256 (25088 rows, 64 deep) does not. The strided 1x1 8x512x28x28->1024 reads
-# its rows as a view (two row loops, 8*14 by 14), 4 rows of 14 per workgroup: on Zen 5 6 of the 14
-# in the register tile (no divisor of 14 from 3 to 6: a peeled remainder), on Zen 4 7.
+# its rows as a view (two row loops, 8*14 by 14), 4 rows of 14 per workgroup, 7 of the 14 in the
+# register tile: on Zen 5 its 6x64 one row taller (no divisor of 14 from 3 to 6, and 7x64 fits 28
+# accumulators: gemm_config._taller_register_rows), on Zen 4 8x32's divisor 7.
 
 import fusilli as fs
 
@@ -28,7 +29,7 @@ print(g.to_json())
 
 # ZEN5-DAG: #[[DEEP:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [60, 64, 0], distribution = [60, 64, 0], vector_common_parallel = [6, 64, 0], vector_reduction = [0, 0, 8]>
 # ZEN5-DAG: #[[SHALLOW:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [64, 64, 0], distribution = [64, 64, 0], vector_common_parallel = [8, 32, 0], vector_reduction = [0, 0, 8]>
-# ZEN5-DAG: #[[ROWS:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_reduction = [0, 0, 0, 256], distribution = [4, 14, 64, 0], vector_common_parallel = [1, 6, 64, 0], vector_reduction = [0, 0, 0, 8]>
+# ZEN5-DAG: #[[ROWS:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_reduction = [0, 0, 0, 256], distribution = [4, 14, 64, 0], vector_common_parallel = [1, 7, 64, 0], vector_reduction = [0, 0, 0, 8]>
 # ZEN4-DAG: #[[DEEP:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [64, 64, 0], distribution = [64, 64, 0], vector_common_parallel = [8, 32, 0], vector_reduction = [0, 0, 8]>
 # ZEN4-DAG: #[[ROWS:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_reduction = [0, 0, 0, 256], distribution = [4, 14, 64, 0], vector_common_parallel = [1, 7, 32, 0], vector_reduction = [0, 0, 0, 8]>
 # CHECK-DAG: #[[INFO_DEEP:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[DEEP]]
