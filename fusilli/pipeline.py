@@ -19,8 +19,9 @@ DEFAULT_PASSES = (
 
 # How fusilli-conv-layout computes the convs it rewrites: "auto" (what the target's
 # lowering rules choose, fusilli/backend/rules.py) or, for measuring, "linalg",
-# "im2col", "gemm", "winograd[2|4|6]" (3x3 stride-1 convs) or "polyphase[2|4]" (Winograd over
-# the input's phases, 3x3 stride-2 convs) forced on every conv it applies to. Read once from
+# "im2col", "gemm", "winograd[2|4|6]" (3x3 stride-1 convs), "polyphase[2|4]" (Winograd over
+# the input's phases, 3x3 stride-2 convs) or "rowblocks" (weight gradients as GEMMs over X's
+# row phases) forced on every conv it applies to. Read once from
 # FUSILLI_CONV_LOWERING; it changes the IR, so it is part of every cache key.
 CONV_LOWERING = os.environ.get("FUSILLI_CONV_LOWERING", "auto")
 CONV_LOWERINGS = (
@@ -35,6 +36,7 @@ CONV_LOWERINGS = (
     "polyphase",
     "polyphase2",
     "polyphase4",
+    "rowblocks",
 )
 
 # Settings outside the IR that change what a pass emits, by pass name.

@@ -108,8 +108,11 @@ def _matmul_facts(node: Any) -> dict[str, Any]:
 def _conv_facts_of_node(node: Any) -> dict[str, Any]:
     x, w, y = node.conv_operands()
     # One channel: NHWC and NCHW are the same memory, and emission keeps the conv NCHW (no
-    # permute for fusilli-conv-layout to rewrite), so the channels-last rules must not apply.
+    # permute for fusilli-conv-layout to rewrite), so the channels-last rules must not apply;
+    # a weight gradient is rewritten from its DY's permute alone, so there DY decides.
     channels_last = x.stride[1] == 1 and x.rank > 3 and x.dim[1] > 1
+    if node.kind == "conv_wgrad" and x.rank > 3 and x.dim[1] == 1:
+        channels_last = y.stride[1] == 1 and y.dim[1] > 1  # y: DY
     # dgrad runs as a forward conv of DY producing DX (stride 1; fusilli/lowering/conv.py):
     # its output is DX, its input channels DY's (fusilli-conv-layout asks the rules so).
     dgrad = node.kind == "conv_dgrad"
@@ -1137,6 +1140,64 @@ def CPU_CONV_WGRAD_WINOGRAD_STRIDED(p: Problem, t: Target) -> str | None:
     on = f"{isa}, AMD" if vendor == "amd" else isa
     limit = CPU_CONV_WGRAD_POLYPHASE_F4_MIN_TILES if m == 4 else CPU_CONV_WGRAD_POLYPHASE_F2_MIN_TILES
     return f"F({m}x{m}, 2x2) over X's 4 phases, 3x3 stride 2, {tiles} {m}x{m} DY tiles >= {limit}, GEMM tuned for {on}"
+
+
+# cpu-conv-wgrad-row-blocks: a weight gradient with few input channels and a filter of at least
+# CPU_CONV_WGRAD_ROW_BLOCKS_MIN_ROWS rows (the 7x7 stride-2 stem) as one GEMM per block of stride
+# filter rows over X's row-phase patches (conv_layout._row_block_wgrad): the one GEMM's im2col
+# patches are R*S times X over the stride squared (12 times for the stem: 7.4 MB an image, written
+# then read back), the row-phase patches S times over the stride (3.5: 2.2 MB), and each block's
+# GEMM reads them at an offset. 3x3 and 5x5 filters with C = 3 ran even with the one GEMM.
+CPU_CONV_WGRAD_ROW_BLOCKS_MAX_CHANNELS = 4
+CPU_CONV_WGRAD_ROW_BLOCKS_MIN_ROWS = 7
+CPU_CONV_WGRAD_ROW_BLOCKS_TARGETS = {("avx512", "amd"), ("avx2", "amd"), ("avx2", "")}
+
+
+@rule(
+    "cpu-conv-wgrad-row-blocks",
+    Backend.CPU,
+    ("conv_wgrad",),
+    "algorithm",
+    evidence=(
+        "Zen 5 VM (znver5), the stem's weight gradient 7x7 s2 Nx3x224x224->64, one GEMM over the im2col "
+        "patches (cpu-conv-wgrad-gemm) -> the row-block GEMMs, the code before and after in alternating "
+        "processes (fusilli-benchmark), fusilli median ms, two rounds, N = 1 / 2 / 4 / 8: AVX-512 0.90, 1.06 "
+        "-> 0.77, 0.70 / 3.05, 2.02 -> 1.68, 1.33 / 4.53, 4.48 -> 3.12, 2.81 / 8.83, 9.02 -> 7.68, 7.56 "
+        "(ratio to PyTorch 0.68-0.78 -> 0.90-1.02, 0.41-0.64 -> 0.87-0.93, 0.64-0.67 -> 1.02-1.03, 0.69-0.70 "
+        "-> 0.80-0.82); x86-64-v3 code 1.65, 1.44 -> 1.29, 1.30 / 3.45, 3.28 -> 2.67, 2.69 / 7.69, 7.36 -> "
+        "5.91, 5.91 / 15.1, 15.1 -> 12.3, 12.2; znver3 code 1.80, 1.68 -> 1.39, 1.34 / 4.39, 4.22 -> 2.73, "
+        "2.79 / 9.08, 8.96 -> 6.00, 5.96 / 18.8, 18.5 -> 12.05, 12.05. In one process against PyTorch held "
+        "to AVX2 (benchmarks/conv_lowerings.py), ratio, N = 1 / 2 / 4 / 8: x86-64-v3 0.83 -> 0.89, 0.72 -> "
+        "0.94, 0.79 -> 1.00, 0.82 -> 1.02; znver3 0.78 -> 1.07, 0.61 -> 0.98, 0.69 -> 1.04, 0.69 -> 0.96. "
+        "One channel (its X not permuted: left to IREE's convolution_backward before) 1x1x224x224 15.2, 11.9 "
+        "-> 0.34, 0.34 ms (0.05 -> 1.72-1.90 of PyTorch). 3x3 and 5x5 filters with C = 3 ran even"
+    ),
+)
+def CPU_CONV_WGRAD_ROW_BLOCKS(p: Problem, t: Target) -> str | None:
+    if not p.fact("channels_last") or p.fact("groups") != 1 or p.element != DataType.FLOAT:
+        return None
+    if (vector_isa(t), cpu_vendor(t.cpu) or "") not in CPU_CONV_WGRAD_ROW_BLOCKS_TARGETS:
+        return None
+    if len(p.fact("kernel", ())) != 2 or p.fact("dilation") != (1, 1):
+        return None  # 2-D convs only (fusilli-conv-layout rewrites those)
+    channels, (fy, fx), (sy, _) = int(p.fact("channels", 0)), p.fact("kernel"), p.fact("stride")
+    if not 0 < channels <= CPU_CONV_WGRAD_ROW_BLOCKS_MAX_CHANNELS:
+        return None
+    if fy < CPU_CONV_WGRAD_ROW_BLOCKS_MIN_ROWS:
+        return None
+    blocks = -(-fy // sy)
+    return (
+        f"{blocks} GEMMs DW^T[{sy}x{fx}x{channels}, K] over X's {sy} row phases, one per {sy} of the "
+        f"{fy} >= {CPU_CONV_WGRAD_ROW_BLOCKS_MIN_ROWS} filter rows ({channels} channels <= "
+        f"{CPU_CONV_WGRAD_ROW_BLOCKS_MAX_CHANNELS}), a {_row_block_tile_text(vector_isa(t), sy * fx * channels)}"
+    )
+
+
+def _row_block_tile_text(isa: str, rows: int) -> str:
+    from fusilli.passes import gemm_config  # the tile table (it imports this module)
+
+    tile = gemm_config.row_block_wgrad_register_tile(isa, rows)
+    return "register tile of IREE's choosing" if tile is None else f"{tile[0]}x{tile[1]} register tile"
 
 
 # IREE's data tiling: GEMM operands packed into panels by dispatches of their own, the GEMM an

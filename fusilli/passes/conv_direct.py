@@ -9,8 +9,9 @@ padding (the same read as the Winograd input transform's), so a padded conv and
 its fused epilogue are one dispatch (upstream Fusilli: 2).
 
 The im2col GEMM's patch gather (``padded_patches``) reads through the padding the same
-way, and ``col2im`` is its adjoint for strided data gradients: each input position
-gathers the GEMM columns of the taps that land on it.
+way, as does the weight gradient's row-phase gather (``row_phase_patches``), and ``col2im``
+is its adjoint for strided data gradients: each input position gathers the GEMM columns
+of the taps that land on it.
 """
 
 from __future__ import annotations
@@ -96,6 +97,37 @@ def padded_patches(
             s = ir.arith.SubIOp(_index(kernel[1] - 1), s).result
         row, row_ok = _tap(oh, r, stride[0], dilation[0], padding[0], h)
         col, col_ok = _tap(ow, s, stride[1], dilation[1], padding[1], w)
+        v = ir.tensor.ExtractOp(x_nhwc, [b, row, col, ch]).result
+        ir.linalg.YieldOp([ir.arith.SelectOp(ir.arith.AndIOp(row_ok, col_ok).result, v, zero).result])
+    return gather.result
+
+
+def row_phase_patches(x_nhwc: ir.Value, out_hw, kernel, stride, padding, row_blocks: int) -> ir.Value:
+    """The A operand of a weight gradient's row-block GEMMs (conv_layout._row_block_wgrad):
+    ``p[n, ph, s, c, h2, ow] = x_padded[n, h2*sh + ph, ow*sw + s, c]`` for the ``sh`` row phases
+    ``ph`` of X and ``h2 < OH + row_blocks - 1``: the S taps along W of every output column, on
+    every padded input row, so R / sh times fewer than the im2col patches. Filter row
+    ``r = q*sh + ph`` of output row ``oh`` reads phase ``ph``'s row ``oh + q``: block ``q``'s
+    rows start ``q * OW`` into the flattened ``(h2, ow)``, a plain offset.
+
+    One all-parallel generic reading the unpadded input through clamped indices (like
+    ``padded_patches``), vectorized along the output columns; rows past the padded input
+    (read only by taps ``r >= R`` of a last block ``R`` does not fill) are zero.
+    """
+    xt = ir.RankedTensorType(x_nhwc.type)
+    elem = xt.element_type
+    n, h, w, c = (xt.get_dim_size(i) for i in range(4))
+    (oh, ow), (_, fx), (sh, sw) = out_hw, kernel, stride
+    zero = ir.arith.ConstantOp(elem, 0.0).result
+    empty = ir.tensor.EmptyOp([n, sh, fx, c, oh + row_blocks - 1, ow], elem).result
+    gather = ir.linalg.GenericOp(
+        [empty.type], [], [empty], ir.indexing_maps(ir.AffineMap.get_identity(6)), ir.iterator_types(*["parallel"] * 6)
+    )
+    block = gather.regions[0].blocks.append(elem)
+    with ir.InsertionPoint(block):
+        b, ph, s, ch, h2, col_out = (ir.linalg.IndexOp(i).result for i in range(6))
+        row, row_ok = _tap(h2, ph, sh, 1, padding[0], h)
+        col, col_ok = _tap(col_out, s, sw, 1, padding[1], w)
         v = ir.tensor.ExtractOp(x_nhwc, [b, row, col, ch]).result
         ir.linalg.YieldOp([ir.arith.SelectOp(ir.arith.AndIOp(row_ok, col_ok).result, v, zero).result])
     return gather.result

@@ -856,6 +856,74 @@ def _col2im_gemm(b: ir.TorchBuilder, dy_nhwc, w_krsc, dy_dims, dx_dims, kernel, 
     return conv_direct.col2im(columns, (n, h, wd, c), stride, padding, dilation)
 
 
+def row_block_wgrad(lowering: str, problem: rules.Problem, target: Target) -> bool:
+    """Whether this weight gradient is the row-block GEMMs (cpu-conv-wgrad-row-blocks).
+
+    ``FUSILLI_CONV_LOWERING=rowblocks`` forces them on every weight gradient of dilation 1 this
+    pass rewrites; ``auto`` asks the target's rules.
+    """
+    if lowering == "rowblocks":
+        return problem.fact("dilation") == (1, 1)
+    choice = rules.choose(problem, target, "algorithm") if lowering == "auto" else None
+    return choice is not None and choice.rule is rules.CPU_CONV_WGRAD_ROW_BLOCKS
+
+
+def _row_block_wgrad(x_nhwc: ir.Value, dy_nhwc: ir.Value, kernel, stride, padding, isa: str) -> ir.Value:
+    """``DW^T[R, S, C, K]`` of a weight gradient (dilation 1) as GEMMs over blocks of filter rows.
+
+    Filter row ``r = q*sh + ph`` of output row ``oh`` reads X's padded row ``(oh + q)*sh + ph``,
+    so with X's row-phase patches ``A[n, (ph, s, c), (h2, ow)]`` (conv_direct.row_phase_patches:
+    R / sh times fewer than the im2col patches, which for the C = 3 stem are 12 times X) block
+    ``q``'s GEMM ``DW^T_q[(ph, s, c), K] = sum over (oh, ow) of A[n, :, q*OW + oh*OW + ow] x
+    DY[n, oh, ow, :]`` reads A at a plain offset: a slice the GEMM's dispatch loads as it is, no
+    gather per block. One GEMM per block and image, each image's accumulating into the last's
+    (a batched GEMM over the images, whose DY and A outgrow the cache, measured no faster); the
+    blocks' rows past R (where sh does not divide R) are dropped.
+    """
+    f32 = builtin_element_type("f32")
+    n, oh, ow, k = ir.RankedTensorType(dy_nhwc.type).shape
+    c = ir.RankedTensorType(x_nhwc.type).get_dim_size(3)
+    (fy, fx), sh = kernel, stride[0]
+    blocks = -(-fy // sh)
+    patches = conv_direct.row_phase_patches(x_nhwc, (oh, ow), kernel, stride, padding, blocks)
+    rows, positions = sh * fx * c, oh * ow
+    a_all = _collapse(patches, [[0], [1, 2, 3], [4, 5]])  # [n, rows, (OH + blocks - 1) * OW]
+    dy_all = _collapse(dy_nhwc, [[0], [1, 2], [3]])  # [n, positions, k]
+    info = gemm_config.row_block_wgrad_compilation_info(isa, rows, k, positions)
+    zero = ir.arith.ConstantOp(f32, 0.0).result
+    block_type = ir.RankedTensorType.get([rows, k], f32)
+    sums = ir.linalg.fill(zero, outs=[ir.tensor.EmptyOp([blocks, rows, k], f32).result])
+    for image in range(n):
+        dy_image = ir.tensor.ExtractSliceOp(
+            ir.RankedTensorType.get([positions, k], f32), dy_all, [], [], [], [image, 0, 0], [1, positions, k], [1] * 3
+        ).result
+        for q in range(blocks):
+            a = ir.tensor.ExtractSliceOp(
+                ir.RankedTensorType.get([rows, positions], f32),
+                a_all,
+                [],
+                [],
+                [],
+                [image, 0, q * ow],
+                [1, rows, positions],
+                [1] * 3,
+            ).result
+            # Each block's GEMM accumulates into its slice of one tensor: the chain keeps an image's
+            # blocks together, so its DY is read from cache by all of them.
+            part = ir.tensor.ExtractSliceOp(block_type, sums, [], [], [], [q, 0, 0], [1, rows, k], [1] * 3).result
+            gemm = ir.linalg.matmul(a, dy_image, outs=[part])
+            if info is not None:
+                gemm.owner.attributes["compilation_info"] = info
+            sums = ir.tensor.InsertSliceOp(gemm, sums, [], [], [], [q, 0, 0], [1, rows, k], [1] * 3).result
+    stacked = _expand(sums, [[0], [1, 2, 3], [4]], [blocks, sh, fx, c, k])
+    stacked = _collapse(stacked, [[0, 1], [2], [3], [4]])  # [blocks * sh, S, C, K]
+    if blocks * sh == fy:
+        return stacked
+    return ir.tensor.ExtractSliceOp(
+        ir.RankedTensorType.get([fy, fx, c, k], f32), stacked, [], [], [], [0] * 4, [fy, fx, c, k], [1] * 4
+    ).result
+
+
 def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
     """A channels-last, ungrouped 2-D weight gradient as Winograd (3x3 stride 1; 3x3 stride 2 over X's
     phases, winograd.polyphase_wgrad; where the target's rules choose them) or one GEMM over the
@@ -878,8 +946,12 @@ def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
         return False
     if any(list(r.uses) for r in (op.results[0], op.results[2])):
         return False
-    if permutation_of(defining_op(x)) != TO_NCHW or permutation_of(defining_op(dy)) != TO_NCHW:
+    # Both operands channels-last (a permute from NHWC), or one channel: NHWC and NCHW are then the
+    # same memory and emission leaves the permute out (the NHWC view below is a reshape).
+    if not all(permutation_of(defining_op(v)) == TO_NCHW or ir.TensorType.of(v).dims[1] == 1 for v in (x, dy)):
         return False
+    if all(ir.TensorType.of(v).dims[1] == 1 for v in (x, dy)):
+        return False  # nothing says the graph is channels-last
     params = _static_conv_params(op, 4)
     if params is None or len(params[0]) != 2:
         return False
@@ -907,6 +979,14 @@ def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
             if element != "f32":
                 dw_krsc = b.to_dtype(dw_krsc, element, _FLOAT_CODES[element])
             result = b.permute(dw_krsc, TO_NCHW)
+        elif row_block_wgrad(pipeline.CONV_LOWERING, problem, target):
+            dw_t = _row_block_wgrad(
+                b.to_builtin(x_nhwc), b.to_builtin(dy_nhwc), (fy, fx), stride, padding, rules.vector_isa(target)
+            )
+            dw_filter = b.op("torch_c.from_builtin_tensor", [dw_t], ir.vtensor_type([fy, fx, c, k], "f32"))
+            if element != "f32":
+                dw_filter = b.to_dtype(dw_filter, element, _FLOAT_CODES[element])
+            result = b.permute(dw_filter, [3, 2, 0, 1])
         else:
             # The patches read through the padding (conv_direct.padded_patches): no padded copy of X,
             # and the gather (vectors along C, masked at the border) ran faster than a tensor.pad and a

@@ -812,6 +812,47 @@ def wgrad_transposed_matmul_compilation_info(
     return _compilation_info(replace(tile, distribution=(rows, tile.distribution[1])), None, m, n, k)
 
 
+# The row-block GEMMs of a weight gradient with few input channels (conv_layout._row_block_wgrad,
+# rules.CPU_CONV_WGRAD_ROW_BLOCKS): DW^T[sh*S*C, K] per block of filter rows, 42 x 64 for the 7x7 s2
+# stem, over every output position. Per ISA: (most register rows, register columns); the register
+# tile takes the largest divisor of the rows from 4 up (the stem's 42: 7 on AVX-512, 6 on AVX2), a
+# workgroup half the rows where the register tile divides them (two row blocks), K in cache blocks
+# of 256 from depth 512. Zen 5 VM (znver5), the stem's 1x3x224x224 four GEMMs and their gather in one
+# module, two threads, ms (PyTorch beside 1.00-1.17): 7x32 in 21x32 0.86-1.13, 7x64 in 21x64
+# 0.87-1.25, 6x32 in 42x32 0.86-1.14, 7x64 in 7x64 0.93-1.35, whole K 0.91-1.15; one thread 7x32
+# 1.36, 7x64 1.45, 6x32 1.37. As x86-64-v3 code (PyTorch held to AVX2, 1.54-1.77): 6x16 in 42x32
+# 1.72, in 42x16 1.50-1.94, 7x8 in 21x32 3.3-6.1 (the 32 columns a 7x32 AVX2 tile would need spill).
+ROW_BLOCK_WGRAD_TILES = {"avx512": (7, 32), "avx2": (6, 16)}
+ROW_BLOCK_WGRAD_K_BLOCK = 256
+
+
+def row_block_wgrad_register_tile(isa: str, rows: int) -> tuple[int, int] | None:
+    """(rows, columns) of the register tile of a row-block weight-gradient GEMM of ``rows`` rows
+    on ``isa`` (see above), or None."""
+    entry = ROW_BLOCK_WGRAD_TILES.get(isa)
+    if entry is None:
+        return None
+    most_rows, columns = entry
+    return max((d for d in range(4, most_rows + 1) if rows % d == 0), default=min(most_rows, rows)), columns
+
+
+def row_block_wgrad_compilation_info(isa: str, rows: int, columns: int, depth: int) -> ir.Attribute | None:
+    """The ``compilation_info`` of a row-block weight-gradient GEMM ``DW^T[rows, columns]`` over
+    ``depth`` output positions on ``isa`` (see above), or None for IREE's default."""
+    tile = row_block_wgrad_register_tile(isa, rows)
+    if tile is None:
+        return None
+    vm, vn = tile
+    dm = rows // 2 if rows % 2 == 0 and (rows // 2) % vm == 0 else rows
+    dn = min(vn, columns)
+    block = ROW_BLOCK_WGRAD_K_BLOCK if depth >= 2 * ROW_BLOCK_WGRAD_K_BLOCK else None
+    return _double_tiling_info(
+        f"distribution = [{dm}, {dn}, 0], cache_parallel = [{dm}, {dn}, 0], "
+        + (f"cache_reduction = [0, 0, {block}], " if block is not None else "")
+        + f"vector_common_parallel = [{vm}, {dn}, 0], vector_reduction = [0, 0, {min(8, depth)}]"
+    )
+
+
 # IREE's task system (the local-task pool, a worker per core) hands a dispatch's workgroups to
 # its workers POOL_RESERVATION_TILES at a time once there are that many per worker, else one at
 # a time (IREE_TASK_DISPATCH_MAX_TILES_PER_SHARD_RESERVATION, runtime/src/iree/task/tuning.h;

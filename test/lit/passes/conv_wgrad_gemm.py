@@ -138,24 +138,25 @@ def wgrad_1x1_few_out_channels_chunked():
 
 
 @run
-def wgrad_stem():
-    g = build("wgrad_stem", 1, 3, 64, 64, 7, 2, 3)
+def wgrad_few_channels():
+    g = build("wgrad_few_channels", 1, 3, 64, 64, 5, 2, 2)
     print(explained_and_optimized(g))
 
 
-# The stem's 3 input channels leave R*S*C = 147 filter columns, no multiple of the register
-# tile's: the GEMM is DW^T[147, K] = patches^T x DY (gemm_config.wgrad_gemm_transposed), its
-# rows in two blocks of 80 on AMD AVX-512 and AVX2's 48-row workgroups; one permute gives the
-# KRSC filter (IREE fuses it into the GEMM's dispatch). Intel AVX-512 keeps DW[K, 147].
-# CHECK-LABEL: TEST: wgrad_stem
-# TUNED: cpu-conv-wgrad-gemm (one GEMM over 1024 output positions as DW^T[R*S*C = 147, K], conv GEMM tile
+# A 5x5 stride-2 filter over 3 input channels leaves R*S*C = 75 filter columns, no multiple of
+# the register tile's: the GEMM is DW^T[75, K] = patches^T x DY (gemm_config.wgrad_gemm_transposed),
+# its rows in two blocks of 40 on AMD AVX-512 and AVX2's 48-row workgroups; one permute gives the
+# KRSC filter (IREE fuses it into the GEMM's dispatch). Intel AVX-512 keeps DW[K, 75]. (The 7x7
+# stem takes GEMMs over blocks of filter rows: conv_wgrad_row_blocks.py.)
+# CHECK-LABEL: TEST: wgrad_few_channels
+# TUNED: cpu-conv-wgrad-gemm (one GEMM over 1024 output positions as DW^T[R*S*C = 75, K], conv GEMM tile
 # AVX2: #iree_cpu.lowering_config<{{.*}}distribution = [48, 64, 0], vector_common_parallel = [6, 16, 0]
-# AMD: #iree_cpu.lowering_config<{{.*}}distribution = [80, 64, 0], vector_common_parallel = [8, 32, 0]
-# TUNED: linalg.matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1024x147xf32>, tensor<1024x64xf32>) outs(%{{.*}} : tensor<147x64xf32>)
-# TUNED: tensor.expand_shape {{.*}} : tensor<147x64xf32> into tensor<7x7x3x64xf32>
-# TUNED: torch.aten.permute {{.*}} : !torch.vtensor<[7,7,3,64],f32>, !torch.list<int> -> !torch.vtensor<[64,7,7,3],f32>
+# AMD: #iree_cpu.lowering_config<{{.*}}distribution = [40, 64, 0], vector_common_parallel = [8, 32, 0]
+# TUNED: linalg.matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1024x75xf32>, tensor<1024x64xf32>) outs(%{{.*}} : tensor<75x64xf32>)
+# TUNED: tensor.expand_shape {{.*}} : tensor<75x64xf32> into tensor<5x5x3x64xf32>
+# TUNED: torch.aten.permute {{.*}} : !torch.vtensor<[5,5,3,64],f32>, !torch.list<int> -> !torch.vtensor<[64,5,5,3],f32>
 # INTEL-NOT: DW^T
-# INTEL: linalg.matmul {{.*}}ins(%{{.*}}, %{{.*}} : tensor<1024x64xf32>, tensor<1024x147xf32>) outs(%{{.*}} : tensor<64x147xf32>)
+# INTEL: linalg.matmul {{.*}}ins(%{{.*}}, %{{.*}} : tensor<1024x64xf32>, tensor<1024x75xf32>) outs(%{{.*}} : tensor<64x75xf32>)
 
 
 @run
@@ -178,31 +179,31 @@ def wgrad_1x1_many_positions():
 
 
 @run
-def wgrad_stem_chunked():
-    g = build("wgrad_stem_chunked", 1, 3, 224, 64, 7, 2, 3)
+def wgrad_few_channels_chunked():
+    g = build("wgrad_few_channels_chunked", 1, 3, 224, 64, 5, 2, 2)
     print(explained_and_optimized(g))
 
 
-# At 224x224 the stem's 12544 positions are summed in 49 chunks on AVX2 (gemm_config.
-# wgrad_chunk_positions). Its 147 rows are 3 past a multiple of the 6-row register tile: AMD's
-# AVX2 cores take 3x16 over all 147 in one workgroup (gemm_config.CHUNKED_ODD_ROWS_VECTOR_ROWS),
+# At 224x224 its 12544 positions are summed in 49 chunks on AVX2 (gemm_config.
+# wgrad_chunk_positions). Its 75 rows are 3 past a multiple of the 6-row register tile: AMD's
+# AVX2 cores take 3x16 over all 75 in one workgroup (gemm_config.CHUNKED_ODD_ROWS_VECTOR_ROWS),
 # x86-64-v3 the table's 6x16 in 48-row workgroups. AVX-512 keeps one GEMM.
-# CHECK-LABEL: TEST: wgrad_stem_chunked
-# AVX2: cpu-conv-wgrad-gemm (one batched GEMM over 49 chunks of 256 output positions, summed as DW^T[R*S*C = 147, K], conv GEMM tile for avx2)
-# ZEN: cpu-conv-wgrad-gemm (one batched GEMM over 49 chunks of 256 output positions, summed as DW^T[R*S*C = 147, K], a 3x16 register tile over its 147 rows for avx2, AMD)
-# AMD: cpu-conv-wgrad-gemm (one GEMM over 12544 output positions as DW^T[R*S*C = 147, K]
-# AVX2: #iree_cpu.lowering_config<cache_parallel = [1, 48, 64, 0], distribution = [1, 48, 64, 0], vector_common_parallel = [1, 6, 16, 0]
-# ZEN: #iree_cpu.lowering_config<cache_parallel = [1, 147, 64, 0], distribution = [1, 147, 64, 0], vector_common_parallel = [1, 3, 16, 0]
-# AVX2: linalg.batch_matmul {{.*}} ins(%{{.*}}, %{{.*}} : tensor<49x256x147xf32>, tensor<49x256x64xf32>) outs(%{{.*}} : tensor<49x147x64xf32>)
-# ZEN: linalg.batch_matmul {{.*}} ins(%{{.*}}, %{{.*}} : tensor<49x256x147xf32>, tensor<49x256x64xf32>) outs(%{{.*}} : tensor<49x147x64xf32>)
+# CHECK-LABEL: TEST: wgrad_few_channels_chunked
+# AVX2: cpu-conv-wgrad-gemm (one batched GEMM over 49 chunks of 256 output positions, summed as DW^T[R*S*C = 75, K], conv GEMM tile for avx2)
+# ZEN: cpu-conv-wgrad-gemm (one batched GEMM over 49 chunks of 256 output positions, summed as DW^T[R*S*C = 75, K], a 3x16 register tile over its 75 rows for avx2, AMD)
+# AMD: cpu-conv-wgrad-gemm (one GEMM over 12544 output positions as DW^T[R*S*C = 75, K]
+# AVX2: #iree_cpu.lowering_config<distribution = [1, 48, 64, 0], vector_common_parallel = [1, 6, 16, 0]
+# ZEN: #iree_cpu.lowering_config<cache_parallel = [1, 75, 64, 0], distribution = [1, 75, 64, 0], vector_common_parallel = [1, 3, 16, 0]
+# AVX2: linalg.batch_matmul {{.*}} ins(%{{.*}}, %{{.*}} : tensor<49x256x75xf32>, tensor<49x256x64xf32>) outs(%{{.*}} : tensor<49x75x64xf32>)
+# ZEN: linalg.batch_matmul {{.*}} ins(%{{.*}}, %{{.*}} : tensor<49x256x75xf32>, tensor<49x256x64xf32>) outs(%{{.*}} : tensor<49x75x64xf32>)
 # The chunks' sum is DW^T, behind a fusion barrier: the permute to the filter's layout is a small
 # dispatch of its own (fused, the sum wrote DW^T transposed).
-# AVX2: %[[SUM:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<49x147x64xf32>) outs(%{{.*}} : tensor<147x64xf32>)
-# AVX2: iree_tensor_ext.compute_barrier.start %[[SUM]] : tensor<147x64xf32>
-# ZEN: %[[SUM:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<49x147x64xf32>) outs(%{{.*}} : tensor<147x64xf32>)
-# ZEN: iree_tensor_ext.compute_barrier.start %[[SUM]] : tensor<147x64xf32>
-# AVX2: torch.aten.permute {{.*}} -> !torch.vtensor<[64,7,7,3],f32>
-# ZEN: torch.aten.permute {{.*}} -> !torch.vtensor<[64,7,7,3],f32>
+# AVX2: %[[SUM:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<49x75x64xf32>) outs(%{{.*}} : tensor<75x64xf32>)
+# AVX2: iree_tensor_ext.compute_barrier.start %[[SUM]] : tensor<75x64xf32>
+# ZEN: %[[SUM:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<49x75x64xf32>) outs(%{{.*}} : tensor<75x64xf32>)
+# ZEN: iree_tensor_ext.compute_barrier.start %[[SUM]] : tensor<75x64xf32>
+# AVX2: torch.aten.permute {{.*}} -> !torch.vtensor<[64,5,5,3],f32>
+# ZEN: torch.aten.permute {{.*}} -> !torch.vtensor<[64,5,5,3],f32>
 # AMD-NOT: linalg.batch_matmul
 # INTEL-NOT: linalg.batch_matmul
 
