@@ -1169,6 +1169,8 @@ CPU_CONV_WGRAD_ROW_BLOCKS_TARGETS = {("avx512", "amd"), ("avx2", "amd"), ("avx2"
         "2.79 / 9.08, 8.96 -> 6.00, 5.96 / 18.8, 18.5 -> 12.05, 12.05. In one process against PyTorch held "
         "to AVX2 (benchmarks/conv_lowerings.py), ratio, N = 1 / 2 / 4 / 8: x86-64-v3 0.83 -> 0.89, 0.72 -> "
         "0.94, 0.79 -> 1.00, 0.82 -> 1.02; znver3 0.78 -> 1.07, 0.61 -> 0.98, 0.69 -> 1.04, 0.69 -> 0.96. "
+        "The short last block's rows only (r = 6 of a 2-row block), alternating processes, ms: batch 8 7.94, "
+        "7.67 -> 6.20, 6.68 (0.79-0.83 -> 0.94-1.01), x86-64-v3 12.6, 12.1 -> 11.2, 11.1. "
         "One channel (its X not permuted: left to IREE's convolution_backward before) 1x1x224x224 15.2, 11.9 "
         "-> 0.34, 0.34 ms (0.05 -> 1.72-1.90 of PyTorch). 3x3 and 5x5 filters with C = 3 ran even"
     ),

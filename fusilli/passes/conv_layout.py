@@ -877,8 +877,8 @@ def _row_block_wgrad(x_nhwc: ir.Value, dy_nhwc: ir.Value, kernel, stride, paddin
     ``q``'s GEMM ``DW^T_q[(ph, s, c), K] = sum over (oh, ow) of A[n, :, q*OW + oh*OW + ow] x
     DY[n, oh, ow, :]`` reads A at a plain offset: a slice the GEMM's dispatch loads as it is, no
     gather per block. One GEMM per block and image, each image's accumulating into the last's
-    (a batched GEMM over the images, whose DY and A outgrow the cache, measured no faster); the
-    blocks' rows past R (where sh does not divide R) are dropped.
+    (a batched GEMM over the images, whose DY and A outgrow the cache, measured no faster); a last
+    block that R leaves short (R = 7 at stride 2: one row of two) takes the rows of its phases only.
     """
     f32 = builtin_element_type("f32")
     n, oh, ow, k = ir.RankedTensorType(dy_nhwc.type).shape
@@ -886,18 +886,17 @@ def _row_block_wgrad(x_nhwc: ir.Value, dy_nhwc: ir.Value, kernel, stride, paddin
     (fy, fx), sh = kernel, stride[0]
     blocks = -(-fy // sh)
     patches = conv_direct.row_phase_patches(x_nhwc, (oh, ow), kernel, stride, padding, blocks)
-    rows, positions = sh * fx * c, oh * ow
-    a_all = _collapse(patches, [[0], [1, 2, 3], [4, 5]])  # [n, rows, (OH + blocks - 1) * OW]
+    row_size, positions = fx * c, oh * ow  # GEMM rows per filter row; the GEMM's depth
+    a_all = _collapse(patches, [[0], [1, 2, 3], [4, 5]])  # [n, sh * S * C, (OH + blocks - 1) * OW]
     dy_all = _collapse(dy_nhwc, [[0], [1, 2], [3]])  # [n, positions, k]
-    info = gemm_config.row_block_wgrad_compilation_info(isa, rows, k, positions)
     zero = ir.arith.ConstantOp(f32, 0.0).result
-    block_type = ir.RankedTensorType.get([rows, k], f32)
-    sums = ir.linalg.fill(zero, outs=[ir.tensor.EmptyOp([blocks, rows, k], f32).result])
+    sums = ir.linalg.fill(zero, outs=[ir.tensor.EmptyOp([fy * row_size, k], f32).result])  # DW^T[(r, s, c), K]
     for image in range(n):
         dy_image = ir.tensor.ExtractSliceOp(
             ir.RankedTensorType.get([positions, k], f32), dy_all, [], [], [], [image, 0, 0], [1, positions, k], [1] * 3
         ).result
         for q in range(blocks):
+            rows = min(sh, fy - q * sh) * row_size
             a = ir.tensor.ExtractSliceOp(
                 ir.RankedTensorType.get([rows, positions], f32),
                 a_all,
@@ -908,20 +907,17 @@ def _row_block_wgrad(x_nhwc: ir.Value, dy_nhwc: ir.Value, kernel, stride, paddin
                 [1, rows, positions],
                 [1] * 3,
             ).result
-            # Each block's GEMM accumulates into its slice of one tensor: the chain keeps an image's
+            # Each block's GEMM accumulates into its rows of one tensor: the chain keeps an image's
             # blocks together, so its DY is read from cache by all of them.
-            part = ir.tensor.ExtractSliceOp(block_type, sums, [], [], [], [q, 0, 0], [1, rows, k], [1] * 3).result
+            first = q * sh * row_size
+            block_type = ir.RankedTensorType.get([rows, k], f32)
+            part = ir.tensor.ExtractSliceOp(block_type, sums, [], [], [], [first, 0], [rows, k], [1, 1]).result
             gemm = ir.linalg.matmul(a, dy_image, outs=[part])
+            info = gemm_config.row_block_wgrad_compilation_info(isa, rows, k, positions)
             if info is not None:
                 gemm.owner.attributes["compilation_info"] = info
-            sums = ir.tensor.InsertSliceOp(gemm, sums, [], [], [], [q, 0, 0], [1, rows, k], [1] * 3).result
-    stacked = _expand(sums, [[0], [1, 2, 3], [4]], [blocks, sh, fx, c, k])
-    stacked = _collapse(stacked, [[0, 1], [2], [3], [4]])  # [blocks * sh, S, C, K]
-    if blocks * sh == fy:
-        return stacked
-    return ir.tensor.ExtractSliceOp(
-        ir.RankedTensorType.get([fy, fx, c, k], f32), stacked, [], [], [], [0] * 4, [fy, fx, c, k], [1] * 4
-    ).result
+            sums = ir.tensor.InsertSliceOp(gemm, sums, [], [], [], [first, 0], [rows, k], [1, 1]).result
+    return _expand(sums, [[0, 1, 2], [3]], [fy, fx, c, k])
 
 
 def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
