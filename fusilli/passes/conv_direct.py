@@ -111,8 +111,8 @@ def row_phase_patches(x_nhwc: ir.Value, out_hw, kernel, stride, padding, row_blo
     rows start ``q * OW`` into the flattened ``(h2, ow)``, a plain offset.
 
     One all-parallel generic reading the unpadded input through clamped indices (like
-    ``padded_patches``), vectorized along the output columns; rows past the padded input
-    (read only by taps ``r >= R`` of a last block ``R`` does not fill) are zero.
+    ``padded_patches``), vectorized along the output columns; rows past the padded input are
+    zero (the phases' rows a last block ``R`` leaves short does not read).
     """
     xt = ir.RankedTensorType(x_nhwc.type)
     elem = xt.element_type

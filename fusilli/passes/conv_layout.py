@@ -49,9 +49,11 @@ filter, which every path above reads unflipped from the forward filter (_flipped
 strided one is a transposed conv, rewritten (_rewrite_strided_dgrad) into Winograd per DX phase
 for 3x3 stride 2 (cpu-conv-dgrad-winograd-strided) or else one GEMM of DY and the forward
 filter and a col2im gather (cpu-conv-dgrad-col2im-gemm). Weight gradients
-(``convolution_backward``) are Winograd (3x3 stride 1; 3x3 stride 2 over X's phases) or one GEMM over
-the output positions (_rewrite_wgrad; over many positions a batched GEMM over chunks of them and
-the partials' sum, _chunked_wgrad_gemm).
+(``convolution_backward``) are Winograd (3x3 stride 1; 3x3 stride 2 over X's phases), GEMMs over
+blocks of filter rows for few input channels and tall filters (the 7x7 stem, _row_block_wgrad) or
+one GEMM over the output positions (_rewrite_wgrad; over many positions a batched GEMM over chunks
+of them and the partials' sum, _chunked_wgrad_gemm). An operand with one channel (X of a grayscale
+first layer) comes without a permute, its NHWC and NCHW being the same memory.
 
 IREE's Winograd rewrite was measured too (see below) and is not used.
 """
@@ -922,8 +924,8 @@ def _row_block_wgrad(x_nhwc: ir.Value, dy_nhwc: ir.Value, kernel, stride, paddin
 
 def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
     """A channels-last, ungrouped 2-D weight gradient as Winograd (3x3 stride 1; 3x3 stride 2 over X's
-    phases, winograd.polyphase_wgrad; where the target's rules choose them) or one GEMM over the
-    im2col patches.
+    phases, winograd.polyphase_wgrad; where the target's rules choose them), as GEMMs over blocks of
+    filter rows (_row_block_wgrad, cpu-conv-wgrad-row-blocks) or as one GEMM over the im2col patches.
 
     ``DW[K, R*S*C] = DY[N*Ho*Wo, K]^T x patches(X)[N*Ho*Wo, R*S*C]``: the forward conv's
     im2col read of X, contracted with DY over every output position. The result is the
