@@ -8,7 +8,9 @@ instead spin between ops and the calling thread does its share. The ``split`` ex
 does the same with IREE: the graph is compiled once at half its batch; each call runs one
 half inline in the calling thread (``local-sync``) while the other runs on a pool of one
 worker that spins for a while after its work (so back-to-back calls find it awake),
-started through the module's ``main$async`` and waited for on its fence.
+started through the module's ``main$async`` and waited for on its fence. Where a half's
+working set outgrows the cache (a Winograd conv's transformed tiles), each side runs its half
+as ``rounds`` calls one after another (``BatchSplitPlan.rounds``; runtime.SPLIT_ROUNDS says when).
 
 This module decides whether a graph can run that way (``plan_batch_split``), IR-free:
 every node says which of its tensors carry the batch along dim 0
@@ -56,19 +58,29 @@ class BatchSplitPlan:
     whole_bytes: int = 0
     # The logical dim cut: 0 (the batch), or 2 (H of a batch-1 graph's rank-4 tensors).
     axis: int = 0
+    # Calls each side makes one after another (a batch split only): each half runs as this many
+    # calls of ``part`` images, so that a call's transformed data stays in cache (runtime's
+    # SPLIT_ROUNDS_*). The compiled graph is ``part`` images.
+    rounds: int = 1
 
     @property
     def half(self) -> int:
         return self.batch // 2
 
+    @property
+    def part(self) -> int:
+        """The extent one call takes: half the batch over the rounds."""
+        return self.batch // (2 * self.rounds)
+
     def half_of(self, t: TensorAttr) -> int:
-        """The extent of a cut tensor's half along the cut dim (its own: a row split's
-        tensors may differ in H)."""
-        return t.dim[self.axis] // 2
+        """The extent of a cut tensor's part along the cut dim, one call's (its own: a row
+        split's tensors may differ in H)."""
+        return t.dim[self.axis] // (2 * self.rounds)
 
     def half_graph(self, graph: Graph) -> Graph:
-        """A validated copy of ``graph`` at half the batch: the split tensors' dim ``axis`` halved
-        (a row split's half lowered as the whole graph, ``rules.lowered_as_parts``).
+        """A validated copy of ``graph`` at one call's part of the batch (half of it over the
+        rounds): the split tensors' dim ``axis`` cut so (a row split's half lowered as the whole
+        graph, ``rules.lowered_as_parts``).
 
         Bound tensors keep their strides, but for a row split the batch-1 dim's, which spans
         the whole tensor (the cut dim is outermost after it in memory, so the other strides do
@@ -78,7 +90,7 @@ class BatchSplitPlan:
         doc = graph.to_dict()
         for t in (*doc["inputs"], *(t for node in doc["nodes"] for t in node["output_tensors"])):
             if t["name"] in self.split:
-                half = t["dim"][self.axis] // 2
+                half = t["dim"][self.axis] // (2 * self.rounds)
                 t["dim"] = [half if i == self.axis else d for i, d in enumerate(t["dim"])]
                 if t["is_virtual"]:
                     t["stride"] = None
@@ -90,12 +102,25 @@ class BatchSplitPlan:
         half.validate()
         return half
 
+    def parts_line_up(self, graph: Graph) -> bool:
+        """Whether every cut tensor of ``graph`` divides into ``2 * rounds`` parts, each starting
+        ``HALF_ALIGNMENT``-byte aligned (the plan checked halves)."""
+        for t in graph.all_tensors():
+            if t.name not in self.split or t.is_virtual:
+                continue
+            if t.dim[self.axis] % (2 * self.rounds):
+                return False
+            if self.half_of(t) * t.stride[self.axis] * max(data_type_of(t).bits // 8, 1) % HALF_ALIGNMENT:
+                return False
+        return True
+
     def describe(self) -> str:
         if self.axis:
             return (
                 f"two calls of {self.half} of its {self.batch} rows at once ({len(self.split)} tensors split along H)"
             )
-        return f"two calls of batch {self.half} at once ({len(self.split)} tensors split along dim 0)"
+        rounds = f", {self.rounds} after another on each side" if self.rounds > 1 else ""
+        return f"two calls of batch {self.part} at once{rounds} ({len(self.split)} tensors split along dim 0)"
 
     def physical_axis(self, t: TensorAttr) -> int:
         """Where the cut dim sits in ``t``'s physical (memory-order) view."""

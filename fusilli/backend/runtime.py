@@ -311,7 +311,8 @@ def cpu_execution(graph: Any, arch: str | None = None) -> CpuExecution:
     ``auto@local-task``), ms: 1x64x56x56->64 0.082-0.099 / 0.109-0.121, 1x256x56x56->64
     0.243-0.283 / 0.275-0.302 (both ahead in each run), 1x1024x14x14->256 (its 1 MB filter
     read by both halves) 0.310-0.635 / 0.353-0.629 (ahead in two runs, even in the third),
-    1x64x56x56->256 0.265-0.328 / 0.287-0.338 (even; on AVX2, behind). ``split`` for a
+    1x64x56x56->256 0.265-0.328 / 0.287-0.338 (even; on AVX2, behind). A split Winograd conv
+    of enough bytes runs each half as ``SPLIT_ROUNDS`` calls (``_split_rounds``). ``split`` for a
     graph that cannot be split runs it on the pool (logged).
     """
     choice = os.environ.get("FUSILLI_CPU_EXECUTOR", "auto")
@@ -346,7 +347,52 @@ def cpu_execution(graph: Any, arch: str | None = None) -> CpuExecution:
         why_not = _split_does_not_pay(graph, plan, half, arch)
         if why_not is not None:
             return CpuExecution("local-task", f"not split: {why_not}")
+        rounds = _split_rounds(graph, plan, arch)
+        if rounds is not None:
+            plan, half = rounds
+            why = f"{plan.describe()}: {_SPLIT_ROUNDS_WHY}"
     return CpuExecution("split", why, plan, half)
+
+
+# A batch split's halves run as SPLIT_ROUNDS calls each, one after another, where its graph holds a
+# Winograd conv (cpu-conv-winograd: forward and stride-1 data gradients; cpu-conv-winograd-strided)
+# and at least SPLIT_ROUNDS_MIN_BYTES are split: each call's transformed input and GEMM result (36
+# or 25 values per tile and channel) then stay in cache. The tensors every call reads whole (the
+# filter, transformed again by each call) must hold at most SPLIT_ROUNDS_MAX_WHOLE_FRACTION of the
+# split bytes. 2-core Zen 5 VM (znver5), the graph at batch 8 (two halves at once) against its batch-4
+# copy called twice (each call two halves of 2 at once) and its batch-2 copy called four times, in
+# one process, interleaved with PyTorch (ratio): 3x3 8x64x56x56->64 (12.8 MB split) 2.13 / 1.69 /
+# 1.72 ms (1.80 / 2.27 / 2.23), its dgrad 2.06 / 1.58 / 1.59 (1.94 / 2.55 / 2.52), 3x3 s2
+# 8x128x56x56->128 (16 MB) 4.67 / 4.06 / 4.10 (0.87 / 1.00 / 0.99); below the bytes 3x3
+# 8x128x28x28->128 (6.4 MB) 1.69 / 1.59 / 1.86; with a heavy filter 3x3 s2 8x256x28x28->256 (its
+# 2.4 MB filter 0.29 of the split bytes, not split) 3.78 / 4.05 / 5.73; 1x1 convs even (8x256x56x56->128
+# 3.29 / 3.35 / 3.34, 8x512x28x28->256 3.51 / 3.38 / 3.51); the strided dgrad (cpu-conv-dgrad-winograd-
+# strided) mixed (8x128x56x56 4.59 / 4.90 / 4.16), left out.
+SPLIT_ROUNDS = 2
+SPLIT_ROUNDS_MIN_BYTES = 12 << 20
+SPLIT_ROUNDS_MAX_WHOLE_FRACTION = 0.05
+SPLIT_ROUNDS_RULES = ("cpu-conv-winograd", "cpu-conv-winograd-strided")
+_SPLIT_ROUNDS_WHY = "a Winograd conv's transformed data in cache"
+
+
+def _split_rounds(graph: Any, plan: BatchSplitPlan, arch: str | None) -> tuple[BatchSplitPlan, Any] | None:
+    """``(plan, part graph)`` with SPLIT_ROUNDS calls a side where they pay (see above), else None."""
+    from fusilli.backend import rules
+
+    if plan.axis or plan.split_bytes < SPLIT_ROUNDS_MIN_BYTES:
+        return None
+    if plan.whole_bytes > SPLIT_ROUNDS_MAX_WHOLE_FRACTION * plan.split_bytes:
+        return None
+    target = graph.target(Backend.CPU, arch)
+    chosen = (rules.choose(rules.problem_of(node), target, "algorithm") for node in graph.nodes)
+    if not any(c is not None and c.rule.name in SPLIT_ROUNDS_RULES for c in chosen):
+        return None
+    rounds = dataclasses.replace(plan, rounds=SPLIT_ROUNDS)
+    if not rounds.parts_line_up(graph):
+        return None
+    part = rounds.half_graph(graph)
+    whole_lowering, part_lowering = split_lowerings(graph, part, arch)
+    return (rounds, part) if part_lowering == whole_lowering else None
 
 
 # ``auto`` splits a graph only while the tensors both halves read whole (a conv's filter,
@@ -773,8 +819,9 @@ class CompiledGraph:
         slots = [self._slot(t, resolved[id(t)][1], is_output) for t, is_output in self._roles]
         self._check_no_overlap(slots, workspace)
         args = _rt().VmVariantList(len(slots) + 1)
-        if self.split is not None:  # (the inline half's list, the worker half's references)
-            args = (args, [])
+        if self.split is not None:  # (the inline half's lists, the worker half's references), per round
+            rounds = self.split.rounds
+            args = ([_rt().VmVariantList(len(slots) + 1) for _ in range(rounds)], [[] for _ in range(rounds)])
         binding = _Binding(args, variant_pack, workspace, epoch, previous_sig)
         binding.numpy_outputs = [a for t in self.outputs if type(a := resolved[id(t)][1]) is np.ndarray]
         for slot in slots:
@@ -786,15 +833,20 @@ class CompiledGraph:
             if self.split is None:
                 binding.args.push_ref(slot.view.ref)
             else:
-                binding.args[0].push_ref(slot.view[0].ref)
-                binding.args[1].append(slot.view[1].ref)
+                for inline, view in zip(binding.args[0], slot.view[0]):
+                    inline.push_ref(view.ref)
+                for worker, view in zip(binding.args[1], slot.view[1]):
+                    worker.append(view.ref)
         if self.split is None:
             ws = self._workspace_buffer(workspace, binding.keep_alive)
             binding.args.push_ref(ws.ref if ws is not None else self._null_workspace())
         else:
+            # A side's calls run one after another: they share that side's scratch.
             ws = self._split_workspaces(workspace)
-            binding.args[0].push_ref(ws[0].ref)
-            binding.args[1].append(ws[1].ref)
+            for inline in binding.args[0]:
+                inline.push_ref(ws[0].ref)
+            for worker in binding.args[1]:
+                worker.append(ws[1].ref)
         binding.keep_alive.append(ws)
         binding.direct = not (binding.copy_in or binding.copy_out or binding.int4_in)
         return binding
@@ -850,24 +902,32 @@ class CompiledGraph:
 
     def _invoke_split(self, fn: Any, args: Any, results: Any) -> None:
         """Both halves at once: the worker's through ``main$async`` (it returns once the work
-        is queued), the other inline; returns when both are done, even when one failed."""
+        is queued), the other inline; returns when both are done, even when one failed. With
+        rounds, each side makes its calls one after another: the worker's each wait on the one
+        before (they share its scratch), the inline ones return in turn."""
         rt = _rt()
-        inline_args, worker_refs = args
-        self._worker_timepoint += 1
-        done = rt.HalFence.create_at(self._worker_semaphore, self._worker_timepoint)
-        worker_args = rt.VmVariantList(len(worker_refs) + 2)
-        for ref in worker_refs:
-            worker_args.push_ref(ref)
-        worker_args.push_ref(rt.HalFence(1).ref)  # waits on nothing
-        worker_args.push_ref(done.ref)
+        inline_lists, worker_lists = args
         restore = self._worker.calling_thread_elsewhere()
+        last = None  # the fence the worker's last queued call signals
         try:
-            self._worker_context.invoke(self._worker_main, worker_args, results)
+            before = rt.HalFence(1)  # waits on nothing
             try:
-                self._context.invoke(fn, inline_args, results)
+                for worker_refs in worker_lists:
+                    self._worker_timepoint += 1
+                    done = rt.HalFence.create_at(self._worker_semaphore, self._worker_timepoint)
+                    worker_args = rt.VmVariantList(len(worker_refs) + 2)
+                    for ref in worker_refs:
+                        worker_args.push_ref(ref)
+                    worker_args.push_ref(before.ref)
+                    worker_args.push_ref(done.ref)
+                    self._worker_context.invoke(self._worker_main, worker_args, results)
+                    before = last = done
+                for inline_args in inline_lists:
+                    self._context.invoke(fn, inline_args, results)
             finally:
                 try:
-                    done.wait()
+                    if last is not None:
+                        last.wait()
                 except Exception:
                     # A failed semaphore stays failed: the next call gets a new one.
                     self._worker_semaphore = self._worker_device.create_semaphore(0)
@@ -895,18 +955,23 @@ class CompiledGraph:
         # Split: (inline half's view, worker half's view), each imported on its device. The
         # cut dim is outermost in memory but for dims of extent 1 (the plan checked), so each
         # half is one dense block of the physical view.
+        # With rounds, each side's half is cut again into that many parts, one per call.
+        rounds = self.split.rounds
         if t.name in self.split.split:
             h = self.split.half_of(t)
             axis = self.split.physical_axis(t)
             lead = (slice(None),) * axis
-            parts = (phys[(*lead, slice(0, h))], phys[(*lead, slice(h, None))])
+            parts = [phys[(*lead, slice(i * h, (i + 1) * h))] for i in range(2 * rounds)]
             if not all(part.flags.c_contiguous for part in parts):
                 raise fail(ErrorCode.INTERNAL_ERROR, f"tensor '{t.name}': a split half is not dense")
         else:
-            parts = (phys, phys)
+            parts = [phys] * (2 * rounds)
         return tuple(
-            self._import_flat(t, part.reshape(-1).view(np.uint8), part.shape, device)
-            for part, device in zip(parts, (self.device, self._worker_device))
+            tuple(
+                self._import_flat(t, part.reshape(-1).view(np.uint8), part.shape, device)
+                for part in parts[side * rounds : (side + 1) * rounds]
+            )
+            for side, device in enumerate((self.device, self._worker_device))
         )
 
     def _import_int4(self, t: TensorAttr, phys: np.ndarray, is_output: bool):

@@ -351,3 +351,64 @@ def test_an_unknown_executor_setting_is_refused_by_name(monkeypatch, cpu):
     assert e.value.code == fs.ErrorCode.INVALID_ARGUMENT
     assert "FUSILLI_CPU_EXECUTOR='splitt'" in e.value.message and "split" in e.value.message
     assert g._compiled is None
+
+
+# ----------------------------------------------------------------------------- rounds
+@pytest.fixture
+def auto_rounds(monkeypatch):
+    """``auto`` on two CPUs, with the split's and the rounds' byte floors lowered to small graphs."""
+    monkeypatch.delenv("FUSILLI_CPU_EXECUTOR", raising=False)
+    monkeypatch.setattr(runtime, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(runtime, "SPLIT_MIN_BYTES", 0)
+    monkeypatch.setattr(runtime, "SPLIT_ROUNDS_MIN_BYTES", 0)
+
+
+def winograd_conv(name: str, epilogue: bool = True) -> fs.Graph:
+    return channels_last_conv_graph([8, 32, 28, 28], 32, (3, 3), (1, 1), (1, 1), epilogue=epilogue, name=name)
+
+
+def test_rounds_run_each_half_as_calls_one_after_another(cpu, rng, auto_rounds):
+    """A Winograd conv's halves run as two calls each (batch 2 a call): numerics of every image."""
+    g = winograd_conv("split_rounds")
+    execution = runtime.cpu_execution(g)
+    assert execution.executor == "split" and execution.plan.rounds == runtime.SPLIT_ROUNDS
+    assert execution.half.output_tensors()[0].dim[0] == 2
+    assert "two calls of batch 2 at once, 2 after another on each side" in g.explain()
+    for _ in range(2):  # new values each call reach every part (Winograd F(4x4): its rounding)
+        run_and_check(g, cpu, inputs_of(g, rng), rtol=1e-3, atol=1e-3)
+
+
+def test_rounds_with_a_callers_workspace_and_misaligned_arrays(cpu, rng, auto_rounds):
+    g = winograd_conv("split_rounds_ws", epilogue=False)
+    g.compile(cpu)
+    ins = inputs_of(g, rng)
+    x = next(t for t in ins if t.name == "x")
+    raw = np.empty(ins[x].size + 1, np.float32)[1:]  # 4 bytes off a 64-byte boundary at best: staged
+    shifted = np.lib.stride_tricks.as_strided(raw, ins[x].shape, ins[x].strides)
+    shifted[...] = ins[x]
+    ins[x] = shifted
+    expected = reference.run(g, ins)
+    y = g.output_tensors()[0]
+    out = fs.empty(y)
+    workspace = np.empty(max(g.workspace_size, 1) + 64, dtype=np.uint8)
+    g.execute({**ins, y: out}, workspace=workspace)
+    np.testing.assert_allclose(out, expected[y.name], rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize(
+    "graph, rounds",
+    [
+        (lambda: winograd_conv("rounds_yes"), 2),
+        # A 1x1 conv is a GEMM: no transformed data (measured even).
+        (lambda: channels_last_conv_graph([8, 64, 28, 28], 64, (1, 1), (1, 1), (0, 0), name="rounds_1x1"), 1),
+    ],
+    ids=["winograd", "gemm"],
+)
+def test_rounds_only_for_winograd_convs(auto_rounds, graph, rounds):
+    execution = runtime.cpu_execution(graph())
+    assert execution.executor == "split" and execution.plan.rounds == rounds
+
+
+def test_rounds_need_the_bytes(monkeypatch, auto_rounds):
+    monkeypatch.setattr(runtime, "SPLIT_ROUNDS_MIN_BYTES", 1 << 30)
+    assert runtime.cpu_execution(winograd_conv("rounds_small")).plan.rounds == 1
