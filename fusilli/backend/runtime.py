@@ -367,7 +367,11 @@ def cpu_execution(graph: Any, arch: str | None = None) -> CpuExecution:
 # 8x128x28x28->128 (6.4 MB) 1.69 / 1.59 / 1.86; with a heavy filter 3x3 s2 8x256x28x28->256 (its
 # 2.4 MB filter 0.29 of the split bytes, not split) 3.78 / 4.05 / 5.73; 1x1 convs even (8x256x56x56->128
 # 3.29 / 3.35 / 3.34, 8x512x28x28->256 3.51 / 3.38 / 3.51); the strided dgrad (cpu-conv-dgrad-winograd-
-# strided) mixed (8x128x56x56 4.59 / 4.90 / 4.16), left out.
+# strided) mixed (8x128x56x56 4.59 / 4.90 / 4.16), left out. The shipped rule, old and new code in
+# alternating processes (fusilli-benchmark), fusilli's median ms, AVX-512, four rounds: 3x3 8x64x56x56
+# 2.10-2.88 -> 1.78-2.12 (one round 3.10, PyTorch's own median doubled), dgrad 1.93-2.87 -> 1.67-2.03,
+# s2 8x128x56x56 4.65-5.64 -> 4.23-5.03; x86-64-v3 code (PyTorch held to AVX2), two rounds: 3.23, 3.26
+# -> 2.74, 3.48; 3.43, 3.20 -> 3.19, 2.72; 8.20, 8.27 -> 7.13, 7.60.
 SPLIT_ROUNDS = 2
 SPLIT_ROUNDS_MIN_BYTES = 12 << 20
 SPLIT_ROUNDS_MAX_WHOLE_FRACTION = 0.05
