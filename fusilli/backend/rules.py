@@ -287,12 +287,16 @@ def choices(problem: Problem, target: Target) -> list[Choice]:
 
 
 def compile_flags(nodes: Iterable[Any], target: Target) -> list[str]:
-    """The flags the chosen rules of a graph's ``nodes`` add (deduplicated, stable order)."""
+    """The flags the chosen rules of a graph's ``nodes`` add (deduplicated, stable order), less
+    IREE's im2col where a depthwise conv is among them: IREE 3.13 turns a depthwise conv into a
+    ``linalg.batch_matvec`` that fails to verify (its filter operand 576 where 144 is found)."""
     out: list[str] = []
+    depthwise = False
     for node in nodes or ():
         for c in choices(problem_of(node), target):
             out += [f for f in c.rule.flags if f not in out]
-    return out
+            depthwise = depthwise or c.rule is CPU_CONV_DEPTHWISE
+    return [f for f in out if f not in IM2COL_FLAGS] if depthwise else out
 
 
 def explain(nodes: Iterable[Any], target: Target) -> str:
@@ -617,6 +621,33 @@ def conv_filter_elements(p: Problem) -> int:
 # instead of an im2col GEMM, whose patch matrix is R*S times the input, or Winograd, whose GEMM
 # would be as deep as the channels: it is registered before cpu-conv-winograd, so it goes first.
 CPU_CONV_DIRECT_MAX_CHANNELS = 4
+
+
+# IREE's im2col conversion of convs (cpu-conv-im2col-data-tiling's flag; see compile_flags).
+IM2COL_FLAGS = ("--iree-global-opt-use-im2col-for-convs",)
+
+
+@rule(
+    "cpu-conv-depthwise",
+    Backend.CPU,
+    ("conv_fprop",),
+    "algorithm",
+    evidence=(
+        "Zen 5 VM (znver5), fusilli-benchmark --compare torch, ratio to PyTorch: torch-mlir's grouped NCHW "
+        "conv -> linalg.depthwise_conv_2d_nhwc_hwc over the padded NHWC input with its [R, S, C] filter "
+        "materialized: 3x3 1x32x112x112 g32 0.08 -> 1.04, 3x3 8x144x56x56 g144 0.05 -> 0.41-0.45; the "
+        "filter folded into the conv (read with a stride of R*S along the vectorized channels) 0.11 / "
+        "0.06; explicit ConvTileAndDecomposeExpert tiles (8x16, 4x32, 4x16 output columns x channels) "
+        "no faster than IREE's own"
+    ),
+)
+def CPU_CONV_DEPTHWISE(p: Problem, t: Target) -> str | None:
+    if not p.fact("channels_last") or p.element != DataType.FLOAT or len(p.fact("kernel", ())) != 2:
+        return None
+    groups = int(p.fact("groups", 1))
+    if groups < 2 or int(p.fact("channels", 0)) != 1 or conv_out_channels(p) != groups:
+        return None
+    return f"{groups} channels, one filter each: linalg.depthwise_conv_2d_nhwc_hwc, vectors along C"
 
 
 @rule(
@@ -1746,6 +1777,8 @@ def CPU_LAYERNORM_FUSED_TWO_PASS(p: Problem, t: Target) -> str | None:
     ),
 )
 def CPU_CONV_IM2COL_DATA_TILING(p: Problem, t: Target) -> str | None:
+    if CPU_CONV_DEPTHWISE.applies(p, t) is not None:
+        return None  # IREE's im2col fails on a depthwise conv (see compile_flags)
     if any(
         r.applies(p, t) is not None
         for r in (CPU_CONV_GEMM_FEW_POSITIONS, CPU_CONV_IM2COL_GEMM, CPU_CONV_WINOGRAD_STRIDED)

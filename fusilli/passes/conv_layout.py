@@ -128,7 +128,10 @@ class ConvLayoutPass(Pass):
             for block in func_blocks(module):
                 for op in block_ops(block):
                     if op.name == "torch.aten.convolution" and (
-                        _rewrite(op, target) or _rewrite_strided_dgrad(op, target) or _compute_in_f32(op)
+                        _rewrite(op, target)
+                        or _rewrite_depthwise(op, target)
+                        or _rewrite_strided_dgrad(op, target)
+                        or _compute_in_f32(op)
                     ):
                         changed = True
                     elif op.name == "torch.aten.convolution_backward" and _rewrite_wgrad(op, target):
@@ -320,6 +323,56 @@ def _flipped_taps(krsc: ir.Value) -> list[ir.Value]:
         ).result
         for i in range(r * s)
     ]
+
+
+def _rewrite_depthwise(op: ir.Operation, target: Target) -> bool:
+    """A channels-last f32 depthwise conv (groups = input channels = output channels, one filter per
+    channel, MobileNet's; rules.CPU_CONV_DEPTHWISE) as ``linalg.depthwise_conv_2d_nhwc_hwc`` over the
+    padded NHWC input and its filter ``[R, S, C]``: vectors along C, which both hold contiguous.
+
+    Left grouped, torch-mlir's grouped conv reads NCHW and ran at 0.05-0.08 of PyTorch
+    (BENCHMARKS.md, "twentieth session")."""
+    x, w, bias = op.operands[0], op.operands[1], op.operands[2]
+    xt, wt, yt = ir.TensorType.of(x), ir.TensorType.of(w), ir.TensorType.of(op.results[0])
+    if xt.rank != 4 or wt.rank != 4 or any(d == DYNAMIC for d in xt.dims + wt.dims + yt.dims):
+        return False
+    if xt.element != "f32" or wt.element != "f32" or yt.element != "f32":
+        return False
+    bias_op = defining_op(bias)
+    if bias_op is None or bias_op.name != "torch.constant.none" or permutation_of(defining_op(x)) != TO_NCHW:
+        return False
+    stride, padding, dilation = (int_list_value(op.operands[3 + i]) for i in range(3))
+    try:
+        transposed, groups = constant_value(op.operands[6]), constant_value(op.operands[8])
+    except (ValueError, KeyError):
+        return False
+    n, c, _, _ = xt.dims
+    k, per_group, fy, fx = wt.dims
+    if stride is None or padding is None or dilation is None or len(stride) != 2 or transposed:
+        return False
+    _, _, oh, ow = yt.dims
+    facts = rules.conv_facts((fy, fx), stride, dilation, groups, True, n, (oh, ow), per_group, padding)
+    flops = 2 * n * oh * ow * k * per_group * fy * fx
+    choice = rules.choose(rules.Problem("conv_fprop", DataType.FLOAT, flops, facts), target, "algorithm")
+    if choice is None or choice.rule is not rules.CPU_CONV_DEPTHWISE:
+        return False
+    b = ir.TorchBuilder()
+    with ir.InsertionPoint(op), op.location:
+        f32 = builtin_element_type("f32")
+        xin = b.to_builtin(b.permute(x, TO_NHWC))
+        # The filter materialized [R, S, C] (its own small dispatch): folded into the conv, it is read
+        # with a stride of R*S along the vectorized channels.
+        w_rsc = ir.fusion_barrier(_collapse(b.to_builtin(b.permute(w, [2, 3, 0, 1])), [[0], [1], [2, 3]]))
+        zero = ir.arith.ConstantOp(f32, 0.0).result
+        if any(padding):
+            xin = _pad(xin, padding, zero)
+        init = ir.linalg.fill(zero, outs=[ir.tensor.EmptyOp([n, oh, ow, c], f32).result])
+        conv = ir.linalg.depthwise_conv_2d_nhwc_hwc(xin, w_rsc, outs=[init], strides=stride, dilations=dilation)
+        y_nhwc = b.op("torch_c.from_builtin_tensor", [conv], ir.vtensor_type([n, oh, ow, c], "f32"))
+        y = b.permute(y_nhwc, TO_NCHW)
+    op.results[0].replace_all_uses_with(y)
+    op.erase()
+    return True
 
 
 def _static_conv_params(op: ir.Operation, first: int) -> tuple[list[int], list[int], list[int]] | None:

@@ -1,0 +1,109 @@
+"""Depthwise convs (groups = input channels = output channels) as
+``linalg.depthwise_conv_2d_nhwc_hwc`` on CPU (cpu-conv-depthwise, fusilli-conv-layout): numerics
+against the NumPy reference (padding, stride, dilation, batch, a bias + relu epilogue), the rule's
+reach, the IR, and a graph that mixes one with a conv IREE's im2col would take (its flag dropped:
+IREE 3.13 fails to verify its im2col of a depthwise conv)."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import random_array, run_and_check
+
+import fusilli as fs
+from fusilli.backend import Artifact, rules
+from fusilli.backend.targets import Target
+
+
+def depthwise(name, x_dim, kernel, padding, stride, dilation=(1, 1), k=None, epilogue=False):
+    n, c, h, w = x_dim
+    k = k or c
+    g = fs.Graph(name=f"dw_{name}", io_data_type=fs.DataType.FLOAT)
+    x = g.tensor(name="x", dim=x_dim, stride=fs.strides(x_dim, "NHWC"))
+    w_dim = [k, 1, *kernel]
+    wt = g.tensor(name="w", dim=w_dim, stride=fs.strides(w_dim, "NHWC"))
+    y = g.conv_fprop(x, wt, padding=list(padding), stride=list(stride), dilation=list(dilation), name="conv")
+    if epilogue:
+        b = g.tensor(name="b", dim=[1, k, 1, 1], stride=fs.strides([1, k, 1, 1], "NHWC"))
+        y = g.relu(g.add(y, b, name="bias"), name="relu")
+    y.set_output(True).set_name("y")
+    return g.validate()
+
+
+CASES = {
+    "3x3_pad1": ([2, 16, 12, 12], (3, 3), (1, 1), (1, 1), (1, 1)),
+    "3x3_s2": ([1, 32, 15, 13], (3, 3), (1, 1), (2, 2), (1, 1)),
+    "5x5_dilated": ([1, 24, 16, 16], (5, 5), (4, 4), (1, 1), (2, 2)),
+    "3x3_unpadded": ([3, 8, 9, 10], (3, 3), (0, 0), (1, 1), (1, 1)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_depthwise_numerics(cpu, rng, name):
+    x_dim, kernel, padding, stride, dilation = CASES[name]
+    g = depthwise(name, x_dim, kernel, padding, stride, dilation)
+    text = g.mlir("optimized")
+    assert "linalg.depthwise_conv_2d_nhwc_hwc" in text and "torch.aten.convolution" not in text
+    run_and_check(g, cpu, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-5, atol=1e-5)
+
+
+def test_depthwise_epilogue_adds_no_dispatch(cpu, rng):
+    plain = depthwise("plain", [2, 32, 14, 14], (3, 3), (1, 1), (1, 1))
+    fused = depthwise("epilogue", [2, 32, 14, 14], (3, 3), (1, 1), (1, 1), epilogue=True)
+    run_and_check(fused, cpu, {t: random_array(t, rng) for t in fused.input_tensors()}, rtol=1e-5, atol=1e-5)
+
+    def dispatches(g):
+        return Artifact.from_bytes(g.compile_to_artifact(fs.Backend.CPU, "znver4")).stats.dispatch_count
+
+    assert dispatches(fused) == dispatches(plain)
+
+
+def test_depthwise_ir_materializes_the_filter():
+    """The [R, S, C] filter behind a barrier (folded into the conv it is read with a stride of R*S
+    along the vectorized channels), the input padded, the conv over NHWC."""
+    g = depthwise("ir", [1, 32, 14, 14], (3, 3), (1, 1), (1, 1))
+    text = g.mlir("optimized", fs.Backend.CPU, "znver4")
+    assert "iree_tensor_ext.compute_barrier.start %" in text and "tensor<3x3x32xf32>" in text
+    assert "tensor.pad" in text and "tensor<1x16x16x32xf32>" in text
+    assert "depthwise_conv_2d_nhwc_hwc" in text
+
+
+@pytest.mark.parametrize(
+    "x_dim, k, groups_note, applies",
+    [
+        ([1, 32, 14, 14], None, "depthwise", True),
+        ([1, 32, 14, 14], 64, "two filters per channel", False),
+        ([1, 1, 14, 14], None, "one channel: an ordinary conv", False),
+    ],
+)
+def test_depthwise_rule_reach(x_dim, k, groups_note, applies):
+    g = depthwise(f"reach{k}{x_dim[1]}", x_dim, (3, 3), (1, 1), (1, 1), k=k)
+    (node,) = g.nodes
+    choice = rules.choose(rules.problem_of(node), Target.resolve("cpu", "znver4"), "algorithm")
+    assert (choice is not None and choice.rule is rules.CPU_CONV_DEPTHWISE) == applies, groups_note
+
+
+def test_grouped_conv_of_several_channels_keeps_its_path():
+    g = fs.Graph(name="grouped_g4")
+    x = g.tensor(name="x", dim=[1, 16, 10, 10], stride=fs.strides([1, 16, 10, 10], "NHWC"))
+    w = g.tensor(name="w", dim=[16, 4, 3, 3], stride=fs.strides([16, 4, 3, 3], "NHWC"))
+    g.conv_fprop(x, w, padding=[1, 1], stride=[1, 1], dilation=[1, 1], name="conv").set_output(True).set_name("y")
+    g.validate()
+    assert "depthwise" not in g.mlir("optimized") and "cpu-conv-depthwise" not in g.explain()
+
+
+def test_graph_mixing_depthwise_and_im2col_convs_drops_im2col(cpu, rng):
+    """A depthwise conv and a 3x3 stride-2 conv that takes IREE's im2col (cpu-conv-im2col-data-tiling):
+    the module compiles without the im2col flag and both convs are right."""
+    g = fs.Graph(name="dw_mixed")
+    x = g.tensor(name="x", dim=[2, 32, 28, 28], stride=fs.strides([2, 32, 28, 28], "NHWC"))
+    wd = g.tensor(name="wd", dim=[32, 1, 3, 3], stride=fs.strides([32, 1, 3, 3], "NHWC"))
+    w3 = g.tensor(name="w3", dim=[64, 32, 3, 3], stride=fs.strides([64, 32, 3, 3], "NHWC"))
+    y = g.conv_fprop(x, wd, padding=[1, 1], stride=[1, 1], dilation=[1, 1], name="dw")
+    z = g.conv_fprop(y, w3, padding=[1, 1], stride=[2, 2], dilation=[1, 1], name="c3")
+    z.set_output(True).set_name("z")
+    g.validate()
+    target = Target.resolve("cpu")
+    c3 = next(n for n in g.nodes if n.name == "c3")
+    assert rules.CPU_CONV_IM2COL_DATA_TILING.applies(rules.problem_of(c3), target) is not None
+    assert not set(rules.IM2COL_FLAGS) & set(rules.compile_flags(g.nodes, target))
+    run_and_check(g, cpu, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
