@@ -40,6 +40,9 @@ into the GEMM's dispatch instead of needing an encode dispatch for the bias. On 
 AVX-512 cores a strided unpadded 1x1 conv reads its rows as a view of the input split by
 the stride (_strided_1x1_rows), a GEMM whose rows are two loops, with no gather dispatch.
 
+Depthwise convs (one filter per channel) become linalg.depthwise_conv_2d_nhwc_hwc over the padded
+NHWC input (_rewrite_depthwise, cpu-conv-depthwise); other grouped convs stay torch.aten.convolution.
+
 3x3 convs go to Winograd where the rules say it pays (fusilli/passes/winograd.py):
 F(m, 3) for stride 1 (cpu-conv-winograd), and for stride 2 Winograd over the input's
 four phases (cpu-conv-winograd-strided).
