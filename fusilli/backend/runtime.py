@@ -959,23 +959,25 @@ class CompiledGraph:
         # Split: (inline half's view, worker half's view), each imported on its device. The
         # cut dim is outermost in memory but for dims of extent 1 (the plan checked), so each
         # half is one dense block of the physical view.
-        # With rounds, each side's half is cut again into that many parts, one per call.
+        # With rounds, each side's half is cut again into that many parts, one per call; a tensor
+        # read whole is imported once per side, its view shared by that side's calls.
         rounds = self.split.rounds
-        if t.name in self.split.split:
-            h = self.split.half_of(t)
-            axis = self.split.physical_axis(t)
-            lead = (slice(None),) * axis
-            parts = [phys[(*lead, slice(i * h, (i + 1) * h))] for i in range(2 * rounds)]
-            if not all(part.flags.c_contiguous for part in parts):
-                raise fail(ErrorCode.INTERNAL_ERROR, f"tensor '{t.name}': a split half is not dense")
-        else:
-            parts = [phys] * (2 * rounds)
+        devices = (self.device, self._worker_device)
+        if t.name not in self.split.split:
+            return tuple(
+                (self._import_flat(t, phys.reshape(-1).view(np.uint8), phys.shape, d),) * rounds for d in devices
+            )
+        h = self.split.half_of(t)
+        lead = (slice(None),) * self.split.physical_axis(t)
+        parts = [phys[(*lead, slice(i * h, (i + 1) * h))] for i in range(2 * rounds)]
+        if not all(part.flags.c_contiguous for part in parts):
+            raise fail(ErrorCode.INTERNAL_ERROR, f"tensor '{t.name}': a split half is not dense")
         return tuple(
             tuple(
-                self._import_flat(t, part.reshape(-1).view(np.uint8), part.shape, device)
-                for part in parts[side * rounds : (side + 1) * rounds]
+                self._import_flat(t, part.reshape(-1).view(np.uint8), part.shape, d)
+                for part in parts[i * rounds :][:rounds]
             )
-            for side, device in enumerate((self.device, self._worker_device))
+            for i, d in enumerate(devices)
         )
 
     def _import_int4(self, t: TensorAttr, phys: np.ndarray, is_output: bool):
