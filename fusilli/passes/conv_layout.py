@@ -143,8 +143,10 @@ class ConvLayoutPass(Pass):
             FoldPermutesPass().run(module)
 
 
-def _conv_params(op: ir.Operation):
-    """(stride, padding, dilation) if ``op`` is a conv this pass handles, else None."""
+def _channels_last_conv_types(op: ir.Operation) -> tuple[ir.TensorType, ir.TensorType, ir.TensorType] | None:
+    """The (input, filter, result) types of a ``torch.aten.convolution`` this pass may rewrite: rank
+    4, static, one float type, no bias, its input (X, or DY for a transposed conv) from a
+    channels-last tensor (else the rewrite adds transposes); else None."""
     x, w, bias = op.operands[0], op.operands[1], op.operands[2]
     xt, wt, yt = ir.TensorType.of(x), ir.TensorType.of(w), ir.TensorType.of(op.results[0])
     if xt.rank != 4 or wt.rank != 4 or any(d == DYNAMIC for d in xt.dims + wt.dims + yt.dims):
@@ -152,10 +154,14 @@ def _conv_params(op: ir.Operation):
     if xt.element not in _FLOAT_CODES or wt.element != xt.element or yt.element != xt.element:
         return None
     bias_op = defining_op(bias)
-    if bias_op is None or bias_op.name != "torch.constant.none":
+    if bias_op is None or bias_op.name != "torch.constant.none" or permutation_of(defining_op(x)) != TO_NCHW:
         return None
-    # The input must come from a channels-last tensor, else the rewrite adds transposes.
-    if permutation_of(defining_op(x)) != TO_NCHW:
+    return xt, wt, yt
+
+
+def _conv_params(op: ir.Operation):
+    """(stride, padding, dilation) if ``op`` is a conv this pass handles, else None."""
+    if _channels_last_conv_types(op) is None:
         return None
     params = _static_conv_params(op, 3)
     if params is None:
@@ -335,23 +341,14 @@ def _rewrite_depthwise(op: ir.Operation, target: Target) -> bool:
 
     Left grouped, torch-mlir's grouped conv reads NCHW and ran at 0.05-0.08 of PyTorch
     (BENCHMARKS.md, "twentieth session")."""
-    x, w, bias = op.operands[0], op.operands[1], op.operands[2]
-    xt, wt, yt = ir.TensorType.of(x), ir.TensorType.of(w), ir.TensorType.of(op.results[0])
-    if xt.rank != 4 or wt.rank != 4 or any(d == DYNAMIC for d in xt.dims + wt.dims + yt.dims):
+    types, attrs = _channels_last_conv_types(op), _conv_attrs(op, 3)
+    if types is None or attrs is None or types[0].element != "f32":
         return False
-    if xt.element != "f32" or wt.element != "f32" or yt.element != "f32":
-        return False
-    bias_op = defining_op(bias)
-    if bias_op is None or bias_op.name != "torch.constant.none" or permutation_of(defining_op(x)) != TO_NCHW:
-        return False
-    stride, padding, dilation = (int_list_value(op.operands[3 + i]) for i in range(3))
-    try:
-        transposed, groups = constant_value(op.operands[6]), constant_value(op.operands[8])
-    except (ValueError, KeyError):
-        return False
+    (xt, wt, yt), (stride, padding, dilation, transposed, groups) = types, attrs
+    x, w = op.operands[0], op.operands[1]
     n, c, _, _ = xt.dims
     k, per_group, fy, fx = wt.dims
-    if stride is None or padding is None or dilation is None or len(stride) != 2 or transposed:
+    if len(stride) != 2 or transposed:
         return False
     _, _, oh, ow = yt.dims
     facts = rules.conv_facts((fy, fx), stride, dilation, groups, True, n, (oh, ow), per_group, padding)
@@ -378,19 +375,27 @@ def _rewrite_depthwise(op: ir.Operation, target: Target) -> bool:
     return True
 
 
-def _static_conv_params(op: ir.Operation, first: int) -> tuple[list[int], list[int], list[int]] | None:
-    """Stride, padding and dilation of a ``torch.aten.convolution`` (``first`` = 3) or
-    ``convolution_backward`` (``first`` = 4), whose operands from ``first`` on are stride,
-    padding, dilation, transposed, output_padding, groups; None unless they are constants
-    of a forward (not transposed), ungrouped conv."""
+def _conv_attrs(op: ir.Operation, first: int) -> tuple[list[int], list[int], list[int], bool, int] | None:
+    """Stride, padding, dilation, transposed and groups of a ``torch.aten.convolution`` (``first`` =
+    3) or ``convolution_backward`` (``first`` = 4), whose operands from ``first`` on are stride,
+    padding, dilation, transposed, output_padding, groups; None unless they are constants."""
     stride, padding, dilation = (int_list_value(op.operands[first + i]) for i in range(3))
     try:
         transposed, groups = constant_value(op.operands[first + 3]), constant_value(op.operands[first + 5])
     except (ValueError, KeyError):
         return None
-    if stride is None or padding is None or dilation is None or transposed or groups != 1:
+    if stride is None or padding is None or dilation is None:
         return None
-    return stride, padding, dilation
+    return stride, padding, dilation, transposed, groups
+
+
+def _static_conv_params(op: ir.Operation, first: int) -> tuple[list[int], list[int], list[int]] | None:
+    """Stride, padding and dilation (``_conv_attrs``) of a forward (not transposed), ungrouped conv,
+    else None."""
+    attrs = _conv_attrs(op, first)
+    if attrs is None or attrs[3] or attrs[4] != 1:
+        return None
+    return attrs[0], attrs[1], attrs[2]
 
 
 def winograd_tile(lowering: str, problem: rules.Problem, target: Target) -> int | None:
@@ -833,23 +838,12 @@ def _rewrite_strided_dgrad(op: ir.Operation, target: Target) -> bool:
     ``torch.aten.convolution``, IREE convolves the zero-inserted DY, stride*stride times the
     FLOPs (3x3 s2 1x128x56x56 dgrad: 0.19 of PyTorch on AVX-512, 0.07 as x86-64-v3 code).
     """
-    dy, w, bias = op.operands[0], op.operands[1], op.operands[2]
-    dyt, wt, dxt = ir.TensorType.of(dy), ir.TensorType.of(w), ir.TensorType.of(op.results[0])
-    if dyt.rank != 4 or wt.rank != 4 or any(d == DYNAMIC for d in dyt.dims + wt.dims + dxt.dims):
+    types, attrs = _channels_last_conv_types(op), _conv_attrs(op, 3)
+    if types is None or attrs is None:
         return False
-    if dyt.element not in _FLOAT_CODES or wt.element != dyt.element or dxt.element != dyt.element:
-        return False
-    bias_op = defining_op(bias)
-    if bias_op is None or bias_op.name != "torch.constant.none":
-        return False
-    if permutation_of(defining_op(dy)) != TO_NCHW:
-        return False
-    stride, padding, dilation = (int_list_value(op.operands[3 + i]) for i in range(3))
-    try:
-        transposed, groups = constant_value(op.operands[6]), constant_value(op.operands[8])
-    except (ValueError, KeyError):
-        return False
-    if not transposed or groups != 1 or stride is None or padding is None or dilation is None:
+    (dyt, wt, dxt), (stride, padding, dilation, transposed, groups) = types, attrs
+    dy, w = op.operands[0], op.operands[1]
+    if not transposed or groups != 1:
         return False
     if len(stride) != 2 or len(padding) != 2 or len(dilation) != 2:
         return False
