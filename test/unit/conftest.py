@@ -77,10 +77,11 @@ def matmul_relu_graph(name: str, k: int = 8) -> fs.Graph:
 
 
 def channels_last_conv_graph(
-    x_dim, k, kernel, stride, padding, dilation=(1, 1), dtype=fs.DataType.FLOAT, epilogue=False, name="conv"
+    x_dim, k, kernel, stride, padding, dilation=(1, 1), dtype=fs.DataType.FLOAT, epilogue=False, name="conv", groups=1
 ) -> fs.Graph:
-    """A validated NHWC conv_fprop (KRSC filter, f32 compute), with a bias + relu epilogue if asked."""
-    c = x_dim[1]
+    """A validated NHWC conv_fprop (KRSC filter, f32 compute) of ``groups`` groups, with a bias + relu
+    epilogue if asked."""
+    c = x_dim[1] // groups
     g = fs.Graph(
         name=f"{name}_{dtype.short_name}_{int(epilogue)}", io_data_type=dtype, compute_data_type=fs.DataType.FLOAT
     )

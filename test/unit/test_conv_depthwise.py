@@ -7,7 +7,7 @@ IREE 3.13 fails to verify its im2col of a depthwise conv)."""
 from __future__ import annotations
 
 import pytest
-from conftest import random_array, run_and_check
+from conftest import channels_last_conv_graph, random_array, run_and_check
 
 import fusilli as fs
 from fusilli.backend import Artifact, rules
@@ -15,18 +15,11 @@ from fusilli.backend.targets import Target
 
 
 def depthwise(name, x_dim, kernel, padding, stride, dilation=(1, 1), k=None, epilogue=False):
-    n, c, h, w = x_dim
-    k = k or c
-    g = fs.Graph(name=f"dw_{name}", io_data_type=fs.DataType.FLOAT)
-    x = g.tensor(name="x", dim=x_dim, stride=fs.strides(x_dim, "NHWC"))
-    w_dim = [k, 1, *kernel]
-    wt = g.tensor(name="w", dim=w_dim, stride=fs.strides(w_dim, "NHWC"))
-    y = g.conv_fprop(x, wt, padding=list(padding), stride=list(stride), dilation=list(dilation), name="conv")
-    if epilogue:
-        b = g.tensor(name="b", dim=[1, k, 1, 1], stride=fs.strides([1, k, 1, 1], "NHWC"))
-        y = g.relu(g.add(y, b, name="bias"), name="relu")
-    y.set_output(True).set_name("y")
-    return g.validate()
+    """One group per input channel: a filter ``[K, 1, R, S]`` (K = C unless given)."""
+    c = x_dim[1]
+    return channels_last_conv_graph(
+        x_dim, k or c, kernel, stride, padding, dilation, epilogue=epilogue, name=f"dw_{name}", groups=c
+    )
 
 
 CASES = {
