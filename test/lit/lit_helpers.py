@@ -63,3 +63,15 @@ def print_stats(g: fs.Graph, backend: fs.Backend = fs.Backend.CPU, arch: str | N
         stats = Artifact.from_bytes(g.compile_to_artifact(backend, arch)).stats
     print(f"dispatch-count: {stats.dispatch_count}")
     print(f"transient-memory-bytes: {stats.transient_memory_bytes}")
+
+
+def nhwc_wgrad_graph(name: str, n: int, c: int, hw: int, k: int, kernel: int, stride: int, padding: int) -> fs.Graph:
+    """A validated channels-last conv_wgrad of square ``hw`` images and a square ``kernel``: DY and X
+    NHWC, DW ``[K, C, R, S]`` with KRSC strides."""
+    g = fs.Graph(name=name)
+    oh = (hw + 2 * padding - kernel) // stride + 1
+    dy = g.tensor(name="dy", dim=[n, k, oh, oh], stride=fs.strides([n, k, oh, oh], "NHWC"))
+    x = g.tensor(name="x", dim=[n, c, hw, hw], stride=fs.strides([n, c, hw, hw], "NHWC"))
+    dw = g.conv_wgrad(dy, x, padding=[padding] * 2, stride=[stride] * 2, dilation=[1, 1], name="wgrad")
+    dw.set_dim([k, c, kernel, kernel]).set_stride(fs.strides([k, c, kernel, kernel], "NHWC")).set_output(True)
+    return g.validate()

@@ -13,24 +13,12 @@
 # AMD's AVX2 cores (znver1) leave a stride-1 GEMM of >= 96 positions with >= 128 output channels
 # and filter columns plain, for IREE's data tiling (rules.CPU_CONV_WGRAD_DATA_TILING; its flags).
 
-from lit_helpers import explained_and_optimized, run
-
-import fusilli as fs
-
-
-def build(name, n, c, hw, k, kernel, stride, padding):
-    g = fs.Graph(name=name)
-    oh = (hw + 2 * padding - kernel) // stride + 1
-    dy = g.tensor(name="dy", dim=[n, k, oh, oh], stride=fs.strides([n, k, oh, oh], "NHWC"))
-    x = g.tensor(name="x", dim=[n, c, hw, hw], stride=fs.strides([n, c, hw, hw], "NHWC"))
-    dw = g.conv_wgrad(dy, x, padding=[padding] * 2, stride=[stride] * 2, dilation=[1, 1], name="wgrad")
-    dw.set_dim([k, c, kernel, kernel]).set_stride(fs.strides([k, c, kernel, kernel], "NHWC")).set_output(True)
-    return g.validate()
+from lit_helpers import explained_and_optimized, nhwc_wgrad_graph, run
 
 
 @run
 def wgrad_1x1_deep():
-    g = build("wgrad_1x1_deep", 8, 1024, 14, 256, 1, 1, 0)
+    g = nhwc_wgrad_graph("wgrad_1x1_deep", 8, 1024, 14, 256, 1, 1, 0)
     print(explained_and_optimized(g))
 
 
@@ -49,7 +37,7 @@ def wgrad_1x1_deep():
 
 @run
 def wgrad_3x3_strided():
-    g = build("wgrad_3x3_strided", 1, 64, 29, 64, 3, 2, 1)
+    g = nhwc_wgrad_graph("wgrad_3x3_strided", 1, 64, 29, 64, 3, 2, 1)
     print(explained_and_optimized(g))
 
 
@@ -74,7 +62,7 @@ def wgrad_3x3_strided():
 
 @run
 def wgrad_1x1_few_out_channels():
-    g = build("wgrad_1x1_few_out_channels", 1, 256, 56, 64, 1, 1, 0)
+    g = nhwc_wgrad_graph("wgrad_1x1_few_out_channels", 1, 256, 56, 64, 1, 1, 0)
     print(explained_and_optimized(g))
 
 
@@ -94,7 +82,7 @@ def wgrad_1x1_few_out_channels():
 
 @run
 def wgrad_1x1_chunked():
-    g = build("wgrad_1x1_chunked", 8, 128, 28, 512, 1, 1, 0)
+    g = nhwc_wgrad_graph("wgrad_1x1_chunked", 8, 128, 28, 512, 1, 1, 0)
     print(explained_and_optimized(g))
 
 
@@ -121,7 +109,7 @@ def wgrad_1x1_chunked():
 
 @run
 def wgrad_1x1_few_out_channels_chunked():
-    g = build("wgrad_1x1_few_out_channels_chunked", 8, 256, 56, 64, 1, 1, 0)
+    g = nhwc_wgrad_graph("wgrad_1x1_few_out_channels_chunked", 8, 256, 56, 64, 1, 1, 0)
     print(explained_and_optimized(g))
 
 
@@ -139,7 +127,7 @@ def wgrad_1x1_few_out_channels_chunked():
 
 @run
 def wgrad_few_channels():
-    g = build("wgrad_few_channels", 1, 3, 64, 64, 5, 2, 2)
+    g = nhwc_wgrad_graph("wgrad_few_channels", 1, 3, 64, 64, 5, 2, 2)
     print(explained_and_optimized(g))
 
 
@@ -161,7 +149,7 @@ def wgrad_few_channels():
 
 @run
 def wgrad_1x1_many_positions():
-    g = build("wgrad_1x1_many_positions", 1, 256, 56, 512, 1, 2, 0)
+    g = nhwc_wgrad_graph("wgrad_1x1_many_positions", 1, 256, 56, 512, 1, 2, 0)
     print(explained_and_optimized(g))
 
 
@@ -180,7 +168,7 @@ def wgrad_1x1_many_positions():
 
 @run
 def wgrad_few_channels_chunked():
-    g = build("wgrad_few_channels_chunked", 1, 3, 224, 64, 5, 2, 2)
+    g = nhwc_wgrad_graph("wgrad_few_channels_chunked", 1, 3, 224, 64, 5, 2, 2)
     print(explained_and_optimized(g))
 
 
@@ -210,7 +198,7 @@ def wgrad_few_channels_chunked():
 
 @run
 def wgrad_3x3_deep():
-    g = build("wgrad_3x3_deep", 8, 512, 7, 512, 3, 1, 1)
+    g = nhwc_wgrad_graph("wgrad_3x3_deep", 8, 512, 7, 512, 3, 1, 1)
     print(explained_and_optimized(g))
 
 
@@ -227,7 +215,7 @@ def wgrad_3x3_deep():
 
 @run
 def wgrad_3x3_below_data_tiling():
-    g = build("wgrad_3x3_below_data_tiling", 1, 256, 14, 256, 3, 1, 1)
+    g = nhwc_wgrad_graph("wgrad_3x3_below_data_tiling", 1, 256, 14, 256, 3, 1, 1)
     print(explained_and_optimized(g))
 
 

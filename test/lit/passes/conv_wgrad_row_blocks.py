@@ -12,24 +12,12 @@
 # to the filter's layout. The register tile (gemm_config.ROW_BLOCK_WGRAD_TILES): AVX-512 7x32 in 21-row workgroups,
 # AVX2 6x16 over all 42 rows. Intel's AVX-512 cores (not measured) keep their GEMM path.
 
-from lit_helpers import explained_and_optimized, run
-
-import fusilli as fs
-
-
-def build(name, n, c, hw, k, kernel, stride, padding):
-    g = fs.Graph(name=name)
-    oh = (hw + 2 * padding - kernel) // stride + 1
-    dy = g.tensor(name="dy", dim=[n, k, oh, oh], stride=fs.strides([n, k, oh, oh], "NHWC"))
-    x = g.tensor(name="x", dim=[n, c, hw, hw], stride=fs.strides([n, c, hw, hw], "NHWC"))
-    dw = g.conv_wgrad(dy, x, padding=[padding] * 2, stride=[stride] * 2, dilation=[1, 1], name="wgrad")
-    dw.set_dim([k, c, kernel, kernel]).set_stride(fs.strides([k, c, kernel, kernel], "NHWC")).set_output(True)
-    return g.validate()
+from lit_helpers import explained_and_optimized, nhwc_wgrad_graph, run
 
 
 @run
 def wgrad_stem_row_blocks():
-    g = build("wgrad_stem_row_blocks", 2, 3, 64, 64, 7, 2, 3)
+    g = nhwc_wgrad_graph("wgrad_stem_row_blocks", 2, 3, 64, 64, 7, 2, 3)
     print(explained_and_optimized(g))
 
 
@@ -65,7 +53,7 @@ def wgrad_stem_row_blocks():
 
 @run
 def wgrad_one_channel():
-    g = build("wgrad_one_channel", 1, 1, 64, 32, 7, 2, 3)
+    g = nhwc_wgrad_graph("wgrad_one_channel", 1, 1, 64, 32, 7, 2, 3)
     print(explained_and_optimized(g))
 
 
