@@ -837,6 +837,16 @@ def _core_tile_text(t: Target, tile_of: Callable[[str | None], Any]) -> str:
     return f" ({core}: {_tile_text(tile)})"
 
 
+def _padded_filter_text(t: Target, columns: int, rows: int, copied: bool) -> str:
+    """``", the filter written in rows of 528 (512 would alias in L1)"`` where a conv GEMM's B of
+    ``columns`` (its filter, for ``rows`` GEMM rows; ``copied``: B is in its layout already) is
+    materialized with padded rows (gemm_config.padded_b_columns), else ``""``."""
+    from fusilli.passes import gemm_config  # the tables (they import this module)
+
+    padded = gemm_config.padded_b_columns(vector_isa(t), columns, 4, rows, copied)
+    return "" if padded is None else f", the filter written in rows of {padded} ({columns} would alias in L1)"
+
+
 def _tile_text(tile: Any) -> str:
     """A GEMM tile as explain names it."""
     (vm, vn), (dm, dn) = tile.vector, tile.distribution
@@ -1036,9 +1046,11 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
     avx512_k_blocked = isa == "avx512" and vendor in CPU_CONV_GEMM_DEEP_VENDORS
     k_blocked = isa == "avx2" or avx512_k_blocked
     on = f"{isa}, Intel" if intel else f"{isa}, AMD" if vendor == "amd" else isa
+    # The GEMM's B: a dgrad's filter as it is (padding it a copy), a forward conv's transposed.
+    padded = _padded_filter_text(t, conv_out_channels(p), rows, copied=p.kind == "conv_dgrad")
     if kernel == (1, 1) and p.kind == "conv_dgrad" and not (intel and isa == "avx512"):
         # 1x1 dgrads take the GEMM at any rows and depth (see CPU_CONV_GEMM_MIN_ROWS_1X1).
-        return f"1x1 dgrad, {rows} GEMM rows: DY x the forward filter as it is, GEMM tuned for {on}"
+        return f"1x1 dgrad, {rows} GEMM rows: DY x the forward filter as it is, GEMM tuned for {on}{padded}"
     if kernel == (1, 1):
         wide = k_blocked  # Intel's tiles have K blocks on either ISA
         max_channels = CPU_CONV_GEMM_MAX_CHANNELS_1X1_INTEL if wide else CPU_CONV_GEMM_MAX_CHANNELS_1X1
@@ -1058,6 +1070,7 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
                 if strided_view
                 else ""
             )
+            + padded
         )
     depth = math.prod(int(d) for d in kernel) * channels
     if intel and isa == "avx512" and conv_out_channels(p) >= CPU_CONV_GEMM_WIDE_MIN_OUT_CHANNELS:
@@ -1070,10 +1083,11 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
             few_rows = amd_avx512 or shallow_avx2
             min_rows = CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED_FEW if few_rows else CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED
     if p.fact("stride") == (2, 2) and rows >= min_rows:
-        return f"{kernel[0]}x{kernel[1]} stride 2, {rows} GEMM rows >= {min_rows}, GEMM tuned for {on}"
+        return f"{kernel[0]}x{kernel[1]} stride 2, {rows} GEMM rows >= {min_rows}, GEMM tuned for {on}{padded}"
     if avx512_k_blocked and p.fact("stride") == (1, 1) and depth >= CPU_CONV_GEMM_MIN_DEPTH_AVX512:
         return (
             f"{kernel[0]}x{kernel[1]}, GEMM depth {depth} >= {CPU_CONV_GEMM_MIN_DEPTH_AVX512}, K-blocked GEMM for {on}"
+            + padded
         )
     return None
 
@@ -1101,7 +1115,8 @@ def CPU_CONV_DGRAD_FLIPPED_GEMM(p: Problem, t: Target) -> str | None:
     if CPU_CONV_WINOGRAD.applies(p, t) is not None:
         return None
     kernel = p.fact("kernel")
-    return f"{kernel[0]}x{kernel[1]} stride 1 on avx2: the im2col GEMM over flipped patches, no filter flip"
+    padded = _padded_filter_text(t, conv_out_channels(p), conv_gemm_rows(p), copied=True)
+    return f"{kernel[0]}x{kernel[1]} stride 1 on avx2: the im2col GEMM over flipped patches, no filter flip{padded}"
 
 
 # The algorithm rules whose choice makes a conv the im2col GEMM with an explicit lowering config
@@ -1488,9 +1503,20 @@ def CPU_CONV_DGRAD_COL2IM_GEMM(p: Problem, t: Target) -> str | None:
     if stride == (1, 1) or vector_isa(t) == "generic":
         return None  # stride 1 is a forward conv of DY (Winograd, the GEMM rules, or IREE's)
     kernel = p.fact("kernel")
+    # The GEMM: DY's positions x W[K, R*S*C] as it is (padding its rows a copy).
+    dy_positions = int(p.fact("batch", 0)) * math.prod(
+        (int(d) + 2 * int(pad) - int(dil) * (int(r) - 1) - 1) // int(s) + 1
+        for d, pad, r, s, dil in zip(
+            p.fact("out_spatial", ()), p.fact("padding", ()), kernel, stride, p.fact("dilation")
+        )
+    )
+    taps = math.prod(int(r) for r in kernel)
+    depth = int(p.fact("channels", 0))
+    columns = int(p.flops) // (2 * dy_positions * depth) if dy_positions and depth else 0
+    padded = _padded_filter_text(t, columns, dy_positions, copied=True)
     return (
-        f"{kernel[0]}x{kernel[1]} stride {stride[0]}x{stride[1]}: one GEMM DY x W into {kernel[0] * kernel[1]} "
-        "taps' columns and a col2im gather, not the transposed conv of zero-inserted DY"
+        f"{kernel[0]}x{kernel[1]} stride {stride[0]}x{stride[1]}: one GEMM DY x W into {taps} "
+        f"taps' columns and a col2im gather, not the transposed conv of zero-inserted DY{padded}"
     )
 
 

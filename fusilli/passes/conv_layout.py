@@ -761,11 +761,11 @@ def _im2col_gemm(
         strided_rows = _strided_1x1_rows(x_nhwc, (fy, fx), stride, padding, flipped_taps)
     if strided_rows is None:
         patches = _gemm_patches(x_nhwc, (oh, ow), (fy, fx), stride, padding, dilation, flipped_taps)
-    filt = _collapse(w_hwcf, [[0, 1, 2], [3]])
     # Left to itself IREE folds the filter permute into the GEMM, which then reads B
     # transposed along its vectorized N dimension: 1x1 4x256x28x28->128 0.83 ms;
     # with the HWCF filter materialized (its own small dispatch) 0.43-0.48 ms.
-    filt = ir.fusion_barrier(filt)
+    # A dgrad's filter (flipped_taps) is KRSC as it is; a forward one's HWCF, a transposition.
+    filt = _materialized_b(_collapse(w_hwcf, [[0, 1, 2], [3]]), isa, rows, transposed=not flipped_taps)
     if strided_rows is not None:
         mm = _strided_rows_gemm(strided_rows, filt)
         info = gemm_config.strided_rows_compilation_info(isa, n * oh, ow, k, depth, vendor, core)
@@ -778,6 +778,26 @@ def _im2col_gemm(
     if info is not None:
         mm.owner.attributes["compilation_info"] = info
     return _expand(mm, [[0, 1, 2], [3]], [n, oh, ow, k])
+
+
+def _materialized_b(filt: ir.Value, isa: str, rows: int, transposed: bool) -> ir.Value:
+    """A GEMM's B operand ``filt`` (``[depth, columns]``, for a GEMM of ``rows``) computed in a
+    dispatch of its own, its rows written ``gemm_config.padded_b_columns`` long where that says B's
+    rows would alias in L1, and read back as the ``[depth, columns]`` slice (the GEMM's dispatch
+    loads it as it is). ``transposed``: making ``filt`` moves its data (the padding costs no copy)."""
+    ft = ir.RankedTensorType(filt.type)
+    depth, columns = ft.shape
+    padded = gemm_config.padded_b_columns(isa, columns, ft.element_type.width // 8, rows, not transposed)
+    if padded is None:
+        return ir.fusion_barrier(filt)
+    pad = ir.tensor.PadOp(
+        ir.RankedTensorType.get([depth, padded], ft.element_type), filt, [], [], [0, 0], [0, padded - columns]
+    )
+    block = pad.regions[0].blocks.append(ir.IndexType.get(), ir.IndexType.get())
+    with ir.InsertionPoint(block):
+        ir.tensor.YieldOp(ir.arith.ConstantOp(ft.element_type, 0.0).result)
+    rows = ir.fusion_barrier(pad.result)
+    return ir.tensor.ExtractSliceOp(ft, rows, [], [], [], [0, 0], [depth, columns], [1, 1]).result
 
 
 def _strided_1x1_rows(x_nhwc: ir.Value, kernel, stride, padding, flipped_taps: bool) -> ir.Value | None:
@@ -899,9 +919,10 @@ def _col2im_gemm(b: ir.TorchBuilder, dy_nhwc, w_krsc, dy_dims, dx_dims, kernel, 
     dy2 = _collapse(b.to_builtin(dy_nhwc), [[0, 1, 2], [3]])
     # As in _im2col_gemm: a filter that is not channels-last is transposed in a dispatch of
     # its own, not read transposed along the GEMM's vectorized dimension.
-    w2 = ir.fusion_barrier(_collapse(b.to_builtin(w_krsc), [[0], [1, 2, 3]]))
+    isa = rules.vector_isa(target)
+    w2 = _materialized_b(_collapse(b.to_builtin(w_krsc), [[0], [1, 2, 3]]), isa, rows, transposed=False)
     mm = _matmul(dy2, w2, rows, cols, _mnk_map(M, K), _mnk_map(K, N))
-    info = gemm_config.matmul_compilation_info(rules.vector_isa(target), rows, cols, k, cpu_vendor(target.cpu))
+    info = gemm_config.matmul_compilation_info(isa, rows, cols, k, cpu_vendor(target.cpu))
     if info is not None:
         mm.owner.attributes["compilation_info"] = info
     columns = _expand(mm, [[0, 1, 2], [3, 4, 5]], [n, oh, ow, fy, fx, c])

@@ -459,6 +459,48 @@ def matmul_compilation_info(
     return None if tile is None else _compilation_info(tile, None, m, n, k)
 
 
+# A conv GEMM's B operand (its filter matrix, [depth, columns]) is read a row per reduction step,
+# a register tile's width of each row. x86 L1 data caches index their 64 sets by address bits 6-11
+# (a 4 KiB period), so rows a multiple of 2 KiB apart share one or two sets' ways: 12-24 of a 256-deep
+# panel's rows stay in L1 and every step reloads B from L2. Where the filter is materialized for the
+# GEMM anyway (fusion_barrier: a transposition, or a copy of 1 MB for a 1x1 dgrad's filter), it is
+# written B_ROW_PAD_BYTES longer per row and read back as the [depth, columns] slice (a strided load
+# of the GEMM's dispatch; the pad fuses into the transposition's dispatch: no dispatch added).
+# Zen 5 VM, one thread (local-sync), the GEMM with the table's config after the filter's
+# transposition, GFLOP/s, plain -> padded: znver5 code (6x64) 1568x1024x256 197-216 -> 217-245,
+# 784x1024x256 206 -> 236, 1568x512x1024 191-205 -> 215-237, 392x2048x512 144-184 -> 193-207,
+# 1568x512x128 230-232 -> 235-236; 1 KiB rows even (1568x256x512 232 / 232, 6272x128x512 214 / 214).
+# x86-64-v3 code (6x16): 1568x1024x256 73 -> 123, 784x1024x256 69 -> 119, 1568x512x1024 101 -> 118,
+# 392x2048x512 66 -> 113, 1568x256x512 120 / 120; znver3 code 81 -> 120, 79 -> 118, 115 -> 120,
+# 76 -> 113, 126 / 127. A 1x1 dgrad's filter (no transposition to fuse into: a copy dispatch more)
+# 204 -> 231, 199 -> 223, 154 -> 196 with the copy. Pads of 32, 64, 128 or 256 bytes measured the
+# same; 64 keeps the rows aligned for full-line vector loads. Intel's cores index L1 the same way
+# (not measured). Whole graphs, old and new code in alternating processes, fusilli's median ms, two
+# rounds each, znver5: 1x1 8x256x14x14->1024 2.25, 2.10 -> 1.76, 1.78 (ratio to PyTorch 0.79-0.80 ->
+# 0.97-0.98), 1x1 s2 8x512x28x28->1024 4.36, 4.27 -> 3.92, 4.16, 8x1024x14x14->512 4.15, 3.72 -> 3.59,
+# 3.66, 1x128x28x28->512 0.29, 0.27 -> 0.23, 0.24, 1x1 s2 1x256x56x56->512 0.51, 0.50 -> 0.46, 0.48;
+# 1x1 dgrads (a copy more) 1x1024x14x14 0.39, 0.35 -> 0.28, 0.27, 8x1024x14x14 2.12, 1.96 -> 1.75, 1.74.
+# Where B is copied only to be padded and the GEMM has few rows to read it for, the copy costs more
+# than it saves: dgrad 3x3 1x512x7x7 (49 rows, a 9.4 MB B) 0.69, 0.66 -> 0.94, 0.89, dgrad 1x1
+# 1x512x7x7->2048 (49 rows) 0.40, 0.32 -> 0.35, 0.36; hence B_ROW_PAD_COPY_MIN_ROWS.
+B_ROW_ALIAS_BYTES = 2048
+B_ROW_PAD_BYTES = 64
+B_ROW_PADDING_ISAS = {"avx512", "avx2"}
+B_ROW_PAD_COPY_MIN_ROWS = 128
+
+
+def padded_b_columns(isa: str, columns: int, element_bytes: int, rows: int, copied: bool) -> int | None:
+    """The row length, in elements, to materialize a GEMM's B of ``columns`` in on ``isa`` so its rows
+    are not a multiple of B_ROW_ALIAS_BYTES apart (see above), or None where it needs no padding or
+    (``copied``: B is in its layout already, the padding a copy of its own) the GEMM's ``rows`` are
+    too few to pay for the copy."""
+    if isa not in B_ROW_PADDING_ISAS or (columns * element_bytes) % B_ROW_ALIAS_BYTES:
+        return None
+    if copied and rows < B_ROW_PAD_COPY_MIN_ROWS:
+        return None
+    return columns + B_ROW_PAD_BYTES // element_bytes
+
+
 # The (ISA, CPU vendor) pairs whose strided, unpadded 1x1 convs read their rows as a view of the input
 # (conv_layout._strided_1x1_rows, a GEMM whose rows are two loops: strided_rows_compilation_info)
 # instead of a gather dispatch. Zen 5 VM (znver5), whole graphs compiled both ways in one process
