@@ -878,6 +878,20 @@ CPU_CONV_GEMM_MAX_CHANNELS_1X1 = 512
 # 0.58-0.60 -> 0.57-0.58 / 0.71-0.72 -> 0.68-0.74. The forward convs of these GEMM shapes stay
 # data-tiled below 512 rows: 1x1 1x256x14x14->1024 0.66 -> 0.77 / 1.08 -> 1.25, 1x2048x7x7->512
 # 0.97 -> 0.88 / 1.23 -> 2.12.
+# ... or, where the filter's rows are written apart (gemm_config.padded_b_columns: 512, 1024, 2048
+# output channels) and the GEMM has K blocks, from this many rows and up to this many channels (the
+# fewest and most measured; not on Intel, not measured there). Zen 5 VM, python
+# benchmarks/conv_lowerings.py --lowering auto (data tiling) --lowering gemm, ratio to PyTorch in one
+# process, AVX-512 two runs / x86-64-v3 / znver3 code (PyTorch held to AVX2): 1x1 1x256x14x14->1024
+# (196 rows) 0.93, 1.46 -> 0.96, 1.49 / 0.78 -> 0.93 / 0.81 -> 0.82; 1x1024x14x14->512 (196)
+# 0.94, 0.89 -> 1.01, 1.04 / 0.68 -> 0.84 / 0.77 -> 0.84; 1x512x7x7->2048 (49) 1.08, 0.99 -> 1.27,
+# 1.23 / 0.74 -> 0.92 / 0.55 -> 1.02; 1x2048x7x7->512 (49, 2048 deep) 2.03, 2.63 -> 2.66, 3.05 /
+# 0.97 -> 1.15 / 1.02 -> 1.16; s2 1x1024x14x14->2048 (49) 1.52, 1.77 -> 2.47, 2.35 / 0.89 -> 1.18 /
+# 1.08 -> 1.27; 8x512x7x7->2048 (392) 0.95, 0.90 -> 1.12, 1.04 / 0.87 -> 0.98 / 0.85 -> 0.98;
+# 8x2048x7x7->512 0.98, 1.17 -> 1.23, 1.41 / 0.89 -> 1.01 / 0.90 -> 1.01; s2 8x1024x14x14->2048 1.15,
+# 1.16 -> 1.38, 1.35 / 0.88 -> 1.04 / 0.87 -> 1.00.
+CPU_CONV_GEMM_MIN_ROWS_1X1_PADDED = 49
+CPU_CONV_GEMM_MAX_CHANNELS_1X1_PADDED = 2048
 # ... and stride-2 convs with larger kernels from this many rows ...
 CPU_CONV_GEMM_MIN_ROWS_STRIDED = 4096
 # ... or, where the GEMM tile has K blocks of 256 (gemm_config: AVX2, and AMD AVX-512 cores;
@@ -960,6 +974,12 @@ def conv_out_channels(p: Problem) -> int:
 # 1x1024x14x14->2048 0.93 -> 1.25, 1.05 -> 1.42; 3x3 s2 1x512x14x14->512 1.05 -> 1.37, 0.78 -> 1.11.
 # More positions lost, hence the limit: 98 (3x3 2x512x7x7) 0.72 -> 0.46, 0.73 -> 0.50; 196 (1x1
 # 1x1024x14x14->256 0.79 -> 0.26, 3x3 1x256x14x14 1.10 -> 0.52, 3x3 4x512x7x7 0.95 -> 0.57).
+# 1x1 convs whose filter rows the im2col GEMM writes apart (gemm_config.padded_b_columns: 512, 1024,
+# 2048 output channels) are that GEMM's since: znver3 code on the Zen 5 VM, python
+# benchmarks/conv_lowerings.py --lowering auto (this) --lowering gemm, PyTorch held to AVX2, ms, three
+# runs: 1x1 1x512x7x7->2048 1.13, 0.70, 0.69 -> 0.61, 0.54, 0.54; 1x2048x7x7->512 0.65, 0.66, 0.63 ->
+# 0.57, 0.58, 0.56; s2 1x1024x14x14->2048 1.32, 1.32, 1.30 -> 1.13, 1.05, 1.08. The 3x3 1x512x7x7->512
+# stays here (1.50, 1.65 against 1.86, 2.01).
 CPU_CONV_GEMM_FEW_POSITIONS_TARGETS = {("avx2", "amd")}
 CPU_CONV_GEMM_FEW_POSITIONS_MAX = 64
 CPU_CONV_GEMM_FEW_POSITIONS_MIN_FILTER_BYTES = 4 << 20  # the smallest measured: 1x1 512x2048 f32
@@ -996,6 +1016,8 @@ def CPU_CONV_GEMM_FEW_POSITIONS(p: Problem, t: Target) -> str | None:
         or filter_bytes < CPU_CONV_GEMM_FEW_POSITIONS_MIN_FILTER_BYTES
     ):
         return None
+    if p.fact("kernel") == (1, 1) and _padded_filter_text(t, out_channels, positions, copied=False):
+        return None  # the im2col GEMM over a filter with rows written apart (see above)
     return (
         f"Y^T[{out_channels}, {positions}] = W x patches^T: {positions} output positions <= "
         f"{CPU_CONV_GEMM_FEW_POSITIONS_MAX}, the {filter_bytes / (1 << 20):.1f} MiB filter read in place, "
@@ -1052,16 +1074,19 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
         # 1x1 dgrads take the GEMM at any rows and depth (see CPU_CONV_GEMM_MIN_ROWS_1X1).
         return f"1x1 dgrad, {rows} GEMM rows: DY x the forward filter as it is, GEMM tuned for {on}{padded}"
     if kernel == (1, 1):
-        wide = k_blocked  # Intel's tiles have K blocks on either ISA
-        max_channels = CPU_CONV_GEMM_MAX_CHANNELS_1X1_INTEL if wide else CPU_CONV_GEMM_MAX_CHANNELS_1X1
-        if rows < CPU_CONV_GEMM_MIN_ROWS_1X1 or not 0 < channels <= max_channels:
-            return None
         from fusilli.passes import gemm_config  # the tables (they import this module)
 
+        wide = k_blocked  # Intel's tiles have K blocks on either ISA
+        max_channels = CPU_CONV_GEMM_MAX_CHANNELS_1X1_INTEL if wide else CPU_CONV_GEMM_MAX_CHANNELS_1X1
+        min_rows = CPU_CONV_GEMM_MIN_ROWS_1X1
+        if k_blocked and not intel and padded:
+            min_rows, max_channels = CPU_CONV_GEMM_MIN_ROWS_1X1_PADDED, CPU_CONV_GEMM_MAX_CHANNELS_1X1_PADDED
+        if rows < min_rows or not 0 < channels <= max_channels:
+            return None
         strided_view = p.fact("stride") != (1, 1) and not any(p.fact("padding", ()))
         strided_view = strided_view and (isa, vendor or "") in gemm_config.STRIDED_ROWS_VIEW_TARGETS
         return (
-            f"1x1, {rows} GEMM rows >= {CPU_CONV_GEMM_MIN_ROWS_1X1}, {channels} channels <= {max_channels}, "
+            f"1x1, {rows} GEMM rows >= {min_rows}, {channels} channels <= {max_channels}, "
             f"GEMM tuned for {on}"
             + _core_conv_gemm_tile_text(t, conv_out_channels(p), rows, channels)
             + (

@@ -287,9 +287,14 @@ def _problem(shape, kernel, stride, padding, channels_last=True, element=F32):
         # 1024 channels and 1x1 stride 2 from 512 rows: the K-blocked GEMMs (AVX2, AMD AVX-512) win
         ((8, 1024, 14, 14, 256), (1, 1), (1, 1), (0, 0), True),
         ((1, 256, 56, 56, 512), (1, 1), (2, 2), (0, 0), True),
-        ((1, 512, 28, 28, 1024), (1, 1), (2, 2), (0, 0), False),  # 196 rows
+        ((1, 512, 28, 28, 256), (1, 1), (2, 2), (0, 0), False),  # 196 rows
         ((1, 1024, 14, 14, 256), (1, 1), (1, 1), (0, 0), False),  # 196 rows
-        ((8, 2048, 7, 7, 512), (1, 1), (1, 1), (0, 0), False),  # 2048 channels
+        ((8, 2048, 7, 7, 256), (1, 1), (1, 1), (0, 0), False),  # 2048 channels
+        # Output channels whose filter rows are written apart (512, 1024, 2048): from 49 rows, up to
+        # 2048 channels (rules.CPU_CONV_GEMM_MIN_ROWS_1X1_PADDED)
+        ((1, 512, 28, 28, 1024), (1, 1), (2, 2), (0, 0), True),  # 196 rows
+        ((8, 2048, 7, 7, 512), (1, 1), (1, 1), (0, 0), True),  # 2048 channels
+        ((1, 4096, 7, 7, 512), (1, 1), (1, 1), (0, 0), False),  # 4096 channels
         ((1, 256, 14, 14, 256), (1, 1), (1, 1), (0, 0), False),  # 196 rows
         # Winograd over the phases takes strided 3x3 convs whose transformed data stays <= 40 MiB
         # (cpu-conv-winograd-strided goes first; test_winograd): 38 MiB, 15 MB, 7.5 MB ...
@@ -457,7 +462,7 @@ def test_intel_avx512_strided_rows(shape, kernel, expected):
         ((1, 512, 7, 7, 512), (3, 3), True, False),  # 16 rows
         ((1, 128, 6, 6, 128), (3, 3), False, False),  # 9 rows: below the 16
         ((1, 32, 28, 28, 128), (3, 3), False, False),  # 288 deep: below the deep-GEMM depth
-        ((1, 256, 28, 28, 512), (1, 1), False, False),  # 1x1 stride 2, 196 rows: the 1x1 limits
+        ((1, 256, 28, 28, 256), (1, 1), False, False),  # 1x1 stride 2, 196 rows: the 1x1 limits
     ],
 )
 def test_deep_strided_rows_few(shape, kernel, znver4, avx2):
@@ -569,7 +574,7 @@ def test_unknown_conv_lowering_is_refused(monkeypatch):
 
 @pytest.mark.parametrize(
     "x_dim, k, kernel, stride, padding",
-    [([1, 1024, 7, 7], 1024, (1, 1), (1, 1), (0, 0)), ([1, 512, 10, 10], 256, (3, 3), (2, 2), (1, 1))],
+    [([1, 2048, 7, 7], 768, (1, 1), (1, 1), (0, 0)), ([1, 512, 10, 10], 256, (3, 3), (2, 2), (1, 1))],
     ids=["1x1-49-positions", "3x3-s2-25-positions"],
 )
 def test_few_positions_gemm_on_amd_avx2(rng, x_dim, k, kernel, stride, padding):
@@ -602,6 +607,7 @@ def test_few_positions_gemm_on_amd_avx2(rng, x_dim, k, kernel, stride, padding):
         ([1, 512, 7, 7], 1024, (1, 1), (1, 1), F32, "a 2 MiB filter"),
         ([1, 1024, 7, 7], 1024, (1, 1), (1, 1), BF16, "bf16"),
         ([1, 512, 7, 7], 512, (3, 3), (2, 2), F32, "dilation 2"),
+        ([1, 1024, 7, 7], 1024, (1, 1), (1, 1), F32, "a 1x1 whose filter rows the im2col GEMM writes apart"),
     ],
 )
 def test_few_positions_gemm_only_where_measured(x_dim, k, kernel, dilation, dtype, why):

@@ -52,6 +52,7 @@ CASES = {
     "fprop_1x1_512": (lambda: channels_last_conv_graph([2, 32, 16, 16], 512, (1, 1), (1, 1), (0, 0)), 32, 528),
     "fprop_1x1_s2_1024": (lambda: channels_last_conv_graph([2, 16, 64, 64], 1024, (1, 1), (2, 2), (0, 0)), 16, 1040),
     "fprop_3x3_s2_512": (lambda: channels_last_conv_graph([1, 64, 18, 18], 512, (3, 3), (2, 2), (1, 1)), 576, 528),
+    "fprop_1x1_49_rows": (lambda: channels_last_conv_graph([1, 64, 7, 7], 512, (1, 1), (1, 1), (0, 0)), 64, 528),
     "fprop_1x1_256": (lambda: channels_last_conv_graph([2, 32, 16, 16], 256, (1, 1), (1, 1), (0, 0)), 32, None),
     "dgrad_1x1_512": (lambda: _dgrad_graph("b_rows_dgrad", 2, 32, 16, 512), 32, 528),
     "dgrad_1x1_few_rows": (lambda: _dgrad_graph("b_rows_dgrad_few", 1, 32, 8, 512), 32, None),
@@ -99,3 +100,23 @@ def test_padding_a_transposed_filter_adds_no_dispatch(monkeypatch):
     plain = stats("b_rows_plain")
     assert padded.dispatch_count == plain.dispatch_count == 2
     assert padded.transient_memory_bytes == plain.transient_memory_bytes + 32 * 64
+
+
+@pytest.mark.parametrize("arch", ["znver4", "znver5", "x86-64-v3", "znver3", "sapphirerapids"])
+def test_1x1_convs_with_padded_filter_rows_take_the_gemm_from_49_rows(arch):
+    """rules.CPU_CONV_GEMM_MIN_ROWS_1X1_PADDED / _MAX_CHANNELS_1X1_PADDED: where the filter's rows are
+    written apart, 1x1 convs of 49 rows and up to 2048 channels take the GEMM on AMD and AVX2 code;
+    other widths keep the 512-row limit, Intel (not measured) its own."""
+
+    def takes_gemm(x_dim, k) -> bool:
+        g = channels_last_conv_graph(x_dim, k, (1, 1), (1, 1), (0, 0), name="b_rows_reach")
+        return "cpu-conv-im2col-gemm" in g.explain(fs.Backend.CPU, arch)
+
+    amd_or_avx2 = arch != "sapphirerapids"
+    assert takes_gemm([1, 2048, 7, 7], 512) == amd_or_avx2
+    assert takes_gemm([1, 512, 7, 7], 2048) == amd_or_avx2
+    assert takes_gemm([8, 1024, 7, 7], 1024) == amd_or_avx2
+    assert not takes_gemm([1, 4096, 7, 7], 512)  # deeper than measured
+    assert not takes_gemm([1, 512, 6, 6], 2048)  # 36 rows
+    assert not takes_gemm([1, 512, 7, 7], 256)  # 1 KiB rows: the 512-row limit
+    assert takes_gemm([2, 256, 16, 16], 256)  # 512 rows

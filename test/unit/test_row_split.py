@@ -166,9 +166,11 @@ def test_auto_row_splits_a_batch_1_1x1_conv_on_two_cpus(auto_on_two_cpus):
     strided = channels_last_conv_graph([1, 512, 28, 28], 1024, (1, 1), (2, 2), (0, 0), name="rows_auto_s2")
     execution = runtime.cpu_execution(strided, "znver4")
     assert execution.executor == "split" and "7 of its 14 rows" in execution.why
-    # 1x256x56x56->512: 784 GEMM rows take the explicit GEMM; its halves' 392 would not by their
+    # 1x256x56x56->256: 784 GEMM rows take the explicit GEMM; its halves' 392 would not by their
     # own size, but on AMD's AVX-512 cores a half is lowered as its whole (rules.lowered_as_parts).
-    strided = channels_last_conv_graph([1, 256, 56, 56], 512, (1, 1), (2, 2), (0, 0), name="rows_auto_s2_gemm")
+    # (With 512 output channels the halves take it by their own size: the filter's rows are written
+    # apart there, rules.CPU_CONV_GEMM_MIN_ROWS_1X1_PADDED.)
+    strided = channels_last_conv_graph([1, 256, 56, 56], 256, (1, 1), (2, 2), (0, 0), name="rows_auto_s2_gemm")
     execution = runtime.cpu_execution(strided, "znver4")
     assert execution.executor == "split" and execution.half._lowered_as_parts == 2
     assert "each half lowered as the whole graph (by its own size: cpu-conv-channels-last-linalg" in strided.explain(

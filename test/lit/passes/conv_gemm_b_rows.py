@@ -39,7 +39,7 @@ def fprop_1x1_512_columns():
 
 
 # CHECK-LABEL: TEST: fprop_1x1_512_columns
-# PAD: cpu-conv-im2col-gemm (1x1, 512 GEMM rows >= 512, {{.*}}, the filter written in rows of 528 (512 would alias in L1))
+# PAD: cpu-conv-im2col-gemm (1x1, 512 GEMM rows >= 49, 32 channels <= 2048, {{.*}}, the filter written in rows of 528 (512 would alias in L1))
 # PAD: %[[W:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0, 1, 2], [3]] : tensor<1x1x32x512xf32> into tensor<32x512xf32>
 # PAD: %[[PADDED:.*]] = tensor.pad %[[W]] low[0, 0] high[0, 16]
 # PAD: } : tensor<32x512xf32> to tensor<32x528xf32>
