@@ -980,7 +980,15 @@ def conv_out_channels(p: Problem) -> int:
 # runs: 1x1 1x512x7x7->2048 1.13, 0.70, 0.69 -> 0.61, 0.54, 0.54; 1x2048x7x7->512 0.65, 0.66, 0.63 ->
 # 0.57, 0.58, 0.56; s2 1x1024x14x14->2048 1.32, 1.32, 1.30 -> 1.13, 1.05, 1.08. The 3x3 1x512x7x7->512
 # stays here (1.50, 1.65 against 1.86, 2.01).
-CPU_CONV_GEMM_FEW_POSITIONS_TARGETS = {("avx2", "amd")}
+# AMD's AVX-512 cores take it too (gemm_config.FEW_POSITIONS_GEMM_TILES: 16x16 in 32-row workgroups):
+# the im2col GEMM's filter transposition (9.4 MB each way for 512 channels) there cost more than its
+# GEMM saved. Zen 5 VM (znver5), the graph compiled both ways in one process and run interleaved with
+# PyTorch, ms (ratio to PyTorch), two runs: 3x3 1x512x7x7->512 1.26 -> 0.92 (0.66 -> 0.89), 1.21 ->
+# 0.86 (0.62 -> 0.88); 3x3 s2 1x512x14x14->512 1.24 -> 1.01 (0.64 -> 0.79), 1.39 -> 1.09 (0.70 ->
+# 0.90). Register tiles of 6x16 and 8x16 gained less (1.18-1.28, 1.07-1.18 ms), 6x32, 4x64 and 24x16
+# lost or ran even; 48- and 64-row workgroups and K blocks of 128 measured within 5% of this.
+# Zen 4 (whose 512-bit FMAs issue as two halves) was not measured apart.
+CPU_CONV_GEMM_FEW_POSITIONS_TARGETS = {("avx2", "amd"), ("avx512", "amd")}
 CPU_CONV_GEMM_FEW_POSITIONS_MAX = 64
 CPU_CONV_GEMM_FEW_POSITIONS_MIN_FILTER_BYTES = 4 << 20  # the smallest measured: 1x1 512x2048 f32
 
@@ -995,7 +1003,8 @@ CPU_CONV_GEMM_FEW_POSITIONS_MIN_FILTER_BYTES = 4 << 20  # the smallest measured:
         "Y^T = W x patches^T: 3x3 1x512x7x7->512 0.66-0.77 -> 0.72-1.19, 1x1 1x512x7x7->2048 0.66-0.82 -> "
         "0.96-1.05, 1x1 1x2048x7x7->512 0.86-0.94 -> 1.07-1.14, 1x1 s2 1x1024x14x14->2048 0.93-1.05 -> "
         "1.25-1.42, 3x3 s2 1x512x14x14->512 0.78-1.05 -> 1.11-1.37; lost from 98 positions (the limits: "
-        "rules.py)"
+        "rules.py). Zen 5 VM (znver5), AVX-512, im2col GEMM -> this, two runs: 3x3 1x512x7x7->512 0.62-0.66 -> "
+        "0.88-0.89, 3x3 s2 1x512x14x14->512 0.64-0.70 -> 0.79-0.90"
     ),
 )
 def CPU_CONV_GEMM_FEW_POSITIONS(p: Problem, t: Target) -> str | None:
@@ -1021,7 +1030,7 @@ def CPU_CONV_GEMM_FEW_POSITIONS(p: Problem, t: Target) -> str | None:
     return (
         f"Y^T[{out_channels}, {positions}] = W x patches^T: {positions} output positions <= "
         f"{CPU_CONV_GEMM_FEW_POSITIONS_MAX}, the {filter_bytes / (1 << 20):.1f} MiB filter read in place, "
-        "GEMM tuned for avx2, AMD"
+        f"GEMM tuned for {vector_isa(t)}, AMD"
     )
 
 

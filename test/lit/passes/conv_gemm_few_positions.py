@@ -1,13 +1,15 @@
-# RUN: env FUSILLI_LIT_TARGET=cpu:znver1 %python %s | filecheck %s --check-prefixes=CHECK,ZEN
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver1 %python %s | filecheck %s --check-prefixes=CHECK,ZEN,AVX2
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,ZEN,AVX512
 # RUN: env FUSILLI_LIT_TARGET=cpu:x86-64-v3 %python %s | filecheck %s --check-prefixes=CHECK,OTHER
-# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,OTHER
+# RUN: env FUSILLI_LIT_TARGET=cpu:sapphirerapids %python %s | filecheck %s --check-prefixes=CHECK,OTHER
 
 # A forward conv of at most 64 output positions with a filter of at least 4 MiB is, on AMD's
-# AVX2 cores, the transposed GEMM Y^T[K, positions] = W[K, R*S*C] x patches^T
+# cores, the transposed GEMM Y^T[K, positions] = W[K, R*S*C] x patches^T
 # (rules.CPU_CONV_GEMM_FEW_POSITIONS, conv_layout._few_positions_gemm): the KRSC filter is the
 # GEMM's A as it lies (no HWCF copy of it), the patch gather writes [R*S*C, positions] behind an
 # optimization barrier, the GEMM takes gemm_config.FEW_POSITIONS_GEMM_TILES (48 filter rows per
-# workgroup, every position in one column block, K blocks of 256), and its result is
+# workgroup on AVX2, 6x16 register tiles; 32 and 16x16 on AVX-512; every position in one column
+# block, K blocks of 256), and its result is
 # transposed back behind another barrier, where the bias + relu fuse (3 dispatches with or
 # without them: test_conv_gemm.py). Other targets keep their lowering; 98 positions keep it on
 # Zen too.
@@ -38,7 +40,8 @@ def few_positions_3x3():
 # CHECK-LABEL: TEST: few_positions_3x3
 # ZEN: conv [conv_fprop]: {{.*}}cpu-conv-gemm-few-positions (Y^T[512, 49] = W x patches^T: 49 output positions <= 64, the 9.0 MiB filter read in place
 # OTHER-NOT: few-positions
-# ZEN: #iree_cpu.lowering_config<cache_parallel = [48, 49, 0], cache_reduction = [0, 0, 256], distribution = [48, 49, 0], vector_common_parallel = [6, 16, 0], vector_reduction = [0, 0, 8]>
+# AVX2: #iree_cpu.lowering_config<cache_parallel = [48, 49, 0], cache_reduction = [0, 0, 256], distribution = [48, 49, 0], vector_common_parallel = [6, 16, 0], vector_reduction = [0, 0, 8]>
+# AVX512: #iree_cpu.lowering_config<cache_parallel = [32, 49, 0], cache_reduction = [0, 0, 256], distribution = [32, 49, 0], vector_common_parallel = [16, 16, 0], vector_reduction = [0, 0, 8]>
 # ZEN-NOT: torch.aten.permute {{.*}} -> !torch.vtensor<[3,3,512,512],f32>
 # ZEN: linalg.transpose ins(%{{.*}} : tensor<49x4608xf32>) outs(%{{.*}} : tensor<4608x49xf32>) permutation = [1, 0]
 # ZEN-NEXT: %[[PT:.*]] = iree_tensor_ext.compute_barrier.start %{{.*}} : tensor<4608x49xf32>
@@ -74,9 +77,10 @@ def padded_filter_rows_1x1():
 # and takes the 1x1 conv (znver3 code: 1.32 -> 1.05-1.13 ms, rules.py).
 # CHECK-LABEL: TEST: padded_filter_rows_1x1
 # CHECK-NOT: few-positions
-# ZEN: cpu-conv-im2col-gemm (1x1, 49 GEMM rows >= 49, 1024 channels <= 2048, GEMM tuned for avx2, AMD, the filter written in rows of 2064 (2048 would alias in L1))
+# AVX2: cpu-conv-im2col-gemm (1x1, 49 GEMM rows >= 49, 1024 channels <= 2048, GEMM tuned for avx2, AMD, the filter written in rows of 2064 (2048 would alias in L1))
+# AVX512: cpu-conv-im2col-gemm (1x1, 49 GEMM rows >= 49, 1024 channels <= 2048, GEMM tuned for avx512, AMD, {{.*}}the filter written in rows of 2064 (2048 would alias in L1))
 # ZEN: tensor.pad %{{.*}} low[0, 0] high[0, 16]
-# ZEN: linalg.matmul {compilation_info = #{{.*}}} ins(%{{.*}}, %{{.*}} : tensor<49x1024xf32>, tensor<1024x2048xf32>) outs(%{{.*}} : tensor<49x2048xf32>)
+# AVX2: linalg.matmul {compilation_info = #{{.*}}} ins(%{{.*}}, %{{.*}} : tensor<49x1024xf32>, tensor<1024x2048xf32>) outs(%{{.*}} : tensor<49x2048xf32>)
 
 
 @run
