@@ -837,13 +837,19 @@ def _core_tile_text(t: Target, tile_of: Callable[[str | None], Any]) -> str:
     return f" ({core}: {_tile_text(tile)})"
 
 
-def _padded_filter_text(t: Target, columns: int, rows: int, copied: bool) -> str:
-    """``", the filter written in rows of 528 (512 would alias in L1)"`` where a conv GEMM's B of
-    ``columns`` (its filter, for ``rows`` GEMM rows; ``copied``: B is in its layout already) is
-    materialized with padded rows (gemm_config.padded_b_columns), else ``""``."""
+def _padded_filter_columns(t: Target, columns: int, rows: int, copied: bool) -> int | None:
+    """The row length a conv GEMM's f32 B of ``columns`` (its filter, for ``rows`` GEMM rows;
+    ``copied``: B is in its layout already) is materialized with (gemm_config.padded_b_columns),
+    or None where its rows stay as they are."""
     from fusilli.passes import gemm_config  # the tables (they import this module)
 
-    padded = gemm_config.padded_b_columns(vector_isa(t), columns, 4, rows, copied)
+    return gemm_config.padded_b_columns(vector_isa(t), columns, 4, rows, copied)
+
+
+def _padded_filter_text(t: Target, columns: int, rows: int, copied: bool) -> str:
+    """``", the filter written in rows of 528 (512 would alias in L1)"`` where
+    ``_padded_filter_columns`` pads the filter's rows, else ``""``."""
+    padded = _padded_filter_columns(t, columns, rows, copied)
     return "" if padded is None else f", the filter written in rows of {padded} ({columns} would alias in L1)"
 
 
@@ -1025,7 +1031,7 @@ def CPU_CONV_GEMM_FEW_POSITIONS(p: Problem, t: Target) -> str | None:
         or filter_bytes < CPU_CONV_GEMM_FEW_POSITIONS_MIN_FILTER_BYTES
     ):
         return None
-    if p.fact("kernel") == (1, 1) and _padded_filter_text(t, out_channels, positions, copied=False):
+    if p.fact("kernel") == (1, 1) and _padded_filter_columns(t, out_channels, positions, copied=False) is not None:
         return None  # the im2col GEMM over a filter with rows written apart (see above)
     return (
         f"Y^T[{out_channels}, {positions}] = W x patches^T: {positions} output positions <= "
@@ -1088,7 +1094,7 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
         wide = k_blocked  # Intel's tiles have K blocks on either ISA
         max_channels = CPU_CONV_GEMM_MAX_CHANNELS_1X1_INTEL if wide else CPU_CONV_GEMM_MAX_CHANNELS_1X1
         min_rows = CPU_CONV_GEMM_MIN_ROWS_1X1
-        if k_blocked and not intel and padded:
+        if k_blocked and not intel and _padded_filter_columns(t, conv_out_channels(p), rows, copied=False) is not None:
             min_rows, max_channels = CPU_CONV_GEMM_MIN_ROWS_1X1_PADDED, CPU_CONV_GEMM_MAX_CHANNELS_1X1_PADDED
         if rows < min_rows or not 0 < channels <= max_channels:
             return None

@@ -796,8 +796,8 @@ def _materialized_b(filt: ir.Value, isa: str, rows: int, transposed: bool) -> ir
     block = pad.regions[0].blocks.append(ir.IndexType.get(), ir.IndexType.get())
     with ir.InsertionPoint(block):
         ir.tensor.YieldOp(ir.arith.ConstantOp(ft.element_type, 0.0).result)
-    rows = ir.fusion_barrier(pad.result)
-    return ir.tensor.ExtractSliceOp(ft, rows, [], [], [], [0, 0], [depth, columns], [1, 1]).result
+    written = ir.fusion_barrier(pad.result)
+    return ir.tensor.ExtractSliceOp(ft, written, [], [], [], [0, 0], [depth, columns], [1, 1]).result
 
 
 def _strided_1x1_rows(x_nhwc: ir.Value, kernel, stride, padding, flipped_taps: bool) -> ir.Value | None:
