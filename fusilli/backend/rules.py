@@ -1363,7 +1363,7 @@ def CPU_CONV_WGRAD_DATA_TILING(p: Problem, t: Target) -> str | None:
     spatial = any(int(d) != 1 for d in p.fact("kernel", ()))
     if spatial and p.flops < CPU_CONV_WGRAD_DATA_TILING_MIN_SPATIAL_FLOPS:
         return None
-    transposed = gemm_config.wgrad_gemm_transposed(isa, out_channels, columns, vendor)
+    transposed = gemm_config.wgrad_gemm_transposed(isa, out_channels, columns, vendor, cpu_core(t.cpu), positions)
     if gemm_config.wgrad_chunk_positions(p.fact("kernel"), positions, out_channels, transposed, isa, vendor, columns):
         return None  # the chunks of many positions won
     return (
@@ -1414,7 +1414,7 @@ def CPU_CONV_WGRAD_GEMM(p: Problem, t: Target) -> str | None:
 
     columns = conv_gemm_depth(p)
     out_channels, positions = conv_out_channels(p), conv_gemm_rows(p)
-    transposed = gemm_config.wgrad_gemm_transposed(isa, out_channels, columns, vendor)
+    transposed = gemm_config.wgrad_gemm_transposed(isa, out_channels, columns, vendor, cpu_core(t.cpu), positions)
     chunk = gemm_config.wgrad_chunk_positions(
         p.fact("kernel"), positions, out_channels, transposed, isa, vendor, columns
     )

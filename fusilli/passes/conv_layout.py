@@ -1076,7 +1076,8 @@ def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
             choice = rules.choose(problem, target, "algorithm") if lowering == "auto" else None
             tiled = lowering == "gemm" or (choice is not None and choice.rule is rules.CPU_CONV_WGRAD_GEMM)
             isa, vendor, columns, positions = rules.vector_isa(target), cpu_vendor(target.cpu), fy * fx * c, n * oh * ow
-            transposed = tiled and gemm_config.wgrad_gemm_transposed(isa, k, columns, vendor)
+            core = cpu_core(target.cpu)
+            transposed = tiled and gemm_config.wgrad_gemm_transposed(isa, k, columns, vendor, core, positions)
             chunk = (
                 gemm_config.wgrad_chunk_positions((fy, fx), positions, k, transposed, isa, vendor, columns)
                 if tiled

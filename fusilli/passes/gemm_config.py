@@ -825,12 +825,28 @@ WGRAD_TRANSPOSED_EQUAL_ROW_BLOCKS = {"avx512"}
 # rows (ratio 1.04 -> 0.88, 0.99 -> 0.77, 1.25 -> 1.13, 0.95 -> 0.98) and keeps DW[K, R*S*C].
 WGRAD_TRANSPOSED_FEW_OUT_CHANNELS_ISAS = {"avx2"}
 WGRAD_TRANSPOSED_MAX_OUT_CHANNELS = 128
+# Zen 5 (znver5) takes it from as many output positions as the chunks (WGRAD_CHUNK_MIN_POSITIONS:
+# DW^T's chunks, chunked at any output channels), where the untransposed GEMM's few workgroups (K /
+# 64 rows of them) had two threads share 2-4. Zen 5 VM, the two forms compiled in one process and
+# run interleaved with PyTorch, ms (ratio to PyTorch), two runs: 1x1 8x512x28x28->128 2.65 -> 2.28
+# (0.84 -> 0.98), 2.46 -> 2.13 (0.82 -> 0.95); 8x256x56x56->64 2.79 -> 2.63 (0.97 -> 1.03), 2.72 ->
+# 2.51 (0.94 -> 1.02). Batch 1 (one GEMM either way) lost, as on Zen 4 above: 1x256x56x56->64 0.307
+# -> 0.345, 0.287 -> 0.339; 1x512x28x28->128 0.290 -> 0.306.
+WGRAD_TRANSPOSED_FEW_OUT_CHANNELS_CORES = {("avx512", "znver5"): WGRAD_CHUNK_MIN_POSITIONS}
 
 
-def wgrad_gemm_transposed(isa: str, out_channels: int, filter_columns: int, vendor: str | None = None) -> bool:
+def wgrad_gemm_transposed(
+    isa: str,
+    out_channels: int,
+    filter_columns: int,
+    vendor: str | None = None,
+    core: str | None = None,
+    positions: int = 0,
+) -> bool:
     """Whether a weight gradient's GEMM on ``isa`` is computed as ``DW^T[R*S*C, K]`` (see above):
     the ``out_channels`` (K) a multiple of the conv GEMM tile's register columns, and either
-    ``filter_columns`` (R*S*C) no multiple of them or, on AVX2, K at most
+    ``filter_columns`` (R*S*C) no multiple of them or, on AVX2 (on the CPU ``core``s of
+    WGRAD_TRANSPOSED_FEW_OUT_CHANNELS_CORES over as many output ``positions``), K at most
     ``WGRAD_TRANSPOSED_MAX_OUT_CHANNELS`` and fewer than R*S*C."""
     tile = conv_gemm_tile(isa, out_channels, vendor)
     if tile is None:
@@ -838,8 +854,9 @@ def wgrad_gemm_transposed(isa: str, out_channels: int, filter_columns: int, vend
     columns = tile.vector[1]
     if out_channels % columns != 0:
         return False
+    min_positions = WGRAD_TRANSPOSED_FEW_OUT_CHANNELS_CORES.get((isa, core or ""))
     few_out_channels = (
-        isa in WGRAD_TRANSPOSED_FEW_OUT_CHANNELS_ISAS
+        (isa in WGRAD_TRANSPOSED_FEW_OUT_CHANNELS_ISAS or (min_positions is not None and positions >= min_positions))
         and out_channels <= WGRAD_TRANSPOSED_MAX_OUT_CHANNELS
         and filter_columns > out_channels
     )

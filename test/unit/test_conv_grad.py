@@ -582,6 +582,30 @@ def test_transposed_wgrad_gemm_in_chunks_on_avx2(rng):
     run_and_check(g, fs.Handle(fs.Backend.CPU, arch=arch), {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4)
 
 
+def test_transposed_wgrad_gemm_in_chunks_on_zen5(rng):
+    """Zen 5's AVX-512 code takes DW^T for <= 128 output channels from as many output positions as
+    the chunks (gemm_config.WGRAD_TRANSPOSED_FEW_OUT_CHANNELS_CORES: 4096), so its chunks too; Zen 4
+    and fewer positions keep DW[K, C]. Numerics against the reference where this CPU runs znver5 code."""
+    from fusilli.passes import gemm_config
+
+    n, c, k = 4, 256, 64
+    attrs = dict(padding=[0, 0], stride=[1, 1], dilation=[1, 1])
+    g, ins, _ = _wgrad_graph("wgrad_chunks_zen5", [n, k, 32, 32], [n, c, 32, 32], [k, c, 1, 1], attrs, True)
+    g.validate()
+    chunks = "one batched GEMM over 16 chunks of 256 output positions, summed as DW^T[R*S*C = 256, K]"
+    assert chunks in g.explain(arch="znver5")
+    assert "one GEMM over 4096 output positions, conv GEMM tile" in g.explain(arch="znver4")
+    one, _, _ = _wgrad_graph("wgrad_one_zen5", [1, k, 32, 32], [1, c, 32, 32], [k, c, 1, 1], attrs, True)
+    assert "DW^T" not in one.validate().explain(arch="znver5")  # 1024 positions
+    assert gemm_config.wgrad_gemm_transposed("avx512", 128, 512, "amd", "znver5", 6272)
+    assert not gemm_config.wgrad_gemm_transposed("avx512", 128, 512, "amd", "znver5", 784)
+    assert not gemm_config.wgrad_gemm_transposed("avx512", 256, 512, "amd", "znver5", 6272)  # 256 output channels
+    assert not gemm_config.wgrad_gemm_transposed("avx512", 128, 512, "amd", "znver4", 6272)
+    arch = arch_running_here("znver5")
+    assert "-> tensor<16x256x64xf32>" in g.mlir("optimized", fs.Backend.CPU, arch)  # the partials of DW^T
+    run_and_check(g, fs.Handle(fs.Backend.CPU, arch=arch), {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4)
+
+
 # (The 7x7 stem's 147 rows take the row-block GEMMs there: test_conv_wgrad_row_blocks.py.)
 @pytest.mark.parametrize("kernel, stride, padding, rows", [(3, 1, 1, 27), (5, 2, 2, 75)])
 def test_chunked_wgrad_of_three_channels_takes_three_row_tiles_on_amd_avx2(rng, kernel, stride, padding, rows):
