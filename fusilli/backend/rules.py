@@ -849,7 +849,11 @@ def _padded_filter_columns(t: Target, columns: int, rows: int, copied: bool) -> 
 def _padded_filter_text(t: Target, columns: int, rows: int, copied: bool) -> str:
     """``", the filter written in rows of 528 (512 would alias in L1)"`` where
     ``_padded_filter_columns`` pads the filter's rows, else ``""``."""
-    padded = _padded_filter_columns(t, columns, rows, copied)
+    return _filter_rows_text(columns, _padded_filter_columns(t, columns, rows, copied))
+
+
+def _filter_rows_text(columns: int, padded: int | None) -> str:
+    """The explain text of a filter of ``columns`` written in rows of ``padded`` (None: as it is)."""
     return "" if padded is None else f", the filter written in rows of {padded} ({columns} would alias in L1)"
 
 
@@ -1084,7 +1088,9 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
     k_blocked = isa == "avx2" or avx512_k_blocked
     on = f"{isa}, Intel" if intel else f"{isa}, AMD" if vendor == "amd" else isa
     # The GEMM's B: a dgrad's filter as it is (padding it a copy), a forward conv's transposed.
-    padded = _padded_filter_text(t, conv_out_channels(p), rows, copied=p.kind == "conv_dgrad")
+    out_channels = conv_out_channels(p)
+    padded_columns = _padded_filter_columns(t, out_channels, rows, copied=p.kind == "conv_dgrad")
+    padded = _filter_rows_text(out_channels, padded_columns)
     if kernel == (1, 1) and p.kind == "conv_dgrad" and not (intel and isa == "avx512"):
         # 1x1 dgrads take the GEMM at any rows and depth (see CPU_CONV_GEMM_MIN_ROWS_1X1).
         return f"1x1 dgrad, {rows} GEMM rows: DY x the forward filter as it is, GEMM tuned for {on}{padded}"
@@ -1094,7 +1100,7 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
         wide = k_blocked  # Intel's tiles have K blocks on either ISA
         max_channels = CPU_CONV_GEMM_MAX_CHANNELS_1X1_INTEL if wide else CPU_CONV_GEMM_MAX_CHANNELS_1X1
         min_rows = CPU_CONV_GEMM_MIN_ROWS_1X1
-        if k_blocked and not intel and _padded_filter_columns(t, conv_out_channels(p), rows, copied=False) is not None:
+        if k_blocked and not intel and padded_columns is not None:  # a forward conv here (copied: False)
             min_rows, max_channels = CPU_CONV_GEMM_MIN_ROWS_1X1_PADDED, CPU_CONV_GEMM_MAX_CHANNELS_1X1_PADDED
         if rows < min_rows or not 0 < channels <= max_channels:
             return None
@@ -1544,12 +1550,11 @@ def CPU_CONV_DGRAD_COL2IM_GEMM(p: Problem, t: Target) -> str | None:
         return None  # stride 1 is a forward conv of DY (Winograd, the GEMM rules, or IREE's)
     kernel = p.fact("kernel")
     # The GEMM: DY's positions x W[K, R*S*C] as it is (padding its rows a copy).
-    dy_positions = int(p.fact("batch", 0)) * math.prod(
-        (int(d) + 2 * int(pad) - int(dil) * (int(r) - 1) - 1) // int(s) + 1
-        for d, pad, r, s, dil in zip(
-            p.fact("out_spatial", ()), p.fact("padding", ()), kernel, stride, p.fact("dilation")
-        )
-    )
+    from fusilli.ops.conv import infer_conv_output_dims
+
+    dx_dims, filter_dims = [0, 0, *p.fact("out_spatial", ())], [0, 0, *kernel]
+    dy_spatial = infer_conv_output_dims(dx_dims, filter_dims, p.fact("padding", ()), stride, p.fact("dilation"))[2:]
+    dy_positions = int(p.fact("batch", 0)) * math.prod(dy_spatial)
     taps = math.prod(int(r) for r in kernel)
     depth = int(p.fact("channels", 0))
     columns = int(p.flops) // (2 * dy_positions * depth) if dy_positions and depth else 0

@@ -554,12 +554,17 @@ def _row_bands(xin: ir.Value, parts: int, out_rows: int, stride: int, reach: int
 
 
 def _pad(value: ir.Value, padding: list[int], zero: ir.Value) -> ir.Value:
-    src = ir.RankedTensorType(value.type)
-    dims = [src.get_dim_size(i) for i in range(4)]
+    """The NHWC ``value`` with ``padding`` (H, W) ``zero`` rows and columns on both sides."""
     low = [0, padding[0], padding[1], 0]
-    out_dims = [d + 2 * p for d, p in zip(dims, low)]
-    pad = ir.tensor.PadOp(ir.RankedTensorType.get(out_dims, src.element_type), value, [], [], low, low)
-    block = pad.regions[0].blocks.append(*[ir.IndexType.get()] * 4)
+    return _padded(value, low, low, zero)
+
+
+def _padded(value: ir.Value, low: list[int], high: list[int], zero: ir.Value) -> ir.Value:
+    """``tensor.pad`` of ``value`` by ``low`` / ``high`` elements per dim, filled with ``zero``."""
+    src = ir.RankedTensorType(value.type)
+    out_dims = [d + lo + hi for d, lo, hi in zip(src.shape, low, high)]
+    pad = ir.tensor.PadOp(ir.RankedTensorType.get(out_dims, src.element_type), value, [], [], low, high)
+    block = pad.regions[0].blocks.append(*[ir.IndexType.get()] * src.rank)
     with ir.InsertionPoint(block):
         ir.tensor.YieldOp(zero)
     return pad.result
@@ -790,13 +795,8 @@ def _materialized_b(filt: ir.Value, isa: str, rows: int, transposed: bool) -> ir
     padded = gemm_config.padded_b_columns(isa, columns, ft.element_type.width // 8, rows, not transposed)
     if padded is None:
         return ir.fusion_barrier(filt)
-    pad = ir.tensor.PadOp(
-        ir.RankedTensorType.get([depth, padded], ft.element_type), filt, [], [], [0, 0], [0, padded - columns]
-    )
-    block = pad.regions[0].blocks.append(ir.IndexType.get(), ir.IndexType.get())
-    with ir.InsertionPoint(block):
-        ir.tensor.YieldOp(ir.arith.ConstantOp(ft.element_type, 0.0).result)
-    written = ir.fusion_barrier(pad.result)
+    zero = ir.arith.ConstantOp(ft.element_type, 0.0).result
+    written = ir.fusion_barrier(_padded(filt, [0, 0], [0, padded - columns], zero))
     return ir.tensor.ExtractSliceOp(ft, written, [], [], [], [0, 0], [depth, columns], [1, 1]).result
 
 
