@@ -650,6 +650,39 @@ def CPU_CONV_DEPTHWISE(p: Problem, t: Target) -> str | None:
     return f"{groups} channels, one filter each: linalg.depthwise_conv_2d_nhwc_hwc, vectors along C"
 
 
+# Grouped convs of at most this many filter taps (each tap is two operands of the conv's generic).
+CPU_CONV_GROUPED_MAX_TAPS = 25
+
+
+@rule(
+    "cpu-conv-grouped-direct",
+    Backend.CPU,
+    ("conv_fprop",),
+    "algorithm",
+    evidence=(
+        "Zen 5 VM (znver5), grouped NHWC convs of several channels per group (ResNeXt's 3x3 g32), "
+        "torch-mlir's grouped NCHW conv + IREE's im2col -> a direct conv vectorized along each group's "
+        "output channels (conv_direct.grouped_conv, gemm_config.grouped_conv_compilation_info), "
+        "fusilli-benchmark --compare torch, ratio to PyTorch: see BENCHMARKS.md, 'twenty-second session'"
+    ),
+)
+def CPU_CONV_GROUPED_DIRECT(p: Problem, t: Target) -> str | None:
+    if not p.fact("channels_last") or p.element not in (DataType.FLOAT, *_LOW_PRECISION):
+        return None
+    kernel, groups = p.fact("kernel", ()), int(p.fact("groups", 1))
+    if len(kernel) != 2 or groups < 2 or math.prod(kernel) > CPU_CONV_GROUPED_MAX_TAPS:
+        return None
+    if vector_isa(t) == "generic":
+        return None
+    per_group, out_per_group = int(p.fact("channels", 0)), conv_out_channels(p) // groups
+    if per_group == 0 or per_group == out_per_group == 1:
+        return None  # not known; depthwise (cpu-conv-depthwise)
+    return (
+        f"{groups} groups of {per_group} -> {out_per_group} channels: a direct conv over the NHWC input, "
+        f"vectors along a group's {out_per_group} output channels"
+    )
+
+
 @rule(
     "cpu-conv-direct-few-channels",
     Backend.CPU,
@@ -1857,6 +1890,8 @@ def CPU_CONV_IM2COL_DATA_TILING(p: Problem, t: Target) -> str | None:
         return None  # its GEMM carries its own lowering config: data tiling would add dispatches
     if CPU_CONV_DIRECT_FEW_CHANNELS.applies(p, t) is not None:
         return None  # IREE's im2col would turn the direct conv back into a GEMM
+    if CPU_CONV_GROUPED_DIRECT.applies(p, t) is not None:
+        return None  # the grouped conv's generic carries its own lowering config
     if p.element not in (DataType.FLOAT, *_LOW_PRECISION) or p.flops < CPU_CONV_IM2COL_MIN_FLOPS:
         return None
     return f"{_mflop(p.flops)} >= {_mflop(CPU_CONV_IM2COL_MIN_FLOPS)}"

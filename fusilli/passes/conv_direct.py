@@ -17,6 +17,7 @@ of the taps that land on it.
 from __future__ import annotations
 
 from fusilli import ir
+from fusilli.passes import gemm_config
 
 
 def _index(v: int) -> ir.Value:
@@ -178,3 +179,121 @@ def _col_source(out: ir.Value, offset: int, stride: int, extent: int):
         ir.arith.CmpIPredicate.eq, ir.arith.RemUIOp(clamped, _index(stride)).result, _index(0)
     ).result
     return ir.arith.DivUIOp(clamped, _index(stride)).result, ir.arith.AndIOp(ok, on_stride).result
+
+
+# The iteration dims of grouped_conv's generic, in order, and those of its operands.
+_GROUPED_DIMS = ("n", "oh", "ow", "g", "kg", "cg")
+_GROUPED_X_DIMS, _GROUPED_W_DIMS, _GROUPED_Y_DIMS = (
+    ("n", "oh", "ow", "g", "cg"),
+    ("g", "cg", "kg"),
+    ("n", "oh", "ow", "g", "kg"),
+)
+
+
+def grouped_conv(x_padded: ir.Value, w_krsc: ir.Value, groups: int, out_dims, stride, dilation, isa: str) -> ir.Value:
+    """``y[n, oh, ow, g, kg] = sum_{r,s,cg} x_padded[n, oh*st + r*dil, ow*st + s*dil, g, cg] *
+    w[g*Kg + kg, r, s, cg]``: a grouped conv over the padded NHWC input, its result
+    ``[N, Ho, Wo, G*Kg]`` NHWC (rules.CPU_CONV_GROUPED_DIRECT), with ``isa``'s register tile
+    (gemm_config.grouped_conv_compilation_info).
+
+    One reduction generic over ``(n, oh, ow, g, kg, cg)`` whose operands are the R*S taps: each a
+    strided slice of the input ``[N, Ho, Wo, G, Cg]`` (a view its dispatch loads, no copy) and a
+    ``[G, Cg, Kg]`` slice of the filter, transposed to ``[R, S, G, Cg, Kg]`` behind a barrier (a
+    small dispatch of its own) so that a group's output channels are contiguous. Every operand
+    map is a projected permutation, so IREE vectorizes along ``kg`` with the input broadcast
+    (a tap as an affine offset in one operand's map, ``oh*st + r*dil``, left the conv scalar). The
+    products are summed before the accumulator is added once: IREE's vectorizer recognizes a
+    reduction only through a single combining op. Dims of extent 1 (one image, one channel per
+    group) are left out of the generic: IREE folds them away, and the lowering config with them.
+
+    Its 2*R*S + 1 operands are over IREE's 16 a dispatch may fuse for a 3x3 filter, so there an
+    elementwise epilogue is a dispatch of its own.
+    """
+    xt = ir.RankedTensorType(x_padded.type)
+    f32 = xt.element_type
+    n, hp, wp, _ = (xt.get_dim_size(i) for i in range(4))
+    _, fy, fx, per_group = ir.RankedTensorType(w_krsc.type).shape
+    _, oh, ow, k = out_dims
+    out_per_group = k // groups
+    extent = {"n": n, "oh": oh, "ow": ow, "g": groups, "kg": out_per_group, "cg": per_group}
+    dims = [name for name in _GROUPED_DIMS if extent[name] > 1]
+    position = {name: i for i, name in enumerate(dims)}
+
+    def kept(names: tuple[str, ...]) -> list[str]:
+        return [name for name in names if name in position]
+
+    def operand_type(names: tuple[str, ...]) -> ir.RankedTensorType:
+        return ir.RankedTensorType.get([extent[name] for name in kept(names)], f32)
+
+    def operand_map(names: tuple[str, ...]) -> ir.AffineMap:
+        return ir.AffineMap.get(len(dims), 0, [ir.AffineDimExpr.get(position[name]) for name in kept(names)])
+
+    x5 = _expand(x_padded, [[0], [1], [2], [3, 4]], [n, hp, wp, groups, per_group])
+    w5 = _expand(w_krsc, [[0, 1], [2], [3], [4]], [groups, out_per_group, fy, fx, per_group])
+    w_init = ir.tensor.EmptyOp([fy, fx, groups, per_group, out_per_group], f32).result
+    w_rsgck = ir.fusion_barrier(ir.linalg.transpose(w5, outs=[w_init], permutation=[2, 3, 0, 4, 1]).results[0])
+    x_tap, w_tap = operand_type(_GROUPED_X_DIMS), operand_type(_GROUPED_W_DIMS)
+    operands = []
+    for r in range(fy):
+        for s in range(fx):
+            x_offsets = [0, r * dilation[0], s * dilation[1], 0, 0]
+            x_sizes = [n, oh, ow, groups, per_group]
+            x_strides = [1, stride[0], stride[1], 1, 1]
+            operands.append(ir.tensor.ExtractSliceOp(x_tap, x5, [], [], [], x_offsets, x_sizes, x_strides).result)
+            w_sizes = [1, 1, groups, per_group, out_per_group]
+            operands.append(
+                ir.tensor.ExtractSliceOp(w_tap, w_rsgck, [], [], [], [r, s, 0, 0, 0], w_sizes, [1] * 5).result
+            )
+    zero = ir.arith.ConstantOp(f32, 0.0).result
+    y_type = operand_type(_GROUPED_Y_DIMS)
+    init = ir.linalg.fill(zero, outs=[ir.tensor.EmptyOp(y_type.shape, f32).result])
+    x_map, w_map = operand_map(_GROUPED_X_DIMS), operand_map(_GROUPED_W_DIMS)
+    conv = ir.linalg.GenericOp(
+        [y_type],
+        operands,
+        [init],
+        ir.indexing_maps(*[x_map, w_map] * (fy * fx), operand_map(_GROUPED_Y_DIMS)),
+        ir.iterator_types(*["reduction" if name == "cg" else "parallel" for name in dims]),
+    )
+    block = conv.regions[0].blocks.append(*[f32] * (len(operands) + 1))
+    with ir.InsertionPoint(block):
+        args = list(block.arguments)
+        taps = None
+        for i in range(0, len(operands), 2):
+            product = ir.arith.MulFOp(args[i], args[i + 1]).result
+            taps = product if taps is None else ir.arith.AddFOp(taps, product).result
+        ir.linalg.YieldOp([ir.arith.AddFOp(args[-1], taps).result])
+    info = gemm_config.grouped_conv_compilation_info(isa, {name: extent[name] for name in dims})
+    if info is not None:
+        conv.attributes["compilation_info"] = info
+    return _as_nhwk(conv.result, out_per_group > 1, [n, oh, ow, k])
+
+
+def _expand(value: ir.Value, groups: list[list[int]], shape: list[int]) -> ir.Value:
+    element = ir.RankedTensorType(value.type).element_type
+    return ir.tensor.ExpandShapeOp(
+        ir.RankedTensorType.get(shape, element), value, ir.reassociation(groups), [], shape
+    ).result
+
+
+def _as_nhwk(value: ir.Value, kg_kept: bool, nhwk: list[int]) -> ir.Value:
+    """grouped_conv's result, ``(n, oh, ow, g, kg)`` without its unit dims, as ``[N, Ho, Wo, K]``:
+    ``g`` and ``kg`` collapsed into K, the unit dims put back."""
+    vt = ir.RankedTensorType(value.type)
+    shape = list(vt.shape)
+    if kg_kept:
+        last = len(shape) - 1
+        value = ir.tensor.CollapseShapeOp(
+            ir.RankedTensorType.get([*shape[:-2], nhwk[3]], vt.element_type),
+            value,
+            ir.reassociation([[i] for i in range(last - 1)] + [[last - 1, last]]),
+        ).result
+    # Each dim of [N, Ho, Wo, K] joins the group of the next one kept (K always is).
+    reassociation: list[list[int]] = []
+    pending: list[int] = []
+    for i, d in enumerate(nhwk):
+        pending.append(i)
+        if d > 1 or i == 3:
+            reassociation.append(pending)
+            pending = []
+    return value if len(reassociation) == 4 else _expand(value, reassociation, list(nhwk))

@@ -18,8 +18,8 @@ framed by ``permute(..., [0, 2, 3, 1])`` of the input and
 these permutes cancel against emission's: no activation transpose remains.
 f16/bf16 convs compute in f32 (inputs cast, one rounding of the result, which
 epilogue fusion folds into the epilogue); IREE 3.13 cannot im2col an f16/bf16
-conv and its direct f16 conv is very slow. Other convs (grouped, 1-D/3-D,
-NCHW inputs, dynamic shapes) stay ``torch.aten.convolution``; an f16/bf16 one
+conv and its direct f16 conv is very slow. Other convs (1-D/3-D, NCHW
+inputs, dynamic shapes, grouped ones cpu-conv-grouped-direct leaves) stay ``torch.aten.convolution``; an f16/bf16 one
 among them is computed in f32 the same way (cast inputs, conv, one rounding),
 so the im2col flags of fusilli/backend/targets.py are safe for every
 f16/bf16 conv.
@@ -41,7 +41,9 @@ AVX-512 cores a strided unpadded 1x1 conv reads its rows as a view of the input 
 the stride (_strided_1x1_rows), a GEMM whose rows are two loops, with no gather dispatch.
 
 Depthwise convs (one filter per channel) become linalg.depthwise_conv_2d_nhwc_hwc over the padded
-NHWC input (_rewrite_depthwise, cpu-conv-depthwise); other grouped convs stay torch.aten.convolution.
+NHWC input (_rewrite_depthwise, cpu-conv-depthwise); other grouped convs a direct conv over the
+padded NHWC input vectorized along each group's output channels (_rewrite_grouped,
+conv_direct.grouped_conv, cpu-conv-grouped-direct).
 
 3x3 convs go to Winograd where the rules say it pays (fusilli/passes/winograd.py):
 F(m, 3) for stride 1 (cpu-conv-winograd), and for stride 2 Winograd over the input's
@@ -133,6 +135,7 @@ class ConvLayoutPass(Pass):
                     if op.name == "torch.aten.convolution" and (
                         _rewrite(op, target)
                         or _rewrite_depthwise(op, target)
+                        or _rewrite_grouped(op, target)
                         or _rewrite_strided_dgrad(op, target)
                         or _compute_in_f32(op)
                     ):
@@ -369,6 +372,52 @@ def _rewrite_depthwise(op: ir.Operation, target: Target) -> bool:
         init = ir.linalg.fill(zero, outs=[ir.tensor.EmptyOp([n, oh, ow, c], f32).result])
         conv = ir.linalg.depthwise_conv_2d_nhwc_hwc(xin, w_rsc, outs=[init], strides=stride, dilations=dilation)
         y_nhwc = b.op("torch_c.from_builtin_tensor", [conv], ir.vtensor_type([n, oh, ow, c], "f32"))
+        y = b.permute(y_nhwc, TO_NCHW)
+    op.results[0].replace_all_uses_with(y)
+    op.erase()
+    return True
+
+
+def _rewrite_grouped(op: ir.Operation, target: Target) -> bool:
+    """A channels-last grouped conv of several channels per group (ResNeXt's 3x3 g32;
+    rules.CPU_CONV_GROUPED_DIRECT) as ``conv_direct.grouped_conv`` over the padded NHWC input and its
+    KRSC filter, vectorized along each group's output channels; f16/bf16 computed in f32 (inputs
+    cast, the result rounded once, which epilogue fusion folds into the epilogue).
+
+    Left grouped, torch-mlir's grouped conv reads NCHW and ran at 0.02-0.10 of PyTorch
+    (BENCHMARKS.md, "twenty-second session")."""
+    types, attrs = _channels_last_conv_types(op), _conv_attrs(op, 3)
+    if types is None or attrs is None:
+        return False
+    (xt, wt, yt), (stride, padding, dilation, transposed, groups) = types, attrs
+    if len(stride) != 2 or len(padding) != 2 or len(dilation) != 2 or transposed or groups < 2:
+        return False
+    x, w = op.operands[0], op.operands[1]
+    n = xt.dims[0]
+    k, per_group, fy, fx = wt.dims
+    _, _, oh, ow = yt.dims
+    element = yt.element
+    facts = rules.conv_facts((fy, fx), stride, dilation, groups, True, n, (oh, ow), per_group, padding)
+    flops = 2 * n * oh * ow * k * per_group * fy * fx
+    problem = rules.Problem("conv_fprop", DataType.from_mlir_name(element), flops, facts)
+    choice = rules.choose(problem, target, "algorithm")
+    if choice is None or choice.rule is not rules.CPU_CONV_GROUPED_DIRECT:
+        return False
+    b = ir.TorchBuilder()
+    with ir.InsertionPoint(op), op.location:
+        x_nhwc, w_krsc = b.permute(x, TO_NHWC), b.permute(w, TO_NHWC)
+        if element != "f32":
+            x_nhwc = b.to_dtype(x_nhwc, "f32", _FLOAT_CODES["f32"])
+            w_krsc = b.to_dtype(w_krsc, "f32", _FLOAT_CODES["f32"])
+        xin = b.to_builtin(x_nhwc)
+        if any(padding):
+            xin = _pad(xin, padding, ir.arith.ConstantOp(builtin_element_type("f32"), 0.0).result)
+        y = conv_direct.grouped_conv(
+            xin, b.to_builtin(w_krsc), groups, (n, oh, ow, k), stride, dilation, rules.vector_isa(target)
+        )
+        y_nhwc = b.op("torch_c.from_builtin_tensor", [y], ir.vtensor_type([n, oh, ow, k], "f32"))
+        if element != "f32":
+            y_nhwc = b.to_dtype(y_nhwc, element, _FLOAT_CODES[element])
         y = b.permute(y_nhwc, TO_NCHW)
     op.results[0].replace_all_uses_with(y)
     op.erase()

@@ -1036,3 +1036,56 @@ def direct_conv_compilation_info(
         "translation_info = #iree_codegen.translation_info<pipeline = #iree_cpu.pipeline<ConvTileAndDecomposeExpert>>>"
     )
     return ir.Attribute.parse(text)
+
+
+# Grouped convs of several channels per group (rules.CPU_CONV_GROUPED_DIRECT, conv_direct.grouped_conv):
+# a reduction generic over (n, oh, ow, g, kg, cg), vectorized along a group's Kg output channels
+# with the input broadcast, a register tile of output columns x Kg. Vectors are one group wide,
+# so a group of 8 output channels fills half an AVX-512 register. Every R*S tap's filter vector is
+# live beside the accumulators, so about 8 accumulator registers ran fastest: prototypes on the Zen
+# 5 VM (znver5), 2 threads, fastest of 40 calls in ms, columns x channels per register tile, 3x3 g32:
+# AVX-512 8x256x28x28 (Kg 8) 14x8 1.16-1.23, 7x8 1.14-1.18, 4x8 1.16-1.17 (IREE's own tiles: 0.28
+# of PyTorch, one thread); 8x512x14x14 (Kg 16) 14x16 1.00-1.03, 7x16 0.63-0.72, 5x16 0.62, 4x16
+# 0.70, two groups at once (7x2x16) 0.78; 8x1024x7x7 (Kg 32) 7x32 1.01-1.02, 4x32 0.80-0.88 (7 in 4
+# and a peeled 3), 3x32 0.92, 2x32 1.08, 7x16 1.15-1.20. As x86-64-v3 code: Kg 8 12x8 1.31, 7x8
+# 1.33, 4x8 1.24; Kg 16 4x16 1.12, 2x16 1.24, 6x8 1.19, 7x8 1.32; Kg 32 2x32 1.22, 4x16 1.41, 3x16
+# 1.39, 7x8 2.36. Hence up to this many accumulator registers ...
+GROUPED_CONV_ACCUMULATORS = 8
+# ... of a group's channels up to this many registers wide (F32_LANES each), on these ISAs.
+GROUPED_CONV_CHANNEL_REGISTERS = 4
+GROUPED_CONV_ISAS = ("avx512", "avx2")
+
+
+def grouped_conv_compilation_info(isa: str, dims: dict[str, int]) -> ir.Attribute | None:
+    """The ``compilation_info`` of conv_direct.grouped_conv's generic on ``isa`` (None for ISAs
+    without a tile), over its iteration ``dims`` (``n, oh, ow, g, kg, cg`` by name and extent, in
+    that order, those of extent 1 left out as the generic leaves them out): a register tile of a
+    group's channels (up to GROUPED_CONV_CHANNEL_REGISTERS registers) by output columns (up to
+    GROUPED_CONV_ACCUMULATORS accumulators: a divisor of OW from three quarters of that up, else
+    that many with a peeled remainder), workgroups of whole output rows and of the most groups that
+    split evenly over the pool (pool_share), one input channel per vector step."""
+    if isa not in GROUPED_CONV_ISAS:
+        return None
+    ow, groups, per_group = dims.get("ow", 1), dims.get("g", 1), dims.get("kg", 1)
+    lanes = F32_LANES[isa]
+    vec_k = max(d for d in range(1, min(per_group, GROUPED_CONV_CHANNEL_REGISTERS * lanes) + 1) if per_group % d == 0)
+    columns = min(ow, max(1, GROUPED_CONV_ACCUMULATORS // -(-vec_k // lanes)))
+    divisor = max(d for d in range(1, columns + 1) if ow % d == 0)
+    vec_ow = divisor if 4 * divisor >= 3 * columns else columns
+    rows = dims.get("n", 1) * dims.get("oh", 1)
+    group_tiles = sorted((d for d in range(1, groups + 1) if groups % d == 0), reverse=True)
+    dist_g = min(group_tiles, key=lambda d: pool_share(rows * (groups // d)))
+    distribution = {"n": 1, "oh": 1, "ow": ow, "g": dist_g, "kg": per_group, "cg": 0}
+    vector = {"n": 1, "oh": 1, "ow": vec_ow, "g": 1, "kg": vec_k, "cg": 0}
+
+    def tiles(sizes: dict[str, int]) -> str:
+        return "[" + ", ".join(str(sizes[name]) for name in dims) + "]"
+
+    text = (
+        "#iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<"
+        f"distribution = {tiles(distribution)}, vector_common_parallel = {tiles(vector)}, "
+        f"vector_reduction = {tiles({name: int(name == 'cg') for name in dims})}>, "
+        "translation_info = #iree_codegen.translation_info<pipeline = #iree_cpu.pipeline<DoubleTilingExpert>, "
+        "{enable_loop_peeling}>>"
+    )
+    return ir.Attribute.parse(text)

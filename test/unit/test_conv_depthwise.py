@@ -75,7 +75,7 @@ def test_depthwise_rule_reach(x_dim, k, groups_note, applies):
     assert (choice is not None and choice.rule is rules.CPU_CONV_DEPTHWISE) == applies, groups_note
 
 
-def test_grouped_conv_of_several_channels_keeps_its_path():
+def test_grouped_conv_of_several_channels_is_not_depthwise():
     g = fs.Graph(name="grouped_g4")
     x = g.tensor(name="x", dim=[1, 16, 10, 10], stride=fs.strides([1, 16, 10, 10], "NHWC"))
     w = g.tensor(name="w", dim=[16, 4, 3, 3], stride=fs.strides([16, 4, 3, 3], "NHWC"))
