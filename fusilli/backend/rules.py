@@ -657,13 +657,14 @@ CPU_CONV_GROUPED_MAX_TAPS = 25
 @rule(
     "cpu-conv-grouped-direct",
     Backend.CPU,
-    ("conv_fprop",),
+    ("conv_fprop", "conv_dgrad"),
     "algorithm",
     evidence=(
         "Zen 5 VM (znver5), grouped NHWC convs of several channels per group (ResNeXt's 3x3 g32), "
         "torch-mlir's grouped NCHW conv + IREE's im2col -> a direct conv vectorized along each group's "
         "output channels (conv_direct.grouped_conv, gemm_config.grouped_conv_compilation_info), "
-        "fusilli-benchmark --compare torch, ratio to PyTorch: see BENCHMARKS.md, 'twenty-second session'"
+        "fusilli-benchmark --compare torch, ratio to PyTorch: see BENCHMARKS.md, 'twenty-second session'; "
+        "stride-1 data gradients (emitted as the forward conv of DY with the flipped filter) take it too"
     ),
 )
 def CPU_CONV_GROUPED_DIRECT(p: Problem, t: Target) -> str | None:
@@ -674,6 +675,11 @@ def CPU_CONV_GROUPED_DIRECT(p: Problem, t: Target) -> str | None:
         return None
     if vector_isa(t) == "generic":
         return None
+    if p.kind == "conv_dgrad" and (
+        any(st != 1 for st in p.fact("stride", ()))
+        or any(pad > d * (k - 1) for pad, d, k in zip(p.fact("padding", ()), p.fact("dilation", ()), kernel))
+    ):
+        return None  # a transposed conv (fusilli/lowering/conv.py), not a forward one of the flipped filter
     per_group, out_per_group = int(p.fact("channels", 0)), conv_out_channels(p) // groups
     if per_group == 0 or per_group == out_per_group == 1:
         return None  # not known; depthwise (cpu-conv-depthwise)

@@ -169,3 +169,42 @@ def test_grouped_one_image_leaves_unit_dims_out():
     assert '["parallel", "parallel", "parallel", "parallel", "reduction"]' in text
     assert re.search(r"vector_common_parallel = \[\d+, \d+, 1, 8, 0\]", text)
     assert "-> tensor<14x14x8x8xf32>" in text
+
+
+def _dgrad(name, dy_dim, w_dim, dx_dim, padding, stride=(1, 1), dilation=(1, 1)):
+    g = fs.Graph(name=f"grouped_dgrad_{name}")
+    dy = g.tensor(name="dy", dim=dy_dim, stride=fs.strides(dy_dim, "NHWC"))
+    w = g.tensor(name="w", dim=w_dim, stride=fs.strides(w_dim, "NHWC"))
+    dx = g.conv_dgrad(dy, w, padding=list(padding), stride=list(stride), dilation=list(dilation), name="dgrad")
+    dx.set_dim(dx_dim).set_output(True).set_name("dx")
+    g.validate()
+    return g
+
+
+# name: (dy_dim, w_dim [K, C/G, R, S], dx_dim, padding, dilation); groups = dx C / w C/G.
+DGRAD_CASES = {
+    "3x3_g8": ([2, 64, 9, 11], [64, 4, 3, 3], [2, 32, 9, 11], (1, 1), (1, 1)),
+    "5x3_dilated_g2": ([1, 32, 16, 14], [32, 8, 5, 3], [1, 16, 16, 14], (4, 2), (2, 2)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DGRAD_CASES))
+def test_grouped_dgrad_is_the_forward_conv_of_the_flipped_filter(cpu, rng, name):
+    """A stride-1 grouped data gradient is emitted as the forward grouped conv of DY with the
+    filter flipped and K/C swapped per group (fusilli/lowering/conv.py): it takes the same
+    generic, and g.explain says so for the dgrad node."""
+    dy_dim, w_dim, dx_dim, padding, dilation = DGRAD_CASES[name]
+    g = _dgrad(name, dy_dim, w_dim, dx_dim, padding, dilation=dilation)
+    assert "cpu-conv-grouped-direct" in g.explain(fs.Backend.CPU, "znver5")
+    text = g.mlir("optimized", fs.Backend.CPU, "znver5")
+    assert "torch.aten.convolution" not in text and "compilation_info" in text
+    run_and_check(g, cpu, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-5, atol=1e-5)
+
+
+def test_grouped_strided_dgrad_stays_a_transposed_conv(cpu, rng):
+    """A strided grouped dgrad is a transposed conv: the rule does not claim it, its IR keeps
+    torch.aten.convolution, and it is right."""
+    g = _dgrad("s2", [1, 32, 7, 7], [32, 4, 3, 3], [1, 32, 14, 14], (1, 1), stride=(2, 2))
+    assert "cpu-conv-grouped-direct" not in g.explain(fs.Backend.CPU, "znver5")
+    assert "torch.aten.convolution" in g.mlir("optimized", fs.Backend.CPU, "znver5")
+    run_and_check(g, cpu, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-5, atol=1e-5)
