@@ -41,7 +41,7 @@ from fusilli.ir.bindings import (
     tensor,
 )
 from fusilli.ir.context import fusilli_context, ops_named, parse_module, parse_named_source
-from fusilli.ir.structured import fusion_barrier, indexing_maps, iterator_types, reassociation
+from fusilli.ir.structured import expand_shape, fusion_barrier, indexing_maps, iterator_types, reassociation
 from fusilli.ir.torch import (
     TensorType,
     TorchBuilder,
@@ -87,6 +87,7 @@ __all__ = [
     "element_type",
     "func",
     "fusilli_context",
+    "expand_shape",
     "fusion_barrier",
     "indexing_maps",
     "iterator_types",

@@ -1,4 +1,5 @@
-"""Attribute helpers for structured (linalg / iree_linalg_ext) ops built by passes and emitters."""
+"""Attribute helpers for structured (linalg / iree_linalg_ext) ops built by passes and emitters, and
+the reshape and barrier ops they put between them."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from fusilli.ir.bindings import (
     IntegerAttr,
     IntegerType,
     Operation,
+    RankedTensorType,
     Value,
+    tensor,
 )
 
 
@@ -35,6 +38,15 @@ def reassociation(groups: Sequence[Sequence[int]]) -> ArrayAttr:
     (or result dims) each group of ``groups`` joins."""
     i64 = IntegerType.get_signless(64)
     return ArrayAttr.get([ArrayAttr.get([IntegerAttr.get(i64, d) for d in group]) for group in groups])
+
+
+def expand_shape(value: Value, groups: Sequence[Sequence[int]], shape: Sequence[int]) -> Value:
+    """``tensor.expand_shape`` of the static ``value`` to ``shape``, each of its dims split into the
+    result dims of its group in ``groups``."""
+    element = RankedTensorType(value.type).element_type
+    return tensor.ExpandShapeOp(
+        RankedTensorType.get(list(shape), element), value, reassociation(groups), [], list(shape)
+    ).result
 
 
 def fusion_barrier(value: Value) -> Value:

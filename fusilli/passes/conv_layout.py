@@ -411,7 +411,7 @@ def _rewrite_grouped(op: ir.Operation, target: Target) -> bool:
             w_krsc = b.to_dtype(w_krsc, "f32", _FLOAT_CODES["f32"])
         xin = b.to_builtin(x_nhwc)
         if any(padding):
-            xin = _pad(xin, padding, ir.arith.ConstantOp(builtin_element_type("f32"), 0.0).result)
+            xin = conv_direct.padded_copy(xin, padding)
         y = conv_direct.grouped_conv(
             xin, b.to_builtin(w_krsc), groups, (n, oh, ow, k), stride, dilation, rules.vector_isa(target)
         )
@@ -582,7 +582,7 @@ def _linalg_conv(
     if compilation_info is not None:
         conv.owner.attributes["compilation_info"] = compilation_info
     if row_bands > 1:
-        conv = _expand(_collapse(conv, [[0, 1], [2], [3]]), [[0, 1], [2], [3]], list(out_dims))
+        conv = ir.expand_shape(_collapse(conv, [[0, 1], [2], [3]]), [[0, 1], [2], [3]], list(out_dims))
     return b.op("torch_c.from_builtin_tensor", [conv], ir.vtensor_type(list(out_dims), "f32"))
 
 
@@ -632,14 +632,6 @@ def _collapse(value: ir.Value, groups: list[list[int]]) -> ir.Value:
         return value
     return ir.tensor.CollapseShapeOp(
         ir.RankedTensorType.get(out, src.element_type), value, ir.reassociation(groups)
-    ).result
-
-
-def _expand(value: ir.Value, groups: list[list[int]], shape: list[int]) -> ir.Value:
-    """``value`` reshaped to ``shape`` by splitting its dims as ``groups`` say (``_collapse``'s inverse)."""
-    element = ir.RankedTensorType(value.type).element_type
-    return ir.tensor.ExpandShapeOp(
-        ir.RankedTensorType.get(shape, element), value, ir.reassociation(groups), [], shape
     ).result
 
 
@@ -694,8 +686,8 @@ def _chunked_wgrad_gemm(lhs: ir.Value, rhs: ir.Value, chunk: int, isa: str, vend
     positions, k = ir.RankedTensorType(lhs.type).shape
     columns = ir.RankedTensorType(rhs.type).get_dim_size(1)
     chunks = positions // chunk
-    a = _expand(lhs, [[0, 1], [2]], [chunks, chunk, k])
-    b = _expand(rhs, [[0, 1], [2]], [chunks, chunk, columns])
+    a = ir.expand_shape(lhs, [[0, 1], [2]], [chunks, chunk, k])
+    b = ir.expand_shape(rhs, [[0, 1], [2]], [chunks, chunk, columns])
     zero = ir.arith.ConstantOp(f32, 0.0).result
     d = [ir.AffineDimExpr.get(i) for i in range(4)]  # chunk, m, n, position in the chunk
     maps = [ir.AffineMap.get(4, 0, [d[0], d[3], d[1]]), ir.AffineMap.get(4, 0, [d[0], d[3], d[2]])]
@@ -737,7 +729,7 @@ def _im2col_matmul(b: ir.TorchBuilder, x_nhwc, w_krsc, out_dims, stride, padding
     patches = _patches(xin, (oh, ow), stride, padding, dilation, kernel)
     filt = _collapse(win, [[0], [1, 2, 3]])
     mm = _matmul(patches, filt, n * oh * ow, k, _mnk_map(M, K), _mnk_map(N, K))
-    y = _expand(mm, [[0, 1, 2], [3]], [n, oh, ow, k])
+    y = ir.expand_shape(mm, [[0, 1, 2], [3]], [n, oh, ow, k])
     return b.op("torch_c.from_builtin_tensor", [y], ir.vtensor_type([n, oh, ow, k], "f32"))
 
 
@@ -784,7 +776,7 @@ def _few_positions_gemm(
     if info is not None:
         mm.owner.attributes["compilation_info"] = info
     y = _transpose_2d(ir.fusion_barrier(mm))
-    return _expand(y, [[0, 1, 2], [3]], [n, oh, ow, k])
+    return ir.expand_shape(y, [[0, 1, 2], [3]], [n, oh, ow, k])
 
 
 def _im2col_gemm(
@@ -825,13 +817,13 @@ def _im2col_gemm(
         info = gemm_config.strided_rows_compilation_info(isa, n * oh, ow, k, depth, vendor, core)
         if info is not None:
             mm.owner.attributes["compilation_info"] = info
-        return _expand(mm, [[0, 1], [2], [3]], [n, oh, ow, k])
+        return ir.expand_shape(mm, [[0, 1], [2], [3]], [n, oh, ow, k])
     mm = _matmul(patches, filt, rows, k, _mnk_map(M, K), _mnk_map(K, N))
     strided_patches = (fy, fx) != (1, 1) and list(stride) != [1, 1]
     info = gemm_config.matmul_compilation_info(isa, rows, k, depth, vendor, strided_patches, core)
     if info is not None:
         mm.owner.attributes["compilation_info"] = info
-    return _expand(mm, [[0, 1, 2], [3]], [n, oh, ow, k])
+    return ir.expand_shape(mm, [[0, 1, 2], [3]], [n, oh, ow, k])
 
 
 def _materialized_b(filt: ir.Value, isa: str, rows: int, transposed: bool) -> ir.Value:
@@ -863,7 +855,9 @@ def _strided_1x1_rows(x_nhwc: ir.Value, kernel, stride, padding, flipped_taps: b
     sy, sx = stride
     if h % sy or w % sx:
         return None
-    rows = _expand(_collapse(x_nhwc, [[0, 1], [2], [3]]), [[0, 1], [2, 3], [4]], [n * h // sy, sy, w // sx, sx, c])
+    rows = ir.expand_shape(
+        _collapse(x_nhwc, [[0, 1], [2], [3]]), [[0, 1], [2, 3], [4]], [n * h // sy, sy, w // sx, sx, c]
+    )
     view = ir.RankedTensorType.get([n * h // sy, w // sx, c], xt.element_type)
     sizes = [n * h // sy, 1, w // sx, 1, c]
     return ir.tensor.ExtractSliceOp(view, rows, [], [], [], [0] * 5, sizes, [1] * 5).result
@@ -974,7 +968,7 @@ def _col2im_gemm(b: ir.TorchBuilder, dy_nhwc, w_krsc, dy_dims, dx_dims, kernel, 
     info = gemm_config.matmul_compilation_info(isa, rows, cols, k, cpu_vendor(target.cpu))
     if info is not None:
         mm.owner.attributes["compilation_info"] = info
-    columns = _expand(mm, [[0, 1, 2], [3, 4, 5]], [n, oh, ow, fy, fx, c])
+    columns = ir.expand_shape(mm, [[0, 1, 2], [3, 4, 5]], [n, oh, ow, fy, fx, c])
     return conv_direct.col2im(columns, (n, h, wd, c), stride, padding, dilation)
 
 
@@ -1039,7 +1033,7 @@ def _row_block_wgrad(x_nhwc: ir.Value, dy_nhwc: ir.Value, kernel, stride, paddin
             if info is not None:
                 gemm.owner.attributes["compilation_info"] = info
             sums = ir.tensor.InsertSliceOp(gemm, sums, [], [], [], [first, 0], [rows, k], [1, 1]).result
-    return _expand(sums, [[0, 1, 2], [3]], [fy, fx, c, k])
+    return ir.expand_shape(sums, [[0, 1, 2], [3]], [fy, fx, c, k])
 
 
 def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
@@ -1160,7 +1154,7 @@ def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
                     info = gemm_config.wgrad_matmul_compilation_info(isa, k, columns, positions, vendor)
             if info is not None:
                 mm.owner.attributes["compilation_info"] = info
-            dw = _expand(mm, groups, dw_shape)
+            dw = ir.expand_shape(mm, groups, dw_shape)
             dw_filter = b.op("torch_c.from_builtin_tensor", [dw], ir.vtensor_type(dw_shape, "f32"))
             if element != "f32":
                 dw_filter = b.to_dtype(dw_filter, element, _FLOAT_CODES[element])

@@ -333,7 +333,7 @@ def _stacked_generic(
         ir.linalg.YieldOp(body(list(block.arguments)))
     rank = len(out_shape)
     groups = [[0, 1], *[[d] for d in range(2, rank + 1)]]
-    parts = [_expand(r, groups, [1, *out_shape]) for r in generic.results]
+    parts = [ir.expand_shape(r, groups, [1, *out_shape]) for r in generic.results]
     return ir.tensor.ConcatOp(ir.RankedTensorType.get([count, *out_shape], _f32()), 0, parts).result
 
 
@@ -401,12 +401,6 @@ def _strided_slice(value: ir.Value, dim: int, offset: int, count: int, stride: i
 
 def _collapse(value: ir.Value, groups: list[list[int]], shape: list[int]) -> ir.Value:
     return ir.tensor.CollapseShapeOp(ir.RankedTensorType.get(shape, _f32()), value, ir.reassociation(groups)).result
-
-
-def _expand(value: ir.Value, groups: list[list[int]], shape: list[int]) -> ir.Value:
-    return ir.tensor.ExpandShapeOp(
-        ir.RankedTensorType.get(shape, _f32()), value, ir.reassociation(groups), [], shape
-    ).result
 
 
 # ----------------------------------------------------------------------------- the stages
@@ -659,7 +653,7 @@ def output_transform(p: WinogradPlan, mm: ir.Value) -> ir.Value:
     at, _, _ = p.matrices
     t, m, k = p.t, p.out_tile, p.k
     th, tw = p.tiles_h, p.tiles_w
-    m6 = _expand(mm, [[0, 1], [2, 3, 4], [5]], [t, t, p.n, th, tw, k])
+    m6 = ir.expand_shape(mm, [[0, 1], [2, 3, 4], [5]], [t, t, p.n, th, tw, k])
     # Rows: O1[n, th, y, tw, b, k] = sum_a A^T[y, a] M[a, b, n, th, tw, k], iterating (n, th, tw, b, y, k).
     n_, th_, tw_, b_, y_, k_ = _dims(6)
     taps = [_slice(m6, 0, a) for a in range(t)]
@@ -732,7 +726,7 @@ def sparse_output_transform(p: WinogradPlan, mm: ir.Value) -> ir.Value:
     at, _, _ = p.matrices
     t, tile, k = p.t, p.out_tile, p.k
     th, tw = p.tiles_h, p.tiles_w
-    m6 = _expand(mm, [[0, 1], [2, 3, 4], [5]], [t, t, p.n, th, tw, k])
+    m6 = ir.expand_shape(mm, [[0, 1], [2, 3, 4], [5]], [t, t, p.n, th, tw, k])
     columns, coefs = _sparse_rows(at)
     width = columns.shape[1]
     row_coefs = [_coefficients(coefs[np.arange(p.out_h) % tile, i]) for i in range(width)]
@@ -804,7 +798,7 @@ def winograd_wgrad(x_nhwc: ir.Value, dy_nhwc: ir.Value, pad, isa: str = "generic
     info = wgrad_batch_matmul_compilation_info(isa, 36, k, c, tiles[0] * tiles[1] * xt.get_dim_size(0))
     if info is not None:
         mm.owner.attributes["compilation_info"] = info
-    m6 = _expand(mm, [[0, 1], [2], [3]], [6, 6, k, c])
+    m6 = ir.expand_shape(mm, [[0, 1], [2], [3]], [6, 6, k, c])
     # Rows: O1[r, b, k, c] = sum_a A^T[r, a] M[a, b, k, c], iterating (b, k, r, c).
     b_, k_, r_, c_ = _dims(4)
     o1 = _separable_stage([_slice(m6, 0, a) for a in range(6)], at, 2, [3, 6, k, c], _map(4, [r_, b_, k_, c_]))
@@ -845,7 +839,7 @@ def polyphase_wgrad(x_nhwc: ir.Value, dy_nhwc: ir.Value, pad, m: int, isa: str =
     info = wgrad_batch_matmul_compilation_info(isa, t * t, k, c, tiles[0] * tiles[1] * n)
     if info is not None:
         mm.owner.attributes["compilation_info"] = info
-    m4 = _expand(mm, [[0, 1], [2], [3]], [t, t, k, c])
+    m4 = ir.expand_shape(mm, [[0, 1], [2], [3]], [t, t, k, c])
     gt = g.T.copy()
     # Rows: O1[r, b, k, c] = sum_a G[a, r] M[a, b, k, c], iterating (b, k, r, c).
     b_, k_, r_, c_ = _dims(4)

@@ -5,7 +5,8 @@
 # A channels-last grouped conv of several channels per group (ResNeXt's 3x3 g32;
 # rules.CPU_CONV_GROUPED_DIRECT) becomes one reduction generic over (n, oh, ow, g, kg, cg)
 # (fusilli-conv-layout's _rewrite_grouped, conv_direct.grouped_conv): its operands are the taps,
-# strided slices [N, Ho, Wo, G, Cg] of the padded NHWC input and [G, Cg, Kg] slices of the filter
+# strided slices [N, Ho, Wo, G, Cg] of the NHWC input padded by a generic that reads it through
+# clamped indices (conv_direct.padded_copy, behind a compute barrier) and [G, Cg, Kg] slices of the filter
 # transposed to [R, S, G, Cg, Kg] behind a compute barrier; the body sums the products, then adds
 # the accumulator once. The register tile (gemm_config.grouped_conv_compilation_info) is output
 # columns x a group's channels, about 8 accumulators: 7 x 8 for Wo = 14 on AVX-512 and AVX2, 8 x 16
@@ -41,7 +42,10 @@ def grouped_3x3_g8_bias_relu():
 # TILED: conv [conv_fprop]: {{.*}}cpu-conv-grouped-direct (8 groups of 4 -> 8 channels: a direct conv over the NHWC input, vectors along a group's 8 output channels)
 # TILED: distribution = [1, 1, 14, 2, 8, 0], vector_common_parallel = [1, 1, 7, 1, 8, 0], vector_reduction = [0, 0, 0, 0, 0, 1]
 # TILED: func.func @main(
-# TILED: %[[PADDED:.*]] = tensor.pad %{{.*}} low[0, 1, 1, 0] high[0, 1, 1, 0]
+# TILED: %[[COPY:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<2x16x16x32xf32>)
+# TILED: arith.cmpi ult, %{{.*}}, %{{.*}} : index
+# TILED: tensor.extract %{{.*}} : tensor<2x14x14x32xf32>
+# TILED: %[[PADDED:.*]] = iree_tensor_ext.compute_barrier.start %[[COPY]] : tensor<2x16x16x32xf32>
 # TILED: %[[X:.*]] = tensor.expand_shape %[[PADDED]] {{\[}}[0], [1], [2], [3, 4]] output_shape [2, 16, 16, 8, 4]
 # TILED: %[[T:.*]] = linalg.transpose ins(%{{.*}} : tensor<8x8x3x3x4xf32>) outs(%{{.*}} : tensor<3x3x8x4x8xf32>) permutation = [2, 3, 0, 4, 1]
 # TILED: %[[W:.*]] = iree_tensor_ext.compute_barrier.start %[[T]] : tensor<3x3x8x4x8xf32>
@@ -88,6 +92,5 @@ def grouped_channel_multiplier():
 # so nothing is reduced; the accumulator is still added once.
 # CHECK-LABEL: TEST: grouped_channel_multiplier
 # TILED: cpu-conv-grouped-direct (16 groups of 1 -> 2 channels
-# TILED: linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
-# TILED-SAME: outs(%{{.*}} : tensor<10x10x16x2xf32>)
+# TILED: linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel"]}{{.*}}outs(%{{.*}} : tensor<10x10x16x2xf32>)
 # GENERIC: torch.aten.convolution
