@@ -12,6 +12,10 @@ The im2col GEMM's patch gather (``padded_patches``) reads through the padding th
 way, as does the weight gradient's row-phase gather (``row_phase_patches``), and ``col2im``
 is its adjoint for strided data gradients: each input position gathers the GEMM columns
 of the taps that land on it.
+
+Grouped convs of several channels per group (``grouped_conv``) are a reduction generic whose
+operands are the filter's taps, views of the input padded by ``padded_copy`` (the same clamped
+read, written once).
 """
 
 from __future__ import annotations
@@ -191,9 +195,9 @@ def padded_copy(x_nhwc: ir.Value, padding) -> ir.Value:
     one all-parallel generic that reads the input through clamped indices (like ``padded_patches``,
     vectorized along C) behind a compute barrier: its consumer reads views of it.
 
-    ``tensor.pad`` became a fill of the padded tensor and a copy of the input into it; for the
-    grouped conv's stride-2 input (3x3 g32 s2 8x256x56x56, 25.7 MB) the whole conv ran 3.37-3.53
-    ms with it against 2.71-3.27 this way (fastest of 30 calls, three runs); stride 1 even.
+    ``tensor.pad`` became a fill of the padded tensor and a copy of the input into it: the grouped
+    conv 3x3 g32 s2 8x256x56x56 (a 25.7 MB input) ran 3.02-3.13 ms with it, 2.58-2.76 this way
+    (alternating processes, three rounds); 8x256x28x28 1.09-1.13 -> 1.05-1.08.
     """
     xt = ir.RankedTensorType(x_nhwc.type)
     elem = xt.element_type
@@ -230,9 +234,9 @@ def grouped_conv(x_padded: ir.Value, w_krsc: ir.Value, groups: int, out_dims, st
 
     One reduction generic over ``(n, oh, ow, g, kg, cg)`` whose operands are the R*S taps: each a
     strided slice of the input ``[N, Ho, Wo, G, Cg]`` (a view its dispatch loads, no copy; the
-    input padded by ``padded_copy``) and a
-    ``[G, Cg, Kg]`` slice of the filter, transposed to ``[R, S, G, Cg, Kg]`` behind a barrier (a
-    small dispatch of its own) so that a group's output channels are contiguous. Every operand
+    input comes padded by ``padded_copy``) and a ``[G, Cg, Kg]`` slice of the filter, transposed to
+    ``[R, S, G, Cg, Kg]`` behind a barrier (a small dispatch of its own) so that a group's output
+    channels are contiguous. Every operand
     map is a projected permutation, so IREE vectorizes along ``kg`` with the input broadcast
     (a tap as an affine offset in one operand's map, ``oh*st + r*dil``, left the conv scalar). The
     products are summed before the accumulator is added once: IREE's vectorizer recognizes a

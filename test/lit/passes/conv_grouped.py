@@ -6,9 +6,9 @@
 # rules.CPU_CONV_GROUPED_DIRECT) becomes one reduction generic over (n, oh, ow, g, kg, cg)
 # (fusilli-conv-layout's _rewrite_grouped, conv_direct.grouped_conv): its operands are the taps,
 # strided slices [N, Ho, Wo, G, Cg] of the NHWC input padded by a generic that reads it through
-# clamped indices (conv_direct.padded_copy, behind a compute barrier) and [G, Cg, Kg] slices of the filter
-# transposed to [R, S, G, Cg, Kg] behind a compute barrier; the body sums the products, then adds
-# the accumulator once. The register tile (gemm_config.grouped_conv_compilation_info) is output
+# clamped indices (conv_direct.padded_copy, behind a compute barrier) and [G, Cg, Kg] slices of
+# the filter transposed to [R, S, G, Cg, Kg] behind a compute barrier; the body sums the products,
+# then adds the accumulator once. The register tile (gemm_config.grouped_conv_compilation_info) is output
 # columns x a group's channels, about 8 accumulators: 7 x 8 for Wo = 14 on AVX-512 and AVX2, 8 x 16
 # (one AVX-512 register a column) and 4 x 16 (two AVX2 ones) for Wo = 8; workgroups of whole rows
 # and a quarter of the groups (112 of them) in the first case. Unit dims (one image, one
