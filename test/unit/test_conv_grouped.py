@@ -2,8 +2,9 @@
 NHWC input vectorized along each group's output channels on CPU (cpu-conv-grouped-direct,
 conv_direct.grouped_conv, fusilli-conv-layout): numerics against the NumPy reference (padding,
 stride, dilation, rectangular kernels and images, one channel per group with several filters,
-f16/bf16 computed in f32, a bias + relu epilogue that adds no dispatch, AVX2 code), the rule's
-reach, the IR and the register tile per ISA."""
+f16/bf16 computed in f32, a bias + relu epilogue: no dispatch added after a 1x1 filter, one after a
+3x3, AVX2 code), the rule's reach, the IR and the register tile per ISA, and stride-1 grouped data
+gradients, which run as the same conv."""
 
 from __future__ import annotations
 
