@@ -399,6 +399,8 @@ def _rewrite_grouped(op: ir.Operation, target: Target) -> bool:
     element = yt.element
     facts = rules.conv_facts((fy, fx), stride, dilation, groups, True, n, (oh, ow), per_group, padding)
     flops = 2 * n * oh * ow * k * per_group * fy * fx
+    # A stride-1 dgrad is this forward conv of DY (fusilli/lowering/conv.py); the rule's dgrad
+    # checks (stride 1, no negative padding) hold for it, so asking as a forward conv agrees.
     problem = rules.Problem("conv_fprop", DataType.from_mlir_name(element), flops, facts)
     choice = rules.choose(problem, target, "algorithm")
     if choice is None or choice.rule is not rules.CPU_CONV_GROUPED_DIRECT:
