@@ -407,23 +407,35 @@ def _rewrite_grouped(op: ir.Operation, target: Target) -> bool:
         return False
     b = ir.TorchBuilder()
     with ir.InsertionPoint(op), op.location:
-        x_nhwc, w_krsc = b.permute(x, TO_NHWC), b.permute(w, TO_NHWC)
-        if element != "f32":
-            x_nhwc = b.to_dtype(x_nhwc, "f32", _FLOAT_CODES["f32"])
-            w_krsc = b.to_dtype(w_krsc, "f32", _FLOAT_CODES["f32"])
+        x_nhwc, w_krsc = _channels_last_in_f32(b, element, x, w)
         xin = b.to_builtin(x_nhwc)
         if any(padding):
             xin = conv_direct.padded_copy(xin, padding)
         y = conv_direct.grouped_conv(
             xin, b.to_builtin(w_krsc), groups, (n, oh, ow, k), stride, dilation, rules.vector_isa(target)
         )
-        y_nhwc = b.op("torch_c.from_builtin_tensor", [y], ir.vtensor_type([n, oh, ow, k], "f32"))
-        if element != "f32":
-            y_nhwc = b.to_dtype(y_nhwc, element, _FLOAT_CODES[element])
-        y = b.permute(y_nhwc, TO_NCHW)
+        y = _from_f32(b, y, [n, oh, ow, k], element, TO_NCHW)
     op.results[0].replace_all_uses_with(y)
     op.erase()
     return True
+
+
+def _channels_last_in_f32(b: ir.TorchBuilder, element: str, *values: ir.Value) -> list[ir.Value]:
+    """``values`` (NCHW-ordered torch tensors of a conv) permuted channels-last, then cast to f32
+    unless ``element`` is f32: the f32 operands the CPU conv rewrites compute with."""
+    out = [b.permute(v, TO_NHWC) for v in values]
+    if element != "f32":
+        out = [b.to_dtype(v, "f32", _FLOAT_CODES["f32"]) for v in out]
+    return out
+
+
+def _from_f32(b: ir.TorchBuilder, value: ir.Value, dims: list[int], element: str, perm: list[int]) -> ir.Value:
+    """The f32 builtin tensor ``value`` of ``dims`` as a torch tensor, rounded once to ``element``
+    unless that is f32 (epilogue fusion folds the rounding into the epilogue), permuted by ``perm``."""
+    out = b.op("torch_c.from_builtin_tensor", [value], ir.vtensor_type(dims, "f32"))
+    if element != "f32":
+        out = b.to_dtype(out, element, _FLOAT_CODES[element])
+    return b.permute(out, perm)
 
 
 def _conv_attrs(op: ir.Operation, first: int) -> tuple[list[int], list[int], list[int], bool, int] | None:
@@ -931,10 +943,7 @@ def _rewrite_strided_dgrad(op: ir.Operation, target: Target) -> bool:
         return False
     b = ir.TorchBuilder()
     with ir.InsertionPoint(op), op.location:
-        dy_nhwc, w_krsc = b.permute(dy, TO_NHWC), b.permute(w, TO_NHWC)
-        if element != "f32":
-            dy_nhwc = b.to_dtype(dy_nhwc, "f32", _FLOAT_CODES["f32"])
-            w_krsc = b.to_dtype(w_krsc, "f32", _FLOAT_CODES["f32"])
+        dy_nhwc, w_krsc = _channels_last_in_f32(b, element, dy, w)
         if polyphase_m is not None:
             wplan = winograd.WinogradPlan(
                 polyphase_m, n, oh, ow, k, c, h, wd, (padding[0], padding[1]), stride=2, transposed=True
@@ -946,10 +955,7 @@ def _rewrite_strided_dgrad(op: ir.Operation, target: Target) -> bool:
             dx = _col2im_gemm(
                 b, dy_nhwc, w_krsc, (n, oh, ow, k), (h, wd, c), (fy, fx), stride, padding, dilation, target
             )
-        dx_nhwc = b.op("torch_c.from_builtin_tensor", [dx], ir.vtensor_type([n, h, wd, c], "f32"))
-        if element != "f32":
-            dx_nhwc = b.to_dtype(dx_nhwc, element, _FLOAT_CODES[element])
-        result = b.permute(dx_nhwc, TO_NCHW)
+        result = _from_f32(b, dx, [n, h, wd, c], element, TO_NCHW)
     op.results[0].replace_all_uses_with(result)
     op.erase()
     return True
@@ -1075,10 +1081,7 @@ def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
     element = dwt.element
     b = ir.TorchBuilder()
     with ir.InsertionPoint(op), op.location:
-        x_nhwc, dy_nhwc = b.permute(x, TO_NHWC), b.permute(dy, TO_NHWC)
-        if element != "f32":
-            x_nhwc = b.to_dtype(x_nhwc, "f32", _FLOAT_CODES["f32"])
-            dy_nhwc = b.to_dtype(dy_nhwc, "f32", _FLOAT_CODES["f32"])
+        x_nhwc, dy_nhwc = _channels_last_in_f32(b, element, x, dy)
         flops = 2 * n * oh * ow * k * c * fy * fx
         facts = rules.conv_facts((fy, fx), stride, dilation, 1, True, n, (oh, ow), c, padding)
         problem = rules.Problem("conv_wgrad", DataType.from_mlir_name(element), flops, facts)
@@ -1089,18 +1092,12 @@ def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
                 dw = winograd.polyphase_wgrad(x_b, dy_b, padding, polyphase_m, isa)
             else:
                 dw = winograd.winograd_wgrad(x_b, dy_b, padding, isa)
-            dw_krsc = b.op("torch_c.from_builtin_tensor", [dw], ir.vtensor_type([k, fy, fx, c], "f32"))
-            if element != "f32":
-                dw_krsc = b.to_dtype(dw_krsc, element, _FLOAT_CODES[element])
-            result = b.permute(dw_krsc, TO_NCHW)
+            result = _from_f32(b, dw, [k, fy, fx, c], element, TO_NCHW)
         elif row_block_wgrad(pipeline.CONV_LOWERING, problem, target):
             dw_t = _row_block_wgrad(
                 b.to_builtin(x_nhwc), b.to_builtin(dy_nhwc), (fy, fx), stride, padding, rules.vector_isa(target)
             )
-            dw_filter = b.op("torch_c.from_builtin_tensor", [dw_t], ir.vtensor_type([fy, fx, c, k], "f32"))
-            if element != "f32":
-                dw_filter = b.to_dtype(dw_filter, element, _FLOAT_CODES[element])
-            result = b.permute(dw_filter, [3, 2, 0, 1])
+            result = _from_f32(b, dw_t, [fy, fx, c, k], element, [3, 2, 0, 1])
         else:
             # The patches read through the padding (conv_direct.padded_patches): no padded copy of X,
             # and the gather (vectors along C, masked at the border) ran faster than a tensor.pad and a
@@ -1157,10 +1154,7 @@ def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
             if info is not None:
                 mm.owner.attributes["compilation_info"] = info
             dw = ir.expand_shape(mm, groups, dw_shape)
-            dw_filter = b.op("torch_c.from_builtin_tensor", [dw], ir.vtensor_type(dw_shape, "f32"))
-            if element != "f32":
-                dw_filter = b.to_dtype(dw_filter, element, _FLOAT_CODES[element])
-            result = b.permute(dw_filter, to_nchw)
+            result = _from_f32(b, dw, dw_shape, element, to_nchw)
     op.results[1].replace_all_uses_with(result)
     op.erase()
     return True
