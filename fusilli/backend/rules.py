@@ -694,6 +694,38 @@ def CPU_CONV_GROUPED_DIRECT(p: Problem, t: Target) -> str | None:
 
 
 @rule(
+    "cpu-conv-grouped-wgrad",
+    Backend.CPU,
+    ("conv_wgrad",),
+    "algorithm",
+    evidence=(
+        "Zen 5 VM (znver5), ResNeXt-50's 3x3 g32 weight gradients (benchmarks/resnext50_grad.txt), "
+        "torch.aten.convolution_backward -> one contraction per filter tap over chunks of output rows laid "
+        "out flat (conv_direct.grouped_wgrad, gemm_config.grouped_wgrad_compilation_info), old and new code "
+        "in alternating fusilli-benchmark --compare torch processes, two rounds, ratio to PyTorch: "
+        "8x256x28x28 0.04-0.05 -> 0.39-0.44, 8x1024x7x7 0.03-0.04 -> 0.52-0.66, 1x1024x7x7 0.06-0.07 -> "
+        "0.77-1.22, every row 0.03-0.27 -> 0.29-1.35; as x86-64-v3 code (PyTorch held to AVX2), one round, "
+        "0.04-0.24 -> 0.38-1.24"
+    ),
+)
+def CPU_CONV_GROUPED_WGRAD(p: Problem, t: Target) -> str | None:
+    if not p.fact("channels_last") or p.element not in (DataType.FLOAT, *_LOW_PRECISION):
+        return None
+    kernel, groups = p.fact("kernel", ()), int(p.fact("groups", 1))
+    if len(kernel) != 2 or groups < 2 or math.prod(kernel) > CPU_CONV_GROUPED_MAX_TAPS:
+        return None
+    if vector_isa(t) == "generic":
+        return None
+    per_group, out_per_group = int(p.fact("channels", 0)), conv_out_channels(p) // groups
+    if per_group == 0 or per_group == out_per_group == 1:
+        return None  # not known; depthwise
+    return (
+        f"{groups} groups of {per_group} -> {out_per_group} channels: one contraction per filter tap over "
+        f"chunks of output rows, vectors along a group's {out_per_group} output channels"
+    )
+
+
+@rule(
     "cpu-conv-direct-few-channels",
     Backend.CPU,
     ("conv_fprop",),

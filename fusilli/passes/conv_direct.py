@@ -15,7 +15,8 @@ of the taps that land on it.
 
 Grouped convs of several channels per group (``grouped_conv``) are a reduction generic whose
 operands are the filter's taps, views of the input padded by ``padded_copy`` (the same clamped
-read, written once).
+read, written once); their weight gradients (``grouped_wgrad``) one contraction per tap over
+chunks of output rows that two such gathers lay out flat.
 """
 
 from __future__ import annotations
@@ -327,3 +328,233 @@ def _as_nhwk(value: ir.Value, kg_kept: bool, nhwk: list[int]) -> ir.Value:
             reassociation.append(pending)
             pending = []
     return value if len(reassociation) == 4 else ir.expand_shape(value, reassociation, list(nhwk))
+
+
+# Addresses this far apart share an L1 set (x86's 4 KiB aliasing).
+_ALIASING_BYTES = 4096
+
+# The iteration dims of grouped_wgrad's per-tap generic, in order, and those of its operands.
+_WGRAD_DIMS = ("n", "chunk", "g", "cg", "kg", "p")
+_WGRAD_X_DIMS, _WGRAD_DY_DIMS, _WGRAD_OUT_DIMS = (
+    ("n", "chunk", "p", "g", "cg"),
+    ("n", "chunk", "p", "g", "kg"),
+    ("n", "chunk", "g", "cg", "kg"),
+)
+
+
+def grouped_wgrad(x_nhwc: ir.Value, dy_nhwc: ir.Value, groups: int, kernel, stride, padding, dilation, isa: str):
+    """``dw[g*Kg + kg, r, s, cg] = sum_{n,oh,ow} dy[n, oh, ow, g*Kg + kg] *
+    x_padded[n, oh*st + r*dil, ow*st + s*dil, g*Cg + cg]``: the weight gradient of a grouped conv
+    (rules.CPU_CONV_GROUPED_WGRAD) from its NHWC input and output gradient, as the KRSC filter
+    ``[G*Kg, R, S, Cg]`` in f32.
+
+    A tap's sum over every output position is a contraction of two views only if both walk the
+    positions with one stride: the taps of one generic (nine outputs) or a tap as an offset in a
+    map left IREE's code scalar, and two reduction dims (rows and columns) did too. So the output
+    positions are cut into chunks of ``rows`` output rows (gemm_config.grouped_wgrad_chunk_rows),
+    and two gathers (``_chunked_input``, ``_chunked_gradient``, each behind a barrier) lay a chunk
+    out flat with one row pitch ``Wq``: DY's rows padded with zero columns to ``Wq``, and X's rows
+    the chunk's taps reach, split into the stride's phases, so that tap ``(r, s)`` reads X at one
+    flat offset from the position it multiplies. Each tap is then one generic over
+    ``(n, chunk, g, cg, kg | p)`` summing a chunk's positions ``p`` into per-chunk partial sums,
+    vectorized along a group's output channels with X broadcast
+    (gemm_config.grouped_wgrad_compilation_info), and one last generic adds up the chunks. A chunk
+    (its gathered X and DY) stays in cache while a workgroup runs every group over it: where groups
+    share cache lines, chunks of whole images ran slower (8x128x56x56, a tap 1.12-1.49 ms against
+    0.83-0.91 for chunks of 7 rows). Dims of extent 1 are left out of the generics (IREE folds them away, and the lowering config
+    with them)."""
+    f32 = ir.RankedTensorType(x_nhwc.type).element_type
+    n, _, _, c = ir.RankedTensorType(x_nhwc.type).shape
+    _, oh, ow, k = ir.RankedTensorType(dy_nhwc.type).shape
+    fy, fx = kernel
+    per_group, out_per_group = c // groups, k // groups
+    # Tap r of the filter reads padded row oh*st + r*dil = (oh + r*dil // st)*st + r*dil % st: phase
+    # r*dil % st of the rows, shifted by r*dil // st rows of it (columns alike).
+    row_taps = [divmod(r * dilation[0], stride[0]) for r in range(fy)]
+    col_taps = [divmod(s * dilation[1], stride[1]) for s in range(fx)]
+    reach_rows, reach_cols = max(a for a, _ in row_taps), max(a for a, _ in col_taps)
+    pitch = ow + reach_cols  # Wq: a chunk's flat row pitch, DY's columns past Wo zero
+    partial_bytes = 4 * fy * fx * groups * per_group * out_per_group
+    rows = gemm_config.grouped_wgrad_chunk_rows(
+        oh, pitch, reach_rows, c * stride[0] * stride[1], k, min(per_group, out_per_group), partial_bytes
+    )
+    chunks = oh // rows
+    # The last row's columns past Wo are left out of the views: the last tap's view then ends on
+    # the gathered chunk's last element.
+    positions = (rows - 1) * pitch + ow
+    # A position's C (or K) f32 apart a multiple of 4 KiB (C = 1024), a vector step's positions fell
+    # into one L1 set: there the gathers' channels are one group more than C and K, a tap's
+    # contraction 199-213 -> 113-122 us (8x1024x7x7) for gathers twice as slow (58 -> 116 us: the
+    # clamped channel read no longer a vector load); at C = 512 that ran even (s2 8x512x28x28, a call
+    # 5.12 -> 5.17 ms), at C = 128 it lost (10.7 -> 15.0 ms).
+    x_groups = groups + int((4 * c) % _ALIASING_BYTES == 0)
+    dy_groups = groups + int((4 * k) % _ALIASING_BYTES == 0)
+    x_flat = _chunked_input(x_nhwc, chunks, rows, pitch, reach_rows, stride, padding, x_groups * per_group)
+    dy_flat = _chunked_gradient(dy_nhwc, chunks, rows, pitch, dy_groups * out_per_group)
+    extent = {"n": n, "chunk": chunks, "g": groups, "cg": per_group, "kg": out_per_group, "p": positions}
+    dims = [name for name in _WGRAD_DIMS if extent[name] > 1 or name == "p"]
+    position = {name: i for i, name in enumerate(dims)}
+
+    def kept(names: tuple[str, ...]) -> list[str]:
+        return [name for name in names if name in position]
+
+    def operand_type(names: tuple[str, ...]) -> ir.RankedTensorType:
+        return ir.RankedTensorType.get([extent[name] for name in kept(names)], f32)
+
+    def operand_map(names: tuple[str, ...]) -> ir.AffineMap:
+        return ir.AffineMap.get(len(dims), 0, [ir.AffineDimExpr.get(position[name]) for name in kept(names)])
+
+    x6 = ir.expand_shape(
+        x_flat, [[0], [1], [2], [3], [4, 5]], [*ir.RankedTensorType(x_flat.type).shape[:4], x_groups, per_group]
+    )
+    dy5 = ir.expand_shape(dy_flat, [[0], [1], [2], [3, 4]], [n, chunks, rows * pitch, dy_groups, out_per_group])
+    dy_type = operand_type(_WGRAD_DY_DIMS)
+    dy_view = ir.tensor.ExtractSliceOp(
+        dy_type, dy5, [], [], [], [0] * 5, [n, chunks, positions, groups, out_per_group], [1] * 5
+    ).result
+    x_type, out_type = operand_type(_WGRAD_X_DIMS), operand_type(_WGRAD_OUT_DIMS)
+    zero = ir.arith.ConstantOp(f32, 0.0).result
+    init = ir.linalg.fill(zero, outs=[ir.tensor.EmptyOp(out_type.shape, f32).result])
+    info = gemm_config.grouped_wgrad_compilation_info(isa, {name: extent[name] for name in dims})
+    partial_shape = [fy, fx, *out_type.shape]
+    partials = ir.tensor.EmptyOp(partial_shape, f32).result
+    for r, (row_shift, row_phase) in enumerate(row_taps):
+        for s, (col_shift, col_phase) in enumerate(col_taps):
+            offset = row_shift * pitch + col_shift
+            x_view = ir.tensor.ExtractSliceOp(
+                x_type,
+                x6,
+                [],
+                [],
+                [],
+                [0, 0, row_phase * stride[1] + col_phase, offset, 0, 0],
+                [n, chunks, 1, positions, groups, per_group],
+                [1] * 6,
+            ).result
+            tap = ir.linalg.GenericOp(
+                [out_type],
+                [x_view, dy_view],
+                [init],
+                ir.indexing_maps(operand_map(_WGRAD_X_DIMS), operand_map(_WGRAD_DY_DIMS), operand_map(_WGRAD_OUT_DIMS)),
+                ir.iterator_types(*["reduction" if name == "p" else "parallel" for name in dims]),
+            )
+            block = tap.regions[0].blocks.append(f32, f32, f32)
+            with ir.InsertionPoint(block):
+                xv, dyv, acc = block.arguments
+                ir.linalg.YieldOp([ir.arith.AddFOp(acc, ir.arith.MulFOp(xv, dyv).result).result])
+            if info is not None:
+                tap.attributes["compilation_info"] = info
+            rank = len(out_type.shape)
+            partials = ir.tensor.InsertSliceOp(
+                tap.result, partials, [], [], [], [r, s] + [0] * rank, [1, 1, *out_type.shape], [1] * (rank + 2)
+            ).result
+    return _sum_chunks(partials, [name for name in _WGRAD_OUT_DIMS if name in position], extent, (fy, fx))
+
+
+def _chunked_input(
+    x_nhwc: ir.Value, chunks: int, rows: int, pitch: int, reach_rows: int, stride, padding, channels: int
+):
+    """``[N, chunks, phases, (rows + reach_rows) * pitch, channels]``: for each chunk of ``rows``
+    output rows, the padded input rows its taps read (``rows + reach_rows`` of each row phase),
+    split into the stride's phases (row phase major) and laid out flat with row pitch ``pitch``;
+    ``channels`` from C up (``_gather``)."""
+    xt = ir.RankedTensorType(x_nhwc.type)
+    f32 = xt.element_type
+    n, h, w, c = xt.shape
+    chunk_rows = rows + reach_rows
+
+    def source(index: list[ir.Value]):
+        b, chunk, phase_row, phase_col, j, col = index
+        row = ir.arith.AddIOp(ir.arith.MulIOp(chunk, _index(rows)).result, j).result
+        row = ir.arith.AddIOp(ir.arith.MulIOp(row, _index(stride[0])).result, phase_row).result
+        col = ir.arith.AddIOp(ir.arith.MulIOp(col, _index(stride[1])).result, phase_col).result
+        row, row_ok = _source(row, padding[0], h)
+        col, col_ok = _source(col, padding[1], w)
+        return [b, row, col], ir.arith.AndIOp(row_ok, col_ok).result
+
+    gathered = _gather(x_nhwc, [n, chunks, stride[0], stride[1], chunk_rows, pitch, channels], source)
+    return ir.tensor.CollapseShapeOp(
+        ir.RankedTensorType.get([n, chunks, stride[0] * stride[1], chunk_rows * pitch, channels], f32),
+        gathered,
+        ir.reassociation([[0], [1], [2, 3], [4, 5], [6]]),
+    ).result
+
+
+def _chunked_gradient(dy_nhwc: ir.Value, chunks: int, rows: int, pitch: int, channels: int) -> ir.Value:
+    """``[N, chunks, rows * pitch, channels]``: DY's rows in chunks of ``rows``, each row padded with
+    zero columns to ``pitch``, ``channels`` from K up (``_gather``)."""
+    dt = ir.RankedTensorType(dy_nhwc.type)
+    n, oh, ow, k = dt.shape
+
+    def source(index: list[ir.Value]):
+        b, chunk, i, col = index
+        row = ir.arith.AddIOp(ir.arith.MulIOp(chunk, _index(rows)).result, i).result
+        col, col_ok = _source(col, 0, ow)
+        return [b, row, col], col_ok
+
+    gathered = _gather(dy_nhwc, [n, chunks, rows, pitch, channels], source)
+    return ir.tensor.CollapseShapeOp(
+        ir.RankedTensorType.get([n, chunks, rows * pitch, channels], dt.element_type),
+        gathered,
+        ir.reassociation([[0], [1], [2, 3], [4]]),
+    ).result
+
+
+def _gather(nhwc: ir.Value, shape: list[int], source) -> ir.Value:
+    """A tensor of ``shape`` written by one all-parallel generic, behind a barrier: element
+    ``[..., ch]`` is ``nhwc[b, row, col, ch]`` where ``source(outer indices)`` gives ``([b, row, col],
+    in-bounds flag)``, zero where out of bounds or ``ch`` is past ``nhwc``'s channels."""
+    f32 = ir.RankedTensorType(nhwc.type).element_type
+    c = ir.RankedTensorType(nhwc.type).get_dim_size(3)
+    rank = len(shape)
+    empty = ir.tensor.EmptyOp(shape, f32).result
+    gather = ir.linalg.GenericOp(
+        [empty.type],
+        [],
+        [empty],
+        ir.indexing_maps(ir.AffineMap.get_identity(rank)),
+        ir.iterator_types(*["parallel"] * rank),
+    )
+    block = gather.regions[0].blocks.append(f32)
+    with ir.InsertionPoint(block):
+        index = [ir.linalg.IndexOp(i).result for i in range(rank)]
+        position, ok = source(index[:-1])
+        ch = index[-1]
+        if shape[-1] != c:
+            ch, ch_ok = _source(ch, 0, c)
+            ok = ir.arith.AndIOp(ok, ch_ok).result
+        v = ir.tensor.ExtractOp(nhwc, [*position, ch]).result
+        ir.linalg.YieldOp([ir.arith.SelectOp(ok, v, ir.arith.ConstantOp(f32, 0.0).result).result])
+    return ir.fusion_barrier(gather.result)
+
+
+def _sum_chunks(partials: ir.Value, partial_dims: list[str], extent: dict[str, int], kernel) -> ir.Value:
+    """The KRSC filter ``[G*Kg, R, S, Cg]`` from the taps' per-chunk sums ``partials``
+    (``[R, S, *partial_dims]``, ``partial_dims`` the kept ones of ``n, chunk, g, cg, kg``): one
+    generic over ``(g, kg, r, s, cg | n, chunk)``."""
+    f32 = ir.RankedTensorType(partials.type).element_type
+    summed = [name for name in ("n", "chunk") if name in partial_dims]
+    dims = ["g", "kg", "r", "s", "cg", *summed]
+    position = {name: i for i, name in enumerate(dims)}
+    groups, per_group, out_per_group = extent["g"], extent["cg"], extent["kg"]
+    out_shape = [groups, out_per_group, kernel[0], kernel[1], per_group]
+    init = ir.linalg.fill(ir.arith.ConstantOp(f32, 0.0).result, outs=[ir.tensor.EmptyOp(out_shape, f32).result])
+
+    def affine(names) -> ir.AffineMap:
+        return ir.AffineMap.get(len(dims), 0, [ir.AffineDimExpr.get(position[name]) for name in names])
+
+    total = ir.linalg.GenericOp(
+        [init.type],
+        [partials],
+        [init],
+        ir.indexing_maps(affine(["r", "s", *partial_dims]), affine(["g", "kg", "r", "s", "cg"])),
+        ir.iterator_types(*["reduction" if name in summed else "parallel" for name in dims]),
+    )
+    block = total.regions[0].blocks.append(f32, f32)
+    with ir.InsertionPoint(block):
+        ir.linalg.YieldOp([ir.arith.AddFOp(block.arguments[1], block.arguments[0]).result])
+    return ir.tensor.CollapseShapeOp(
+        ir.RankedTensorType.get([groups * out_per_group, kernel[0], kernel[1], per_group], f32),
+        total.result,
+        ir.reassociation([[0, 1], [2], [3], [4]]),
+    ).result

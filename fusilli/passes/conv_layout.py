@@ -140,7 +140,9 @@ class ConvLayoutPass(Pass):
                         or _compute_in_f32(op)
                     ):
                         changed = True
-                    elif op.name == "torch.aten.convolution_backward" and _rewrite_wgrad(op, target):
+                    elif op.name == "torch.aten.convolution_backward" and (
+                        _rewrite_wgrad(op, target) or _rewrite_grouped_wgrad(op, target)
+                    ):
                         changed = True
         if changed:
             FoldPermutesPass().run(module)
@@ -1155,6 +1157,58 @@ def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
                 mm.owner.attributes["compilation_info"] = info
             dw = ir.expand_shape(mm, groups, dw_shape)
             result = _from_f32(b, dw, dw_shape, element, to_nchw)
+    op.results[1].replace_all_uses_with(result)
+    op.erase()
+    return True
+
+
+def _rewrite_grouped_wgrad(op: ir.Operation, target: Target) -> bool:
+    """A channels-last weight gradient of a grouped conv of several channels per group (ResNeXt's
+    3x3 g32; rules.CPU_CONV_GROUPED_WGRAD) as ``conv_direct.grouped_wgrad``: one contraction per
+    filter tap over chunks of output rows, then their sum; f16/bf16 computed in f32.
+
+    Left to ``torch.aten.convolution_backward`` it ran at 0.05 of PyTorch (BENCHMARKS.md,
+    "twenty-third session")."""
+    dy, x = op.operands[0], op.operands[1]
+    dyt, xt, dwt = ir.TensorType.of(dy), ir.TensorType.of(x), ir.TensorType.of(op.results[1])
+    if dyt.rank != 4 or xt.rank != 4 or any(d == DYNAMIC for d in dyt.dims + xt.dims + dwt.dims):
+        return False
+    if xt.element not in _FLOAT_CODES or dyt.element != xt.element or dwt.element != xt.element:
+        return False
+    if any(list(r.uses) for r in (op.results[0], op.results[2])):
+        return False
+    if not all(permutation_of(defining_op(v)) == TO_NCHW for v in (x, dy)):
+        return False
+    attrs = _conv_attrs(op, 4)
+    if attrs is None:
+        return False
+    stride, padding, dilation, transposed, groups = attrs
+    if len(stride) != 2 or len(padding) != 2 or len(dilation) != 2 or transposed or groups < 2:
+        return False
+    n, k, oh, ow = dyt.dims
+    _, per_group, fy, fx = dwt.dims
+    element = dwt.element
+    facts = rules.conv_facts((fy, fx), stride, dilation, groups, True, n, (oh, ow), per_group, padding)
+    problem = rules.Problem(
+        "conv_wgrad", DataType.from_mlir_name(element), 2 * n * oh * ow * k * per_group * fy * fx, facts
+    )
+    choice = rules.choose(problem, target, "algorithm")
+    if choice is None or choice.rule is not rules.CPU_CONV_GROUPED_WGRAD:
+        return False
+    b = ir.TorchBuilder()
+    with ir.InsertionPoint(op), op.location:
+        x_nhwc, dy_nhwc = _channels_last_in_f32(b, element, x, dy)
+        dw = conv_direct.grouped_wgrad(
+            b.to_builtin(x_nhwc),
+            b.to_builtin(dy_nhwc),
+            groups,
+            (fy, fx),
+            stride,
+            padding,
+            dilation,
+            rules.vector_isa(target),
+        )
+        result = _from_f32(b, dw, [k, fy, fx, per_group], element, TO_NCHW)
     op.results[1].replace_all_uses_with(result)
     op.erase()
     return True

@@ -1089,3 +1089,82 @@ def grouped_conv_compilation_info(isa: str, dims: dict[str, int]) -> ir.Attribut
         "{enable_loop_peeling}>>"
     )
     return ir.Attribute.parse(text)
+
+
+# Grouped weight gradients (rules.CPU_CONV_GROUPED_WGRAD, conv_direct.grouped_wgrad): each tap a
+# reduction generic over (n, chunk, g, cg, kg | p) summing a chunk's output positions, vectorized
+# along a group's Kg output channels with X broadcast, a register tile of input channels x Kg.
+# A chunk is the most output rows, dividing Ho, whose gathered X and DY (f32) fit in this many
+# bytes, so that a workgroup's pass of every group over its chunk reads it from cache (more where
+# the chunk's partial sums would outweigh it) ...
+GROUPED_WGRAD_CHUNK_BYTES = 1 << 20
+CACHE_LINE_BYTES = 64
+# ... about this many accumulator registers, Kg up to 2 registers wide, this many positions per
+# vector step.
+GROUPED_WGRAD_ACCUMULATORS = 8
+GROUPED_WGRAD_CHANNEL_REGISTERS = 2
+GROUPED_WGRAD_POSITIONS = 8
+
+
+def grouped_wgrad_chunk_rows(
+    out_rows: int,
+    pitch: int,
+    reach_rows: int,
+    x_channels: int,
+    out_channels: int,
+    group_floats: int,
+    partial_bytes: int,
+) -> int:
+    """Output rows per chunk of conv_direct.grouped_wgrad, a divisor of ``out_rows``. Where a
+    group's channels (``group_floats``: the fewer of its input and output channels) fill whole
+    cache lines, no two groups share a line and a chunk is a whole image. Otherwise the most rows
+    whose gathered input (``rows + reach_rows`` rows of ``pitch`` positions, ``x_channels`` f32
+    each over the stride's phases) and output gradient (``rows`` of ``pitch`` x ``out_channels``)
+    fit in GROUPED_WGRAD_CHUNK_BYTES (one row where none does), then more while a chunk's
+    ``partial_bytes`` of partial sums, written and read back once, outweigh its data (3x3 g32 s2
+    8x1024x14x14: 56 chunks of one row summed 66 MB of partial sums in 1.8-2.1 ms)."""
+    if 4 * group_floats >= CACHE_LINE_BYTES:
+        return out_rows
+
+    def size(rows: int) -> int:
+        return 4 * pitch * ((rows + reach_rows) * x_channels + rows * out_channels)
+
+    divisors = [d for d in range(1, out_rows + 1) if out_rows % d == 0]
+    rows = max((d for d in divisors if size(d) <= GROUPED_WGRAD_CHUNK_BYTES), default=1)
+    return min((d for d in divisors if d >= rows and partial_bytes <= size(d)), default=out_rows)
+
+
+def grouped_wgrad_compilation_info(isa: str, dims: dict[str, int]) -> ir.Attribute | None:
+    """The ``compilation_info`` of conv_direct.grouped_wgrad's per-tap generics on ``isa`` (None for
+    ISAs without a tile), over its iteration ``dims`` (``n, chunk, g, cg, kg, p`` by name and extent,
+    those of extent 1 left out): a register tile of a group's output channels (up to
+    GROUPED_WGRAD_CHANNEL_REGISTERS registers) by its input channels (up to
+    GROUPED_WGRAD_ACCUMULATORS accumulators), GROUPED_WGRAD_POSITIONS positions per vector step,
+    workgroups of one chunk and of the most groups that split evenly over the pool (pool_share)."""
+    if isa not in GROUPED_CONV_ISAS:
+        return None
+    groups, per_group, out_per_group = dims.get("g", 1), dims.get("cg", 1), dims.get("kg", 1)
+    lanes = F32_LANES[isa]
+    vec_kg = max(
+        d for d in range(1, min(out_per_group, GROUPED_WGRAD_CHANNEL_REGISTERS * lanes) + 1) if out_per_group % d == 0
+    )
+    accumulators = max(1, GROUPED_WGRAD_ACCUMULATORS // -(-vec_kg // lanes))
+    vec_cg = max(d for d in range(1, min(per_group, accumulators) + 1) if per_group % d == 0)
+    chunks = dims.get("n", 1) * dims.get("chunk", 1)
+    group_tiles = sorted((d for d in range(1, groups + 1) if groups % d == 0), reverse=True)
+    dist_g = min(group_tiles, key=lambda d: pool_share(chunks * (groups // d)))
+    distribution = {"n": 1, "chunk": 1, "g": dist_g, "cg": per_group, "kg": out_per_group, "p": 0}
+    vector = {"n": 1, "chunk": 1, "g": 1, "cg": vec_cg, "kg": vec_kg, "p": 0}
+    reduction = {name: GROUPED_WGRAD_POSITIONS if name == "p" else 0 for name in dims}
+
+    def tiles(sizes: dict[str, int]) -> str:
+        return "[" + ", ".join(str(sizes[name]) for name in dims) + "]"
+
+    text = (
+        "#iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<"
+        f"distribution = {tiles(distribution)}, vector_common_parallel = {tiles(vector)}, "
+        f"vector_reduction = {tiles(reduction)}>, "
+        "translation_info = #iree_codegen.translation_info<pipeline = #iree_cpu.pipeline<DoubleTilingExpert>, "
+        "{enable_loop_peeling}>>"
+    )
+    return ir.Attribute.parse(text)

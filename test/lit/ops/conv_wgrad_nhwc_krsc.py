@@ -22,10 +22,13 @@ if len(sys.argv) > 1 and sys.argv[1] == "stats":
 
     @run
     def stats_conv_wgrad_nhwc_krsc():
-        print_stats(build())
+        print_stats(build(), arch="znver4")
 
+    # A grouped weight gradient on an AVX-512 CPU (cpu-conv-grouped-wgrad): two gathers, one
+    # contraction per filter tap, the chunks' sum (IREE's convolution_backward: 2; this one ran
+    # 7 us either way, larger ones 2-20x faster: BENCHMARKS.md, "twenty-third session").
     # STATS-LABEL: TEST: stats_conv_wgrad_nhwc_krsc
-    # STATS: dispatch-count: 2
+    # STATS: dispatch-count: 12
 else:
 
     @run
