@@ -627,10 +627,19 @@ CPU_CONV_DIRECT_MAX_CHANNELS = 4
 IM2COL_FLAGS = ("--iree-global-opt-use-im2col-for-convs",)
 
 
+def _transposed_dgrad(p: Problem) -> bool:
+    """Whether a data gradient runs as a transposed conv (fusilli/lowering/conv.py: strided, or
+    padded beyond its filter's reach) rather than as the forward conv of DY with the flipped filter."""
+    kernel = p.fact("kernel", ())
+    return any(st != 1 for st in p.fact("stride", ())) or any(
+        pad > d * (k - 1) for pad, d, k in zip(p.fact("padding", ()), p.fact("dilation", ()), kernel)
+    )
+
+
 @rule(
     "cpu-conv-depthwise",
     Backend.CPU,
-    ("conv_fprop",),
+    ("conv_fprop", "conv_dgrad"),
     "algorithm",
     evidence=(
         "Zen 5 VM (znver5), fusilli-benchmark --compare torch, ratio to PyTorch: torch-mlir's grouped NCHW "
@@ -638,12 +647,16 @@ IM2COL_FLAGS = ("--iree-global-opt-use-im2col-for-convs",)
         "materialized: 3x3 1x32x112x112 g32 0.08 -> 1.04, 3x3 8x144x56x56 g144 0.05 -> 0.41-0.45; the "
         "filter folded into the conv (read with a stride of R*S along the vectorized channels) 0.11 / "
         "0.06; explicit ConvTileAndDecomposeExpert tiles (8x16, 4x32, 4x16 output columns x channels) "
-        "no faster than IREE's own"
+        "no faster than IREE's own. Stride-1 data gradients (the forward conv of DY with the flipped filter) "
+        "took it before the rule named them: 3x3 dgrad 1x32x112x112 11-14x PyTorch, 8x144x56x56 16-34x, "
+        "8x384x14x14 3.2-4.0x"
     ),
 )
 def CPU_CONV_DEPTHWISE(p: Problem, t: Target) -> str | None:
     if not p.fact("channels_last") or p.element != DataType.FLOAT or len(p.fact("kernel", ())) != 2:
         return None
+    if p.kind == "conv_dgrad" and _transposed_dgrad(p):
+        return None  # a transposed conv (fusilli/lowering/conv.py), not a forward one of the flipped filter
     groups = int(p.fact("groups", 1))
     if groups < 2 or int(p.fact("channels", 0)) != 1 or conv_out_channels(p) != groups:
         return None
@@ -679,10 +692,7 @@ def CPU_CONV_GROUPED_DIRECT(p: Problem, t: Target) -> str | None:
         return None
     if vector_isa(t) == "generic":
         return None
-    if p.kind == "conv_dgrad" and (
-        any(st != 1 for st in p.fact("stride", ()))
-        or any(pad > d * (k - 1) for pad, d, k in zip(p.fact("padding", ()), p.fact("dilation", ()), kernel))
-    ):
+    if p.kind == "conv_dgrad" and _transposed_dgrad(p):
         return None  # a transposed conv (fusilli/lowering/conv.py), not a forward one of the flipped filter
     per_group, out_per_group = int(p.fact("channels", 0)), conv_out_channels(p) // groups
     if per_group == 0 or per_group == out_per_group == 1:
@@ -718,7 +728,7 @@ def CPU_CONV_GROUPED_WGRAD(p: Problem, t: Target) -> str | None:
         return None
     per_group, out_per_group = int(p.fact("channels", 0)), conv_out_channels(p) // groups
     if per_group == 0 or per_group == out_per_group == 1:
-        return None  # not known; depthwise
+        return None  # not known; depthwise (one contraction per tap over positions ran 0.05-0.11 of PyTorch)
     return (
         f"{groups} groups of {per_group} -> {out_per_group} channels: one contraction per filter tap over "
         f"chunks of output rows, vectors along a group's {out_per_group} output channels"

@@ -100,3 +100,27 @@ def test_graph_mixing_depthwise_and_im2col_convs_drops_im2col(cpu, rng):
     assert rules.CPU_CONV_IM2COL_DATA_TILING.applies(rules.problem_of(c3), target) is not None
     assert not set(rules.IM2COL_FLAGS) & set(rules.compile_flags(g.nodes, target))
     run_and_check(g, cpu, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
+
+
+def _depthwise_dgrad(name, dy_dim, padding, stride):
+    c = dy_dim[1]
+    dx_dim = [dy_dim[0], c] + [(dy_dim[2 + i] - 1) * stride[i] - 2 * padding[i] + 3 for i in range(2)]
+    g = fs.Graph(name=f"dw_dgrad_{name}")
+    dy = g.tensor(name="dy", dim=dy_dim, stride=fs.strides(dy_dim, "NHWC"))
+    w = g.tensor(name="w", dim=[c, 1, 3, 3], stride=fs.strides([c, 1, 3, 3], "NHWC"))
+    dx = g.conv_dgrad(dy, w, padding=list(padding), stride=list(stride), dilation=[1, 1], name="dgrad")
+    dx.set_dim(dx_dim).set_stride(fs.strides(dx_dim, "NHWC")).set_output(True).set_name("dx")
+    g.validate()
+    return g
+
+
+def test_depthwise_dgrad_is_the_depthwise_conv(cpu, rng):
+    """A stride-1 depthwise data gradient runs as the forward depthwise conv of DY with the flipped
+    filter (fusilli/lowering/conv.py), so fusilli-conv-layout makes it the depthwise conv, and the
+    rule covers conv_dgrad: g.explain names it, and a graph holding one drops IREE's im2col flag."""
+    g = _depthwise_dgrad("s1", [2, 16, 10, 9], (1, 1), (1, 1))
+    assert "linalg.depthwise_conv_2d_nhwc_hwc" in g.mlir("optimized")
+    assert "cpu-conv-depthwise (16 channels" in g.explain()
+    run_and_check(g, cpu, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-5, atol=1e-5)
+    strided = _depthwise_dgrad("s2", [1, 16, 5, 5], (1, 1), (2, 2))  # a transposed conv
+    assert "cpu-conv-depthwise" not in strided.explain()
