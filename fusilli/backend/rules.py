@@ -736,6 +736,32 @@ def CPU_CONV_GROUPED_WGRAD(p: Problem, t: Target) -> str | None:
 
 
 @rule(
+    "cpu-conv-depthwise-wgrad",
+    Backend.CPU,
+    ("conv_wgrad",),
+    "algorithm",
+    evidence=(
+        "Zen 5 VM (znver5), benchmarks/depthwise.txt's weight gradients, convolution_backward -> one "
+        "linalg.depthwise_conv_2d_nhwc_hwc of X with DY as the filter over the images' channels "
+        "(conv_direct.depthwise_wgrad), old and new code in alternating fusilli-benchmark --compare torch "
+        "processes, ratio to PyTorch, two rounds: 3x3 1x32x112x112 0.06-0.07 -> 0.28-0.33, 8x144x56x56 "
+        "0.07-0.08 -> 0.18, s2 8x144x56x56 0.06-0.11 -> 0.14-0.18, 8x384x14x14 0.08-0.09 -> 0.16-0.19; as "
+        "x86-64-v3 code 0.08-0.13 -> 0.15-0.29. One contraction per tap (cpu-conv-grouped-wgrad's form) ran "
+        "0.05-0.11"
+    ),
+)
+def CPU_CONV_DEPTHWISE_WGRAD(p: Problem, t: Target) -> str | None:
+    if not p.fact("channels_last") or p.element not in (DataType.FLOAT, *_LOW_PRECISION):
+        return None
+    groups = int(p.fact("groups", 1))
+    if len(p.fact("kernel", ())) != 2 or groups < 2 or vector_isa(t) == "generic":
+        return None
+    if int(p.fact("channels", 0)) != 1 or conv_out_channels(p) != groups:
+        return None
+    return f"{groups} channels, one filter each: a depthwise conv of X with DY as the filter, the images joining the channels"
+
+
+@rule(
     "cpu-conv-direct-few-channels",
     Backend.CPU,
     ("conv_fprop",),

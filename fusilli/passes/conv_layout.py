@@ -1165,7 +1165,9 @@ def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
 def _rewrite_grouped_wgrad(op: ir.Operation, target: Target) -> bool:
     """A channels-last weight gradient of a grouped conv of several channels per group (ResNeXt's
     3x3 g32; rules.CPU_CONV_GROUPED_WGRAD) as ``conv_direct.grouped_wgrad``: one contraction per
-    filter tap over chunks of output rows, then their sum; f16/bf16 computed in f32.
+    filter tap over chunks of output rows, then their sum; of a depthwise conv
+    (rules.CPU_CONV_DEPTHWISE_WGRAD) as ``conv_direct.depthwise_wgrad``: a depthwise conv of X with
+    DY as the filter; f16/bf16 computed in f32.
 
     Left to ``torch.aten.convolution_backward`` it ran at 0.05 of PyTorch (BENCHMARKS.md,
     "twenty-third session")."""
@@ -1193,21 +1195,18 @@ def _rewrite_grouped_wgrad(op: ir.Operation, target: Target) -> bool:
         "conv_wgrad", DataType.from_mlir_name(element), 2 * n * oh * ow * k * per_group * fy * fx, facts
     )
     choice = rules.choose(problem, target, "algorithm")
-    if choice is None or choice.rule is not rules.CPU_CONV_GROUPED_WGRAD:
+    if choice is None or choice.rule not in (rules.CPU_CONV_GROUPED_WGRAD, rules.CPU_CONV_DEPTHWISE_WGRAD):
         return False
     b = ir.TorchBuilder()
     with ir.InsertionPoint(op), op.location:
         x_nhwc, dy_nhwc = _channels_last_in_f32(b, element, x, dy)
-        dw = conv_direct.grouped_wgrad(
-            b.to_builtin(x_nhwc),
-            b.to_builtin(dy_nhwc),
-            groups,
-            (fy, fx),
-            stride,
-            padding,
-            dilation,
-            rules.vector_isa(target),
-        )
+        x_b, dy_b = b.to_builtin(x_nhwc), b.to_builtin(dy_nhwc)
+        if choice.rule is rules.CPU_CONV_DEPTHWISE_WGRAD:
+            dw = conv_direct.depthwise_wgrad(x_b, dy_b, (fy, fx), stride, padding, dilation)
+        else:
+            dw = conv_direct.grouped_wgrad(
+                x_b, dy_b, groups, (fy, fx), stride, padding, dilation, rules.vector_isa(target)
+            )
         result = _from_f32(b, dw, [k, fy, fx, per_group], element, TO_NCHW)
     op.results[1].replace_all_uses_with(result)
     op.erase()

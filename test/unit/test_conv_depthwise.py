@@ -124,3 +124,63 @@ def test_depthwise_dgrad_is_the_depthwise_conv(cpu, rng):
     run_and_check(g, cpu, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-5, atol=1e-5)
     strided = _depthwise_dgrad("s2", [1, 16, 5, 5], (1, 1), (2, 2))  # a transposed conv
     assert "cpu-conv-depthwise" not in strided.explain()
+
+
+# name: (x dims NCHW, kernel, padding, stride, dilation)
+WGRAD_CASES = {
+    "3x3_pad1": ([2, 16, 12, 11], (3, 3), (1, 1), (1, 1), (1, 1)),
+    "3x3_s2": ([3, 32, 15, 13], (3, 3), (1, 1), (2, 2), (1, 1)),
+    "5x3_dilated": ([1, 24, 16, 14], (5, 3), (4, 2), (1, 1), (2, 2)),
+    "3x3_unpadded_one_image": ([1, 8, 9, 10], (3, 3), (0, 0), (1, 1), (1, 1)),
+}
+
+
+def _depthwise_wgrad(name, x_dim, kernel, padding, stride, dilation, dtype=fs.DataType.FLOAT):
+    n, c = x_dim[:2]
+    dy_dim = [n, c] + [
+        (x_dim[2 + i] + 2 * padding[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1 for i in range(2)
+    ]
+    g = fs.Graph(name=f"dw_wgrad_{name}_{dtype.short_name}", io_data_type=dtype, compute_data_type=fs.DataType.FLOAT)
+    dy = g.tensor(name="dy", dim=dy_dim, stride=fs.strides(dy_dim, "NHWC"))
+    x = g.tensor(name="x", dim=x_dim, stride=fs.strides(x_dim, "NHWC"))
+    dw = g.conv_wgrad(dy, x, padding=list(padding), stride=list(stride), dilation=list(dilation), name="wgrad")
+    dw.set_dim([c, 1, *kernel]).set_stride(fs.strides([c, 1, *kernel], "NHWC")).set_output(True).set_name("dw")
+    g.validate()
+    return g
+
+
+@pytest.mark.parametrize("name", sorted(WGRAD_CASES))
+def test_depthwise_wgrad_is_a_depthwise_conv_of_x_with_dy(cpu, rng, name):
+    """cpu-conv-depthwise-wgrad: one linalg.depthwise_conv_2d_nhwc_hwc over the images' channels
+    (conv_direct.depthwise_wgrad), numerics against the reference."""
+    g = _depthwise_wgrad(name, *WGRAD_CASES[name])
+    text = g.mlir("optimized")
+    assert "linalg.depthwise_conv_2d_nhwc_hwc" in text and "convolution_backward" not in text
+    assert "cpu-conv-depthwise-wgrad" in g.explain()
+    run_and_check(g, cpu, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
+
+
+def test_depthwise_wgrad_ir():
+    """3x3 s2 3x32x15x13 (DY 8 x 7): the padded rows and columns the taps read (2*7 + 2 + 1 = 17,
+    2*6 + 2 + 1 = 15), the images joining the channels (3 x 32 = 96), DY [8, 7, 3, 32] as the
+    filter, the conv's strides the dilation and its dilations the stride, the images summed."""
+    text = _depthwise_wgrad("ir", *WGRAD_CASES["3x3_s2"]).mlir("optimized")
+    assert "tensor<17x15x3x32xf32>" in text and "tensor<8x7x3x32xf32>" in text
+    assert "tensor<1x17x15x96xf32>, tensor<8x7x96xf32>) outs(" in text
+    assert "dilations = dense<2> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>" in text
+    assert "tensor<1x3x3x3x32xf32>" in text and "tensor<32x3x3x1xf32>" in text
+
+
+@pytest.mark.parametrize("dtype", [fs.DataType.HALF, fs.DataType.BFLOAT16])
+def test_depthwise_wgrad_low_precision_computes_in_f32(cpu, rng, dtype):
+    g = _depthwise_wgrad("lp", [2, 16, 8, 8], (3, 3), (1, 1), (1, 1), (1, 1), dtype)
+    assert "linalg.depthwise_conv_2d_nhwc_hwc" in g.mlir("optimized")
+    run_and_check(g, cpu, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=3e-2, atol=3e-2)
+
+
+def test_depthwise_wgrad_rule_reach():
+    g = _depthwise_wgrad("reach", [1, 16, 8, 8], (3, 3), (1, 1), (1, 1), (1, 1))
+    (node,) = g.nodes
+    for arch, applies in (("znver5", True), ("x86-64-v3", True), ("x86-64", False)):
+        choice = rules.choose(rules.problem_of(node), Target.resolve("cpu", arch), "algorithm")
+        assert (choice is not None and choice.rule is rules.CPU_CONV_DEPTHWISE_WGRAD) == applies, arch

@@ -91,7 +91,7 @@ def test_grouped_wgrad_chunk_rows(rows, pitch, reach, x_channels, k, group, part
         ([8, 256, 28, 28], 256, 32, (3, 3), "x86-64-v3", True),
         ([8, 256, 28, 28], 256, 32, (3, 3), "x86-64", False),  # no vector ISA with a tile
         ([8, 256, 28, 28], 256, 32, (7, 7), "znver5", False),  # 49 taps
-        ([1, 64, 14, 14], 64, 64, (3, 3), "znver5", False),  # depthwise
+        ([1, 64, 14, 14], 64, 64, (3, 3), "znver5", False),  # depthwise (cpu-conv-depthwise-wgrad)
         ([1, 64, 14, 14], 64, 1, (3, 3), "znver5", False),  # ungrouped
     ],
 )
@@ -101,7 +101,7 @@ def test_grouped_wgrad_rule_reach(x_dim, k, groups, kernel, arch, applies):
     node = g.nodes[0]
     choice = rules.choose(rules.problem_of(node), Target.resolve("cpu", arch), "algorithm")
     assert (choice is not None and choice.rule is rules.CPU_CONV_GROUPED_WGRAD) == applies
-    if groups > 1:  # ungrouped weight gradients have paths of their own
+    if 1 < groups < x_dim[1]:  # ungrouped and depthwise weight gradients have paths of their own
         assert ("convolution_backward" not in g.mlir("optimized", None, arch)) == applies
 
 
