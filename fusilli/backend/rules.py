@@ -710,12 +710,12 @@ def CPU_CONV_GROUPED_DIRECT(p: Problem, t: Target) -> str | None:
     "algorithm",
     evidence=(
         "Zen 5 VM (znver5), ResNeXt-50's 3x3 g32 weight gradients (benchmarks/resnext50_grad.txt), "
-        "torch.aten.convolution_backward -> one contraction per filter tap over chunks of output rows laid "
-        "out flat (conv_direct.grouped_wgrad, gemm_config.grouped_wgrad_compilation_info), old and new code "
-        "in alternating fusilli-benchmark --compare torch processes, two rounds, ratio to PyTorch: "
-        "8x256x28x28 0.04-0.05 -> 0.39-0.44, 8x1024x7x7 0.03-0.04 -> 0.52-0.66, 1x1024x7x7 0.06-0.07 -> "
-        "0.77-1.22, every row 0.03-0.27 -> 0.29-1.35; as x86-64-v3 code (PyTorch held to AVX2), one round, "
-        "0.04-0.24 -> 0.38-1.24"
+        "torch.aten.convolution_backward -> contractions over chunks of output rows laid out flat, one generic "
+        "per phase of X with a result per tap (conv_direct.grouped_wgrad, gemm_config.grouped_wgrad_compilation_info), "
+        "old and new code in alternating fusilli-benchmark --compare torch processes, two rounds, ratio to "
+        "PyTorch: 8x256x28x28 0.04-0.06 -> 0.49-0.50, 8x128x56x56 0.13-0.20 -> 0.94-1.35, 8x1024x7x7 0.03 -> "
+        "0.63-0.64, every row 0.02-0.23 -> 0.37-1.45; as x86-64-v3 code (PyTorch held to AVX2), one round, "
+        "0.04-0.23 -> 0.40-1.67. A generic per tap instead ran 0.29-1.35 (BENCHMARKS.md, 'twenty-third session')"
     ),
 )
 def CPU_CONV_GROUPED_WGRAD(p: Problem, t: Target) -> str | None:
@@ -728,10 +728,10 @@ def CPU_CONV_GROUPED_WGRAD(p: Problem, t: Target) -> str | None:
         return None
     per_group, out_per_group = int(p.fact("channels", 0)), conv_out_channels(p) // groups
     if per_group == 0 or per_group == out_per_group == 1:
-        return None  # not known; depthwise (one contraction per tap over positions ran 0.05-0.11 of PyTorch)
+        return None  # not known; depthwise (cpu-conv-depthwise-wgrad)
     return (
-        f"{groups} groups of {per_group} -> {out_per_group} channels: one contraction per filter tap over "
-        f"chunks of output rows, vectors along a group's {out_per_group} output channels"
+        f"{groups} groups of {per_group} -> {out_per_group} channels: contractions over chunks of output rows, "
+        f"a result per filter tap, vectors along a group's {out_per_group} output channels"
     )
 
 

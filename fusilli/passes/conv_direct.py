@@ -15,8 +15,9 @@ of the taps that land on it.
 
 Grouped convs of several channels per group (``grouped_conv``) are a reduction generic whose
 operands are the filter's taps, views of the input padded by ``padded_copy`` (the same clamped
-read, written once); their weight gradients (``grouped_wgrad``) one contraction per tap over
-chunks of output rows that two such gathers lay out flat.
+read, written once); their weight gradients (``grouped_wgrad``) contractions with a result per
+filter tap over chunks of output rows that two such gathers lay out flat. A depthwise conv's
+weight gradient (``depthwise_wgrad``) is itself a depthwise conv, of the input with DY as its filter.
 """
 
 from __future__ import annotations
@@ -349,20 +350,21 @@ def grouped_wgrad(x_nhwc: ir.Value, dy_nhwc: ir.Value, groups: int, kernel, stri
     ``[G*Kg, R, S, Cg]`` in f32.
 
     A tap's sum over every output position is a contraction of two views only if both walk the
-    positions with one stride: the taps of one generic (nine outputs) or a tap as an offset in a
-    map left IREE's code scalar, and two reduction dims (rows and columns) did too. So the output
-    positions are cut into chunks of ``rows`` output rows (gemm_config.grouped_wgrad_chunk_rows),
-    and two gathers (``_chunked_input``, ``_chunked_gradient``, each behind a barrier) lay a chunk
-    out flat with one row pitch ``Wq``: DY's rows padded with zero columns to ``Wq``, and X's rows
-    the chunk's taps reach, split into the stride's phases, so that tap ``(r, s)`` reads X at one
-    flat offset from the position it multiplies. Each tap is then one generic over
-    ``(n, chunk, g, cg, kg | p)`` summing a chunk's positions ``p`` into per-chunk partial sums,
-    vectorized along a group's output channels with X broadcast
-    (gemm_config.grouped_wgrad_compilation_info), and one last generic adds up the chunks. A chunk
-    (its gathered X and DY) stays in cache while a workgroup runs every group over it: where groups
-    share cache lines, chunks of whole images ran slower (8x128x56x56, a tap 1.12-1.49 ms against
-    0.83-0.91 for chunks of 7 rows). Dims of extent 1 are left out of the generics (IREE folds them away, and the lowering config
-    with them)."""
+    positions with one stride: a tap as an offset in a map left IREE's code scalar, and so did two
+    reduction dims (rows and columns). So the output positions are cut into chunks of ``rows``
+    output rows (gemm_config.grouped_wgrad_chunk_rows), and two gathers (``_chunked_input``,
+    ``_chunked_gradient``, each behind a barrier) lay a chunk out flat with one row pitch ``Wq``:
+    DY's rows padded with zero columns to ``Wq``, and X's rows the chunk's taps reach, split into
+    the stride's phases, so that tap ``(r, s)`` reads X at one flat offset from the position it
+    multiplies. One generic over ``(n, chunk, g, cg, kg | p)`` with a result per tap (the taps of
+    one phase, up to gemm_config.GROUPED_WGRAD_TAPS_PER_GENERIC) sums a chunk's positions into per-chunk partial
+    sums, vectorized along a group's output channels with X broadcast
+    (gemm_config.grouped_wgrad_compilation_info): it reads DY and a chunk of X once for all its taps
+    (a generic per tap read them nine times, 1.7-2.6x slower), and one last generic adds up the
+    chunks. A chunk stays in cache while a workgroup runs every group over it: where groups share
+    cache lines, chunks of whole images ran slower (8x128x56x56, a tap 1.12-1.49 ms against
+    0.83-0.91 for chunks of 7 rows). Dims of extent 1 are left out of the generics (IREE folds them
+    away, and the lowering config with them)."""
     f32 = ir.RankedTensorType(x_nhwc.type).element_type
     n, _, _, c = ir.RankedTensorType(x_nhwc.type).shape
     _, oh, ow, k = ir.RankedTensorType(dy_nhwc.type).shape
@@ -415,9 +417,7 @@ def grouped_wgrad(x_nhwc: ir.Value, dy_nhwc: ir.Value, groups: int, kernel, stri
     x_type, out_type = operand_type(_WGRAD_X_DIMS), operand_type(_WGRAD_OUT_DIMS)
     zero = ir.arith.ConstantOp(f32, 0.0).result
     init = ir.linalg.fill(zero, outs=[ir.tensor.EmptyOp(out_type.shape, f32).result])
-    info = gemm_config.grouped_wgrad_compilation_info(isa, {name: extent[name] for name in dims})
-    partial_shape = [fy, fx, *out_type.shape]
-    partials = ir.tensor.EmptyOp(partial_shape, f32).result
+    taps = []  # ((r, s), X's view for the tap)
     for r, (row_shift, row_phase) in enumerate(row_taps):
         for s, (col_shift, col_phase) in enumerate(col_taps):
             offset = row_shift * pitch + col_shift
@@ -431,22 +431,38 @@ def grouped_wgrad(x_nhwc: ir.Value, dy_nhwc: ir.Value, groups: int, kernel, stri
                 [n, chunks, 1, positions, groups, per_group],
                 [1] * 6,
             ).result
-            tap = ir.linalg.GenericOp(
-                [out_type],
-                [x_view, dy_view],
-                [init],
-                ir.indexing_maps(operand_map(_WGRAD_X_DIMS), operand_map(_WGRAD_DY_DIMS), operand_map(_WGRAD_OUT_DIMS)),
-                ir.iterator_types(*["reduction" if name == "p" else "parallel" for name in dims]),
+            taps.append((row_phase * stride[1] + col_phase, (r, s), x_view))
+    partials = ir.tensor.EmptyOp([fy, fx, *out_type.shape], f32).result
+    rank = len(out_type.shape)
+    x_map, dy_map, out_map = (operand_map(names) for names in (_WGRAD_X_DIMS, _WGRAD_DY_DIMS, _WGRAD_OUT_DIMS))
+    # A generic's taps read one phase of X: the nine taps of a stride-2 conv in one generic (views
+    # into four phase planes) ran 2.7 ms a call at s2 8x512x28x28, in four generics by phase 0.88
+    # (0.31 -> 0.09 ms at s2 1x512x28x28, 2.63 -> 1.95 at s2 8x256x56x56; HAL profiler, fastest).
+    batches = []
+    for phase in sorted({phase for phase, _, _ in taps}):
+        of_phase = [(tap, view) for p, tap, view in taps if p == phase]
+        for first in range(0, len(of_phase), gemm_config.GROUPED_WGRAD_TAPS_PER_GENERIC):
+            batches.append(of_phase[first : first + gemm_config.GROUPED_WGRAD_TAPS_PER_GENERIC])
+    for batch in batches:
+        contraction = ir.linalg.GenericOp(
+            [out_type] * len(batch),
+            [dy_view, *(view for _, view in batch)],
+            [init] * len(batch),
+            ir.indexing_maps(dy_map, *[x_map] * len(batch), *[out_map] * len(batch)),
+            ir.iterator_types(*["reduction" if name == "p" else "parallel" for name in dims]),
+        )
+        block = contraction.regions[0].blocks.append(*[f32] * (2 * len(batch) + 1))
+        with ir.InsertionPoint(block):
+            dyv, xs, accs = block.arguments[0], block.arguments[1 : len(batch) + 1], block.arguments[len(batch) + 1 :]
+            ir.linalg.YieldOp(
+                [ir.arith.AddFOp(acc, ir.arith.MulFOp(xv, dyv).result).result for xv, acc in zip(xs, accs)]
             )
-            block = tap.regions[0].blocks.append(f32, f32, f32)
-            with ir.InsertionPoint(block):
-                xv, dyv, acc = block.arguments
-                ir.linalg.YieldOp([ir.arith.AddFOp(acc, ir.arith.MulFOp(xv, dyv).result).result])
-            if info is not None:
-                tap.attributes["compilation_info"] = info
-            rank = len(out_type.shape)
+        info = gemm_config.grouped_wgrad_compilation_info(isa, {name: extent[name] for name in dims}, len(batch))
+        if info is not None:
+            contraction.attributes["compilation_info"] = info
+        for ((r, s), _), result in zip(batch, contraction.results):
             partials = ir.tensor.InsertSliceOp(
-                tap.result, partials, [], [], [], [r, s] + [0] * rank, [1, 1, *out_type.shape], [1] * (rank + 2)
+                result, partials, [], [], [], [r, s] + [0] * rank, [1, 1, *out_type.shape], [1] * (rank + 2)
             ).result
     return _sum_chunks(partials, [name for name in _WGRAD_OUT_DIMS if name in position], extent, (fy, fx))
 

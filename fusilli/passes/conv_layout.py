@@ -1164,13 +1164,13 @@ def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
 
 def _rewrite_grouped_wgrad(op: ir.Operation, target: Target) -> bool:
     """A channels-last weight gradient of a grouped conv of several channels per group (ResNeXt's
-    3x3 g32; rules.CPU_CONV_GROUPED_WGRAD) as ``conv_direct.grouped_wgrad``: one contraction per
-    filter tap over chunks of output rows, then their sum; of a depthwise conv
+    3x3 g32; rules.CPU_CONV_GROUPED_WGRAD) as ``conv_direct.grouped_wgrad``: contractions over
+    chunks of output rows with a result per filter tap, then the chunks' sum; of a depthwise conv
     (rules.CPU_CONV_DEPTHWISE_WGRAD) as ``conv_direct.depthwise_wgrad``: a depthwise conv of X with
     DY as the filter; f16/bf16 computed in f32.
 
-    Left to ``torch.aten.convolution_backward`` it ran at 0.05 of PyTorch (BENCHMARKS.md,
-    "twenty-third session")."""
+    Left to ``torch.aten.convolution_backward`` they ran at 0.02-0.23 and 0.06-0.11 of PyTorch
+    (BENCHMARKS.md, "twenty-third session")."""
     dy, x = op.operands[0], op.operands[1]
     dyt, xt, dwt = ir.TensorType.of(dy), ir.TensorType.of(x), ir.TensorType.of(op.results[1])
     if dyt.rank != 4 or xt.rank != 4 or any(d == DYNAMIC for d in dyt.dims + xt.dims + dwt.dims):

@@ -1091,17 +1091,22 @@ def grouped_conv_compilation_info(isa: str, dims: dict[str, int]) -> ir.Attribut
     return ir.Attribute.parse(text)
 
 
-# Grouped weight gradients (rules.CPU_CONV_GROUPED_WGRAD, conv_direct.grouped_wgrad): each tap a
-# reduction generic over (n, chunk, g, cg, kg | p) summing a chunk's output positions, vectorized
-# along a group's Kg output channels with X broadcast, a register tile of input channels x Kg.
+# Grouped weight gradients (rules.CPU_CONV_GROUPED_WGRAD, conv_direct.grouped_wgrad): up to this
+# many filter taps are the results of one reduction generic over (n, chunk, g, cg, kg | p) summing a
+# chunk's output positions, vectorized along a group's Kg output channels with X broadcast, a
+# register tile of input channels x Kg per tap. Nine taps in one generic against one generic per tap
+# (prototype, HAL profiler, fastest dispatch, summed over the taps, 3x3 g32): 8x128x56x56 2.9 ms
+# against 7.6, 8x256x28x28 1.15-1.27 against 2.1-2.2 (3 taps a generic 1.34, 5 1.30), 8x512x14x14
+# 1.09 against 1.19, 1x256x28x28 0.15 against 0.27; tiles of 1-8 input channels by Kg within 10%.
+GROUPED_WGRAD_TAPS_PER_GENERIC = 9
 # A chunk is the most output rows, dividing Ho, whose gathered X and DY (f32) fit in this many
 # bytes, so that a workgroup's pass of every group over its chunk reads it from cache (more where
 # the chunk's partial sums would outweigh it) ...
 GROUPED_WGRAD_CHUNK_BYTES = 1 << 20
 CACHE_LINE_BYTES = 64
-# ... about this many accumulator registers, Kg up to 2 registers wide, this many positions per
-# vector step.
-GROUPED_WGRAD_ACCUMULATORS = 8
+# ... about this many accumulator registers over a generic's taps, Kg up to 2 registers wide, this
+# many positions per vector step.
+GROUPED_WGRAD_ACCUMULATORS = 18
 GROUPED_WGRAD_CHANNEL_REGISTERS = 2
 GROUPED_WGRAD_POSITIONS = 8
 
@@ -1134,13 +1139,14 @@ def grouped_wgrad_chunk_rows(
     return min((d for d in divisors if d >= rows and partial_bytes <= size(d)), default=out_rows)
 
 
-def grouped_wgrad_compilation_info(isa: str, dims: dict[str, int]) -> ir.Attribute | None:
-    """The ``compilation_info`` of conv_direct.grouped_wgrad's per-tap generics on ``isa`` (None for
-    ISAs without a tile), over its iteration ``dims`` (``n, chunk, g, cg, kg, p`` by name and extent,
-    those of extent 1 left out): a register tile of a group's output channels (up to
-    GROUPED_WGRAD_CHANNEL_REGISTERS registers) by its input channels (up to
-    GROUPED_WGRAD_ACCUMULATORS accumulators), GROUPED_WGRAD_POSITIONS positions per vector step,
-    workgroups of one chunk and of the most groups that split evenly over the pool (pool_share)."""
+def grouped_wgrad_compilation_info(isa: str, dims: dict[str, int], taps: int = 1) -> ir.Attribute | None:
+    """The ``compilation_info`` of conv_direct.grouped_wgrad's contraction generics of ``taps``
+    filter taps (one result each) on ``isa`` (None for ISAs without a tile), over its iteration
+    ``dims`` (``n, chunk, g, cg, kg, p`` by name and extent, those of extent 1 left out): a register
+    tile, per tap, of a group's output channels (up to GROUPED_WGRAD_CHANNEL_REGISTERS registers) by
+    its input channels (GROUPED_WGRAD_ACCUMULATORS accumulators over the taps),
+    GROUPED_WGRAD_POSITIONS positions per vector step, workgroups of one chunk and of the most groups
+    that split evenly over the pool (pool_share)."""
     if isa not in GROUPED_CONV_ISAS:
         return None
     groups, per_group, out_per_group = dims.get("g", 1), dims.get("cg", 1), dims.get("kg", 1)
@@ -1148,7 +1154,7 @@ def grouped_wgrad_compilation_info(isa: str, dims: dict[str, int]) -> ir.Attribu
     vec_kg = max(
         d for d in range(1, min(out_per_group, GROUPED_WGRAD_CHANNEL_REGISTERS * lanes) + 1) if out_per_group % d == 0
     )
-    accumulators = max(1, GROUPED_WGRAD_ACCUMULATORS // -(-vec_kg // lanes))
+    accumulators = max(1, GROUPED_WGRAD_ACCUMULATORS // taps // -(-vec_kg // lanes))
     vec_cg = max(d for d in range(1, min(per_group, accumulators) + 1) if per_group % d == 0)
     chunks = dims.get("n", 1) * dims.get("chunk", 1)
     group_tiles = sorted((d for d in range(1, groups + 1) if groups % d == 0), reverse=True)

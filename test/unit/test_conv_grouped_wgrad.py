@@ -115,26 +115,26 @@ def _dims(**extent):
 
 
 @pytest.mark.parametrize(
-    "isa, dims, vector, distribution",
+    "isa, dims, taps, vector, distribution",
     [
-        # Kg 8: one register (half of AVX-512's), 8 input channels -> 8 accumulators
-        ("avx512", _dims(n=8, chunk=2, g=32, cg=8, kg=8, p=418), "[1, 1, 1, 8, 8, 0]", "[1, 1, 32, 8, 8, 0]"),
-        # Kg 32: two AVX-512 registers, 4 input channels
-        ("avx512", _dims(n=8, g=32, cg=32, kg=32, p=61), "[1, 1, 4, 32, 0]", "[1, 32, 32, 32, 0]"),
-        # AVX2: Kg 32 is 4 registers of 8 -> only 16 wide (2 registers), 4 input channels
-        ("avx2", _dims(n=8, g=32, cg=32, kg=32, p=61), "[1, 1, 4, 16, 0]", "[1, 32, 32, 32, 0]"),
+        # nine taps, Kg 8: one register each (half of AVX-512's), 18 // 9 = 2 input channels
+        ("avx512", _dims(n=8, chunk=2, g=32, cg=8, kg=8, p=418), 9, "[1, 1, 1, 2, 8, 0]", "[1, 1, 32, 8, 8, 0]"),
+        # Kg 32: two AVX-512 registers, one input channel
+        ("avx512", _dims(n=8, g=32, cg=32, kg=32, p=61), 9, "[1, 1, 1, 32, 0]", "[1, 32, 32, 32, 0]"),
+        # AVX2: Kg 32 is 4 registers of 8 -> only 16 wide (2 registers)
+        ("avx2", _dims(n=8, g=32, cg=32, kg=32, p=61), 9, "[1, 1, 1, 16, 0]", "[1, 32, 32, 32, 0]"),
+        # one tap (a 1x1 filter): 18 accumulators, all 8 input channels
+        ("avx512", _dims(n=8, g=32, cg=8, kg=8, p=49), 1, "[1, 1, 8, 8, 0]", "[1, 32, 8, 8, 0]"),
         # one chunk: the groups split over the pool
-        ("avx512", _dims(g=32, cg=32, kg=32, p=61), "[1, 4, 32, 0]", "[16, 32, 32, 0]"),
+        ("avx512", _dims(g=32, cg=32, kg=32, p=61), 9, "[1, 1, 32, 0]", "[16, 32, 32, 0]"),
     ],
 )
-def test_grouped_wgrad_register_tile(isa, dims, vector, distribution):
+def test_grouped_wgrad_register_tile(isa, dims, taps, vector, distribution):
     with ir.Context():
-        info = str(gemm_config.grouped_wgrad_compilation_info(isa, dims))
+        info = str(gemm_config.grouped_wgrad_compilation_info(isa, dims, taps))
     assert f"vector_common_parallel = {vector}" in info and f"distribution = {distribution}" in info
-    assert (
-        f"vector_reduction = [{', '.join(['0'] * (len(dims) - 1) + [str(gemm_config.GROUPED_WGRAD_POSITIONS)])}]"
-        in info
-    )
+    reduction = ["0"] * (len(dims) - 1) + [str(gemm_config.GROUPED_WGRAD_POSITIONS)]
+    assert f"vector_reduction = [{', '.join(reduction)}]" in info
 
 
 def test_grouped_wgrad_generic_isa_has_no_tile():

@@ -25,10 +25,11 @@ if len(sys.argv) > 1 and sys.argv[1] == "stats":
         print_stats(build(), arch="znver4")
 
     # A grouped weight gradient on an AVX-512 CPU (cpu-conv-grouped-wgrad): two gathers, one
-    # contraction per filter tap, the chunks' sum (IREE's convolution_backward: 2; this one ran
-    # 7 us either way, larger ones 2-20x faster: BENCHMARKS.md, "twenty-third session").
+    # contraction generic per phase of X (stride 2: four), the chunks' sum (IREE's
+    # convolution_backward: 2; this one ran 7 -> 5 us, 1x64x28x28 g8 1.68 -> 0.065 ms: BENCHMARKS.md,
+    # "twenty-third session").
     # STATS-LABEL: TEST: stats_conv_wgrad_nhwc_krsc
-    # STATS: dispatch-count: 12
+    # STATS: dispatch-count: 7
 else:
 
     @run
