@@ -117,13 +117,13 @@ def _dims(**extent):
 @pytest.mark.parametrize(
     "isa, dims, taps, vector, distribution",
     [
-        # nine taps, Kg 8: one register each (half of AVX-512's), 18 // 9 = 2 input channels
-        ("avx512", _dims(n=8, chunk=2, g=32, cg=8, kg=8, p=418), 9, "[1, 1, 1, 2, 8, 0]", "[1, 1, 32, 8, 8, 0]"),
+        # nine taps, Kg 8 (half an AVX-512 register): 288 lanes // 9 // 8 = 4 input channels
+        ("avx512", _dims(n=8, chunk=2, g=32, cg=8, kg=8, p=418), 9, "[1, 1, 1, 4, 8, 0]", "[1, 1, 32, 8, 8, 0]"),
         # Kg 32: two AVX-512 registers, one input channel
         ("avx512", _dims(n=8, g=32, cg=32, kg=32, p=61), 9, "[1, 1, 1, 32, 0]", "[1, 32, 32, 32, 0]"),
-        # AVX2: Kg 32 is 4 registers of 8 -> only 16 wide (2 registers)
-        ("avx2", _dims(n=8, g=32, cg=32, kg=32, p=61), 9, "[1, 1, 1, 16, 0]", "[1, 32, 32, 32, 0]"),
-        # one tap (a 1x1 filter): 18 accumulators, all 8 input channels
+        # AVX2: Kg 32 is 4 registers of 8 -> only 16 wide (2 registers), two input channels
+        ("avx2", _dims(n=8, g=32, cg=32, kg=32, p=61), 9, "[1, 1, 2, 16, 0]", "[1, 32, 32, 32, 0]"),
+        # one tap (a 1x1 filter): all 8 input channels
         ("avx512", _dims(n=8, g=32, cg=8, kg=8, p=49), 1, "[1, 1, 8, 8, 0]", "[1, 32, 8, 8, 0]"),
         # one chunk: the groups split over the pool
         ("avx512", _dims(g=32, cg=32, kg=32, p=61), 9, "[1, 1, 32, 0]", "[16, 32, 32, 0]"),
