@@ -334,7 +334,7 @@ def _as_nhwk(value: ir.Value, kg_kept: bool, nhwk: list[int]) -> ir.Value:
 # Addresses this far apart share an L1 set (x86's 4 KiB aliasing).
 _ALIASING_BYTES = 4096
 
-# The iteration dims of grouped_wgrad's per-tap generic, in order, and those of its operands.
+# The iteration dims of grouped_wgrad's contraction generics, in order, and those of its operands.
 _WGRAD_DIMS = ("n", "chunk", "g", "cg", "kg", "p")
 _WGRAD_X_DIMS, _WGRAD_DY_DIMS, _WGRAD_OUT_DIMS = (
     ("n", "chunk", "p", "g", "cg"),
@@ -343,7 +343,9 @@ _WGRAD_X_DIMS, _WGRAD_DY_DIMS, _WGRAD_OUT_DIMS = (
 )
 
 
-def grouped_wgrad(x_nhwc: ir.Value, dy_nhwc: ir.Value, groups: int, kernel, stride, padding, dilation, isa: str):
+def grouped_wgrad(
+    x_nhwc: ir.Value, dy_nhwc: ir.Value, groups: int, kernel, stride, padding, dilation, isa: str
+) -> ir.Value:
     """``dw[g*Kg + kg, r, s, cg] = sum_{n,oh,ow} dy[n, oh, ow, g*Kg + kg] *
     x_padded[n, oh*st + r*dil, ow*st + s*dil, g*Cg + cg]``: the weight gradient of a grouped conv
     (rules.CPU_CONV_GROUPED_WGRAD) from its NHWC input and output gradient, as the KRSC filter
@@ -386,7 +388,7 @@ def grouped_wgrad(x_nhwc: ir.Value, dy_nhwc: ir.Value, groups: int, kernel, stri
     positions = (rows - 1) * pitch + ow
     # A position's C (or K) f32 apart a multiple of 4 KiB (C = 1024), a vector step's positions fell
     # into one L1 set: there the gathers' channels are one group more than C and K, a tap's
-    # contraction 199-213 -> 113-122 us (8x1024x7x7) for gathers twice as slow (58 -> 116 us: the
+    # contraction (one generic per tap) 199-213 -> 113-122 us (8x1024x7x7) for gathers twice as slow (58 -> 116 us: the
     # clamped channel read no longer a vector load); at C = 512 that ran even (s2 8x512x28x28, a call
     # 5.12 -> 5.17 ms), at C = 128 it lost (10.7 -> 15.0 ms).
     x_groups = groups + int((4 * c) % _ALIASING_BYTES == 0)
@@ -417,7 +419,7 @@ def grouped_wgrad(x_nhwc: ir.Value, dy_nhwc: ir.Value, groups: int, kernel, stri
     x_type, out_type = operand_type(_WGRAD_X_DIMS), operand_type(_WGRAD_OUT_DIMS)
     zero = ir.arith.ConstantOp(f32, 0.0).result
     init = ir.linalg.fill(zero, outs=[ir.tensor.EmptyOp(out_type.shape, f32).result])
-    taps = []  # ((r, s), X's view for the tap)
+    taps = []  # (X's phase, (r, s), X's view) per tap
     for r, (row_shift, row_phase) in enumerate(row_taps):
         for s, (col_shift, col_phase) in enumerate(col_taps):
             offset = row_shift * pitch + col_shift
@@ -473,20 +475,21 @@ def _chunked_input(
     """``[N, chunks, phases, (rows + reach_rows) * pitch, channels]``: for each chunk of ``rows``
     output rows, the padded input rows its taps read (``rows + reach_rows`` of each row phase),
     split into the stride's phases (row phase major) and laid out flat with row pitch ``pitch``;
-    ``channels`` from C up (``_gather``)."""
+    ``channels`` from C up, zero past C (``_channel``)."""
     xt = ir.RankedTensorType(x_nhwc.type)
     f32 = xt.element_type
     n, h, w, c = xt.shape
     chunk_rows = rows + reach_rows
 
     def source(index: list[ir.Value]):
-        b, chunk, phase_row, phase_col, j, col = index
+        b, chunk, phase_row, phase_col, j, col, ch = index
         row = ir.arith.AddIOp(ir.arith.MulIOp(chunk, _index(rows)).result, j).result
         row = ir.arith.AddIOp(ir.arith.MulIOp(row, _index(stride[0])).result, phase_row).result
         col = ir.arith.AddIOp(ir.arith.MulIOp(col, _index(stride[1])).result, phase_col).result
         row, row_ok = _source(row, padding[0], h)
         col, col_ok = _source(col, padding[1], w)
-        return [b, row, col], ir.arith.AndIOp(row_ok, col_ok).result
+        ch, ok = _channel(ch, c, channels, ir.arith.AndIOp(row_ok, col_ok).result)
+        return [b, row, col, ch], ok
 
     gathered = _gather(x_nhwc, [n, chunks, stride[0], stride[1], chunk_rows, pitch, channels], source)
     return ir.tensor.CollapseShapeOp(
@@ -498,15 +501,16 @@ def _chunked_input(
 
 def _chunked_gradient(dy_nhwc: ir.Value, chunks: int, rows: int, pitch: int, channels: int) -> ir.Value:
     """``[N, chunks, rows * pitch, channels]``: DY's rows in chunks of ``rows``, each row padded with
-    zero columns to ``pitch``, ``channels`` from K up (``_gather``)."""
+    zero columns to ``pitch``, ``channels`` from K up, zero past K (``_channel``)."""
     dt = ir.RankedTensorType(dy_nhwc.type)
     n, oh, ow, k = dt.shape
 
     def source(index: list[ir.Value]):
-        b, chunk, i, col = index
+        b, chunk, i, col, ch = index
         row = ir.arith.AddIOp(ir.arith.MulIOp(chunk, _index(rows)).result, i).result
         col, col_ok = _source(col, 0, ow)
-        return [b, row, col], col_ok
+        ch, ok = _channel(ch, k, channels, col_ok)
+        return [b, row, col, ch], ok
 
     gathered = _gather(dy_nhwc, [n, chunks, rows, pitch, channels], source)
     return ir.tensor.CollapseShapeOp(
@@ -516,32 +520,14 @@ def _chunked_gradient(dy_nhwc: ir.Value, chunks: int, rows: int, pitch: int, cha
     ).result
 
 
-def _gather(nhwc: ir.Value, shape: list[int], source) -> ir.Value:
-    """A tensor of ``shape`` written by one all-parallel generic, behind a barrier: element
-    ``[..., ch]`` is ``nhwc[b, row, col, ch]`` where ``source(outer indices)`` gives ``([b, row, col],
-    in-bounds flag)``, zero where out of bounds or ``ch`` is past ``nhwc``'s channels."""
-    f32 = ir.RankedTensorType(nhwc.type).element_type
-    c = ir.RankedTensorType(nhwc.type).get_dim_size(3)
-    rank = len(shape)
-    empty = ir.tensor.EmptyOp(shape, f32).result
-    gather = ir.linalg.GenericOp(
-        [empty.type],
-        [],
-        [empty],
-        ir.indexing_maps(ir.AffineMap.get_identity(rank)),
-        ir.iterator_types(*["parallel"] * rank),
-    )
-    block = gather.regions[0].blocks.append(f32)
-    with ir.InsertionPoint(block):
-        index = [ir.linalg.IndexOp(i).result for i in range(rank)]
-        position, ok = source(index[:-1])
-        ch = index[-1]
-        if shape[-1] != c:
-            ch, ch_ok = _source(ch, 0, c)
-            ok = ir.arith.AndIOp(ok, ch_ok).result
-        v = ir.tensor.ExtractOp(nhwc, [*position, ch]).result
-        ir.linalg.YieldOp([ir.arith.SelectOp(ok, v, ir.arith.ConstantOp(f32, 0.0).result).result])
-    return ir.fusion_barrier(gather.result)
+def _channel(ch: ir.Value, extent: int, channels: int, ok: ir.Value):
+    """(channel index, in-bounds flag) of a gather writing ``channels`` of a tensor's ``extent``:
+    ``ch`` and ``ok`` as they are where the two agree (the read's innermost index the gather's own,
+    so IREE vectorizes it), else ``ch`` clamped and flagged in bounds below ``extent``."""
+    if channels == extent:
+        return ch, ok
+    ch, ch_ok = _source(ch, 0, extent)
+    return ch, ir.arith.AndIOp(ok, ch_ok).result
 
 
 def _sum_chunks(partials: ir.Value, partial_dims: list[str], extent: dict[str, int], kernel) -> ir.Value:
@@ -603,12 +589,10 @@ def depthwise_wgrad(x_nhwc: ir.Value, dy_nhwc: ir.Value, kernel, stride, padding
         col, col_ok = _source(col, padding[1], w)
         return [b, row, col, ch], ir.arith.AndIOp(row_ok, col_ok).result
 
-    x_hwnc = _transposing_gather(x_nhwc, [hp, wp, n, c], x_source)
+    x_hwnc = _gather(x_nhwc, [hp, wp, n, c], x_source)
     dy_hwnc = dy_nhwc
     if n > 1:
-        dy_hwnc = _transposing_gather(
-            dy_nhwc, [oh, ow, n, c], lambda index: ([index[2], index[0], index[1], index[3]], None)
-        )
+        dy_hwnc = _gather(dy_nhwc, [oh, ow, n, c], lambda index: ([index[2], index[0], index[1], index[3]], None))
     x4 = ir.expand_shape(
         ir.tensor.CollapseShapeOp(
             ir.RankedTensorType.get([hp, wp, n * c], f32), x_hwnc, ir.reassociation([[0], [1], [2, 3]])
@@ -643,12 +627,12 @@ def depthwise_wgrad(x_nhwc: ir.Value, dy_nhwc: ir.Value, kernel, stride, padding
     return ir.expand_shape(total.result, [[0], [1], [2, 3]], [c, fy, fx, 1])
 
 
-def _transposing_gather(nhwc: ir.Value, shape: list[int], source) -> ir.Value:
+def _gather(nhwc: ir.Value, shape: list[int], source) -> ir.Value:
     """A tensor of ``shape`` written by one all-parallel generic reading ``nhwc`` with
     ``tensor.extract`` at the indices ``source(indices)`` gives (with an in-bounds flag, or None:
-    always in bounds; zero where not), behind a barrier. IREE runs it as a gather, vectorized along
-    the innermost dim where the read's innermost index is the generic's: a plain
-    ``linalg.transpose`` of DY ran 2.5x as long."""
+    always in bounds; zero where not), behind a barrier: the grouped and depthwise weight gradients'
+    layouts of X and DY. IREE runs it as a gather, vectorized along the innermost dim where the
+    read's innermost index is the generic's: a plain ``linalg.transpose`` of DY ran 2.5x as long."""
     f32 = ir.RankedTensorType(nhwc.type).element_type
     rank = len(shape)
     empty = ir.tensor.EmptyOp(shape, f32).result
