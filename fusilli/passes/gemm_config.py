@@ -1104,14 +1104,15 @@ GROUPED_WGRAD_TAPS_PER_GENERIC = 9
 # the chunk's partial sums would outweigh it) ...
 GROUPED_WGRAD_CHUNK_BYTES = 1 << 20
 CACHE_LINE_BYTES = 64
-# ... this many f32 accumulator lanes over a generic's taps (the taps x input channels x Kg), Kg up
-# to 2 registers wide, this many positions per vector step. Fusilli's IR, HAL profiler, mean us of
-# the contraction(s) by input channels per tap: AVX-512 8x256x28x28 (Kg 8) 1 3316, 2 1473-1495, 4
-# 1055-1114, 8 1154; 8x1024x7x7 (Kg 32) 1 526, 2 586, 4 727; 8x128x56x56 (Kg 4) 2 3044, 4 2762, 8
-# 2917; 8x512x14x14 (Kg 16) 1 1676, 2 1019, 4 672, 8 636 (more than 288 lanes: 576 lost elsewhere);
-# s2 8x512x28x28 (4 + 2 + 2 + 1 taps) 4 for all 1390, 8 934, 4 / 8 / 8 / 16 904; x86-64-v3 code
+# ... this many input channels per tap (vector registers of accumulators per tap and Kg register)
+# for nine taps, by ISA and the registers Kg fills (more for fewer taps: 9 / taps times as many), Kg
+# up to 2 registers wide, this many positions per vector step. Fusilli's IR, HAL profiler, mean us of
+# the contraction(s) by input channels per tap: AVX-512 8x256x28x28 (Kg 8, half a register) 1 3316,
+# 2 1473-1495, 4 1055-1114, 8 1154; 8x512x14x14 (Kg 16) 1 1676, 2 1019, 4 672, 8 636; 8x1024x7x7
+# (Kg 32, 2 registers) 1 526, 2 586, 4 727; 8x128x56x56 (Kg 4) 2 3044, 4 2762, 8 2917; s2
+# 8x512x28x28 (4 + 2 + 2 + 1 taps) 4 for all 1390, 8 934, 4 / 8 / 8 / 16 904; x86-64-v3 code
 # 8x256x28x28 2 1484, 4 1284, 8 1706; 8x512x14x14 (Kg 16 in 2 registers) 1 2243, 2 1669, 4 1876.
-GROUPED_WGRAD_ACCUMULATOR_LANES = 288
+GROUPED_WGRAD_CHANNELS_PER_TAP = {("avx512", 1): 4, ("avx512", 2): 1, ("avx2", 1): 4, ("avx2", 2): 2}
 GROUPED_WGRAD_CHANNEL_REGISTERS = 2
 GROUPED_WGRAD_POSITIONS = 8
 
@@ -1149,7 +1150,7 @@ def grouped_wgrad_compilation_info(isa: str, dims: dict[str, int], taps: int = 1
     filter taps (one result each) on ``isa`` (None for ISAs without a tile), over its iteration
     ``dims`` (``n, chunk, g, cg, kg, p`` by name and extent, those of extent 1 left out): a register
     tile, per tap, of a group's output channels (up to GROUPED_WGRAD_CHANNEL_REGISTERS registers) by
-    its input channels (GROUPED_WGRAD_ACCUMULATOR_LANES accumulator lanes over the taps),
+    its input channels (GROUPED_WGRAD_CHANNELS_PER_TAP),
     GROUPED_WGRAD_POSITIONS positions per vector step, workgroups of one chunk and of the most groups
     that split evenly over the pool (pool_share)."""
     if isa not in GROUPED_CONV_ISAS:
@@ -1159,7 +1160,8 @@ def grouped_wgrad_compilation_info(isa: str, dims: dict[str, int], taps: int = 1
     vec_kg = max(
         d for d in range(1, min(out_per_group, GROUPED_WGRAD_CHANNEL_REGISTERS * lanes) + 1) if out_per_group % d == 0
     )
-    channels = max(1, GROUPED_WGRAD_ACCUMULATOR_LANES // taps // vec_kg)
+    registers = -(-vec_kg // lanes)
+    channels = max(1, GROUPED_WGRAD_CHANNELS_PER_TAP[isa, registers] * GROUPED_WGRAD_TAPS_PER_GENERIC // taps)
     vec_cg = max(d for d in range(1, min(per_group, channels) + 1) if per_group % d == 0)
     chunks = dims.get("n", 1) * dims.get("chunk", 1)
     group_tiles = sorted((d for d in range(1, groups + 1) if groups % d == 0), reverse=True)

@@ -117,8 +117,11 @@ def _dims(**extent):
 @pytest.mark.parametrize(
     "isa, dims, taps, vector, distribution",
     [
-        # nine taps, Kg 8 (half an AVX-512 register): 288 lanes // 9 // 8 = 4 input channels
+        # nine taps, Kg 8 (half an AVX-512 register, counted as one): 4 input channels
         ("avx512", _dims(n=8, chunk=2, g=32, cg=8, kg=8, p=418), 9, "[1, 1, 1, 4, 8, 0]", "[1, 1, 32, 8, 8, 0]"),
+        # Kg 16: one AVX-512 register, 4 input channels; 4 taps (a stride-2 phase): 4 * 9 / 4 -> 8
+        ("avx512", _dims(n=8, g=32, cg=16, kg=16, p=222), 9, "[1, 1, 4, 16, 0]", "[1, 32, 16, 16, 0]"),
+        ("avx512", _dims(n=8, g=32, cg=16, kg=16, p=209), 4, "[1, 1, 8, 16, 0]", "[1, 32, 16, 16, 0]"),
         # Kg 32: two AVX-512 registers, one input channel
         ("avx512", _dims(n=8, g=32, cg=32, kg=32, p=61), 9, "[1, 1, 1, 32, 0]", "[1, 32, 32, 32, 0]"),
         # AVX2: Kg 32 is 4 registers of 8 -> only 16 wide (2 registers), two input channels

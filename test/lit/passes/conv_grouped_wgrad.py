@@ -15,7 +15,7 @@
 # positions in each view; tap (2, 2) reads phase 0 at offset 5 + 1 = 6. Phase 0 holds taps (0, 0),
 # (0, 2), (2, 0), (2, 2), phases 1 and 2 two each, phase 3 tap (1, 1): four generics. The register
 # tile (gemm_config.grouped_wgrad_compilation_info): a group's 4 input channels x its 8 output
-# channels on both ISAs for Kg = 8 (288 accumulator lanes over 4 taps: all Cg = 4); for Kg = 32 (g2
+# channels on both ISAs for Kg = 8 (4 x 9 / 4 taps: all Cg = 4); for Kg = 32 (g2
 # 1x64x6x6 stride 1, whole images: a group fills cache lines; one generic of nine taps) 1 x 32 on
 # AVX-512 and 2 x 16 on AVX2. x86-64 (no vector ISA with a tile) keeps
 # torch.aten.convolution_backward.
