@@ -713,9 +713,9 @@ def CPU_CONV_GROUPED_DIRECT(p: Problem, t: Target) -> str | None:
         "torch.aten.convolution_backward -> contractions over chunks of output rows laid out flat, one generic "
         "per phase of X with a result per tap (conv_direct.grouped_wgrad, gemm_config.grouped_wgrad_compilation_info), "
         "old and new code in alternating fusilli-benchmark --compare torch processes, two rounds, ratio to "
-        "PyTorch: 8x256x28x28 0.04-0.07 -> 0.69-0.81, 8x128x56x56 0.15-0.18 -> 1.13-1.45, 8x1024x7x7 0.03-0.04 "
-        "-> 0.36-0.60, every row 0.02-0.23 -> 0.31-1.45; as x86-64-v3 code (PyTorch held to AVX2), one round, "
-        "0.04-0.21 -> 0.54-2.40. A generic per tap instead ran 0.29-1.35 (BENCHMARKS.md, 'twenty-third session')"
+        "PyTorch: 8x256x28x28 0.04-0.05 -> 0.55-0.59, 8x128x56x56 0.18-0.19 -> 1.28-1.51, 8x1024x7x7 0.02-0.03 "
+        "-> 0.63, every row 0.02-0.25 -> 0.43-1.51; as x86-64-v3 code (PyTorch held to AVX2), one round, "
+        "0.04-0.18 -> 0.55-1.77. A generic per tap instead ran 0.29-1.35 (BENCHMARKS.md, 'twenty-third session')"
     ),
 )
 def CPU_CONV_GROUPED_WGRAD(p: Problem, t: Target) -> str | None:

@@ -1169,7 +1169,7 @@ def _rewrite_grouped_wgrad(op: ir.Operation, target: Target) -> bool:
     (rules.CPU_CONV_DEPTHWISE_WGRAD) as ``conv_direct.depthwise_wgrad``: a depthwise conv of X with
     DY as the filter; f16/bf16 computed in f32.
 
-    Left to ``torch.aten.convolution_backward`` they ran at 0.02-0.23 and 0.06-0.11 of PyTorch
+    Left to ``torch.aten.convolution_backward`` they ran at 0.02-0.25 and 0.06-0.11 of PyTorch
     (BENCHMARKS.md, "twenty-third session")."""
     dy, x = op.operands[0], op.operands[1]
     dyt, xt, dwt = ir.TensorType.of(dy), ir.TensorType.of(x), ir.TensorType.of(op.results[1])
