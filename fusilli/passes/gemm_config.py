@@ -1097,16 +1097,16 @@ def grouped_conv_compilation_info(isa: str, dims: dict[str, int]) -> ir.Attribut
 # register tile of input channels x Kg per tap. Nine taps in one generic against one generic per tap
 # (prototype, HAL profiler, fastest dispatch, summed over the taps, 3x3 g32): 8x128x56x56 2.9 ms
 # against 7.6, 8x256x28x28 1.15-1.27 against 2.1-2.2 (3 taps a generic 1.34, 5 1.30), 8x512x14x14
-# 1.09 against 1.19, 1x256x28x28 0.15 against 0.27; tiles of 1-8 input channels by Kg within 10%.
+# 1.09 against 1.19, 1x256x28x28 0.15 against 0.27 (the register tile: below).
 GROUPED_WGRAD_TAPS_PER_GENERIC = 9
 # A chunk is the most output rows, dividing Ho, whose gathered X and DY (f32) fit in this many
 # bytes, so that a workgroup's pass of every group over its chunk reads it from cache (more where
 # the chunk's partial sums would outweigh it) ...
 GROUPED_WGRAD_CHUNK_BYTES = 1 << 20
 CACHE_LINE_BYTES = 64
-# ... this many input channels per tap (vector registers of accumulators per tap and Kg register)
-# for nine taps, by ISA and the registers Kg fills (more for fewer taps: 9 / taps times as many), Kg
-# up to 2 registers wide, this many positions per vector step. Fusilli's IR, HAL profiler, mean us of
+# ... this many input channels per tap (each an accumulator per register of Kg) for nine taps, by
+# ISA and the registers Kg fills (9 / taps times as many for fewer taps), Kg up to 2 registers
+# wide, this many positions per vector step. Fusilli's IR, HAL profiler, mean us of
 # the contraction(s) by input channels per tap: AVX-512 8x256x28x28 (Kg 8, half a register) 1 3316,
 # 2 1473-1495, 4 1055-1114, 8 1154; 8x512x14x14 (Kg 16) 1 1676, 2 1019, 4 672, 8 636; 8x1024x7x7
 # (Kg 32, 2 registers) 1 526, 2 586, 4 727; 8x128x56x56 (Kg 4) 2 3044, 4 2762, 8 2917; s2
