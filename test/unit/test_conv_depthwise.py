@@ -2,7 +2,9 @@
 ``linalg.depthwise_conv_2d_nhwc_hwc`` on CPU (cpu-conv-depthwise, fusilli-conv-layout): numerics
 against the NumPy reference (padding, stride, dilation, batch, a bias + relu epilogue), the rule's
 reach, the IR, and a graph that mixes one with a conv IREE's im2col would take (its flag dropped:
-IREE 3.13 fails to verify its im2col of a depthwise conv)."""
+IREE 3.13 fails to verify its im2col of a depthwise conv). Their stride-1 data gradients take the
+same conv (the rule names them), their weight gradients a depthwise conv of X with DY as the filter
+(cpu-conv-depthwise-wgrad, conv_direct.depthwise_wgrad)."""
 
 from __future__ import annotations
 
