@@ -1072,23 +1072,32 @@ def grouped_conv_compilation_info(isa: str, dims: dict[str, int]) -> ir.Attribut
     columns = min(ow, max(1, GROUPED_CONV_ACCUMULATORS // -(-vec_k // lanes)))
     divisor = max(d for d in range(1, columns + 1) if ow % d == 0)
     vec_ow = divisor if 4 * divisor >= 3 * columns else columns
-    rows = dims.get("n", 1) * dims.get("oh", 1)
-    group_tiles = sorted((d for d in range(1, groups + 1) if groups % d == 0), reverse=True)
-    dist_g = min(group_tiles, key=lambda d: pool_share(rows * (groups // d)))
+    dist_g = _pool_group_tile(groups, dims.get("n", 1) * dims.get("oh", 1))
     distribution = {"n": 1, "oh": 1, "ow": ow, "g": dist_g, "kg": per_group, "cg": 0}
     vector = {"n": 1, "oh": 1, "ow": vec_ow, "g": 1, "kg": vec_k, "cg": 0}
+    return _named_tiles_info(dims, distribution, vector, {name: int(name == "cg") for name in dims})
+
+
+def _pool_group_tile(groups: int, others: int) -> int:
+    """The most groups per workgroup (a divisor of ``groups``) whose ``others * groups / tile``
+    workgroups split most evenly over the pool (pool_share)."""
+    group_tiles = sorted((d for d in range(1, groups + 1) if groups % d == 0), reverse=True)
+    return min(group_tiles, key=lambda d: pool_share(others * (groups // d)))
+
+
+def _named_tiles_info(
+    dims, distribution: dict[str, int], vector: dict[str, int], reduction: dict[str, int]
+) -> ir.Attribute:
+    """``_double_tiling_info`` of a generic whose iteration ``dims`` are named: each level's tile
+    sizes given by name, in the order of ``dims``."""
 
     def tiles(sizes: dict[str, int]) -> str:
         return "[" + ", ".join(str(sizes[name]) for name in dims) + "]"
 
-    text = (
-        "#iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<"
+    return _double_tiling_info(
         f"distribution = {tiles(distribution)}, vector_common_parallel = {tiles(vector)}, "
-        f"vector_reduction = {tiles({name: int(name == 'cg') for name in dims})}>, "
-        "translation_info = #iree_codegen.translation_info<pipeline = #iree_cpu.pipeline<DoubleTilingExpert>, "
-        "{enable_loop_peeling}>>"
+        f"vector_reduction = {tiles(reduction)}"
     )
-    return ir.Attribute.parse(text)
 
 
 # Grouped weight gradients (rules.CPU_CONV_GROUPED_WGRAD, conv_direct.grouped_wgrad): up to this
@@ -1163,21 +1172,9 @@ def grouped_wgrad_compilation_info(isa: str, dims: dict[str, int], taps: int = 1
     registers = -(-vec_kg // lanes)
     channels = max(1, GROUPED_WGRAD_CHANNELS_PER_TAP[isa, registers] * GROUPED_WGRAD_TAPS_PER_GENERIC // taps)
     vec_cg = max(d for d in range(1, min(per_group, channels) + 1) if per_group % d == 0)
-    chunks = dims.get("n", 1) * dims.get("chunk", 1)
-    group_tiles = sorted((d for d in range(1, groups + 1) if groups % d == 0), reverse=True)
-    dist_g = min(group_tiles, key=lambda d: pool_share(chunks * (groups // d)))
+    dist_g = _pool_group_tile(groups, dims.get("n", 1) * dims.get("chunk", 1))
     distribution = {"n": 1, "chunk": 1, "g": dist_g, "cg": per_group, "kg": out_per_group, "p": 0}
     vector = {"n": 1, "chunk": 1, "g": 1, "cg": vec_cg, "kg": vec_kg, "p": 0}
-    reduction = {name: GROUPED_WGRAD_POSITIONS if name == "p" else 0 for name in dims}
-
-    def tiles(sizes: dict[str, int]) -> str:
-        return "[" + ", ".join(str(sizes[name]) for name in dims) + "]"
-
-    text = (
-        "#iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<"
-        f"distribution = {tiles(distribution)}, vector_common_parallel = {tiles(vector)}, "
-        f"vector_reduction = {tiles(reduction)}>, "
-        "translation_info = #iree_codegen.translation_info<pipeline = #iree_cpu.pipeline<DoubleTilingExpert>, "
-        "{enable_loop_peeling}>>"
+    return _named_tiles_info(
+        dims, distribution, vector, {name: GROUPED_WGRAD_POSITIONS if name == "p" else 0 for name in dims}
     )
-    return ir.Attribute.parse(text)
