@@ -667,6 +667,25 @@ def CPU_CONV_DEPTHWISE(p: Problem, t: Target) -> str | None:
 CPU_CONV_GROUPED_MAX_TAPS = 25
 
 
+def _grouped_channels(p: Problem, t: Target) -> tuple[int, int, int] | None:
+    """(groups, input channels per group, output channels per group) of a channels-last 2-D conv
+    problem that cpu-conv-grouped-direct or cpu-conv-grouped-wgrad may take: f32 or f16/bf16
+    (computed in f32), several channels per group (not depthwise, which cpu-conv-depthwise and
+    cpu-conv-depthwise-wgrad take), at most CPU_CONV_GROUPED_MAX_TAPS filter taps, a vector ISA
+    with a register tile; None otherwise."""
+    if not p.fact("channels_last") or p.element not in (DataType.FLOAT, *_LOW_PRECISION):
+        return None
+    kernel, groups = p.fact("kernel", ()), int(p.fact("groups", 1))
+    if len(kernel) != 2 or groups < 2 or math.prod(kernel) > CPU_CONV_GROUPED_MAX_TAPS:
+        return None
+    if vector_isa(t) == "generic":
+        return None
+    per_group, out_per_group = int(p.fact("channels", 0)), conv_out_channels(p) // groups
+    if per_group == 0 or per_group == out_per_group == 1:
+        return None  # not known; depthwise
+    return groups, per_group, out_per_group
+
+
 @rule(
     "cpu-conv-grouped-direct",
     Backend.CPU,
@@ -685,18 +704,12 @@ CPU_CONV_GROUPED_MAX_TAPS = 25
     ),
 )
 def CPU_CONV_GROUPED_DIRECT(p: Problem, t: Target) -> str | None:
-    if not p.fact("channels_last") or p.element not in (DataType.FLOAT, *_LOW_PRECISION):
-        return None
-    kernel, groups = p.fact("kernel", ()), int(p.fact("groups", 1))
-    if len(kernel) != 2 or groups < 2 or math.prod(kernel) > CPU_CONV_GROUPED_MAX_TAPS:
-        return None
-    if vector_isa(t) == "generic":
-        return None
     if p.kind == "conv_dgrad" and _transposed_dgrad(p):
         return None  # a transposed conv (fusilli/lowering/conv.py), not a forward one of the flipped filter
-    per_group, out_per_group = int(p.fact("channels", 0)), conv_out_channels(p) // groups
-    if per_group == 0 or per_group == out_per_group == 1:
-        return None  # not known; depthwise (cpu-conv-depthwise)
+    channels = _grouped_channels(p, t)
+    if channels is None:
+        return None
+    groups, per_group, out_per_group = channels
     return (
         f"{groups} groups of {per_group} -> {out_per_group} channels: a direct conv over the NHWC input, "
         f"vectors along a group's {out_per_group} output channels"
@@ -719,16 +732,10 @@ def CPU_CONV_GROUPED_DIRECT(p: Problem, t: Target) -> str | None:
     ),
 )
 def CPU_CONV_GROUPED_WGRAD(p: Problem, t: Target) -> str | None:
-    if not p.fact("channels_last") or p.element not in (DataType.FLOAT, *_LOW_PRECISION):
+    channels = _grouped_channels(p, t)
+    if channels is None:
         return None
-    kernel, groups = p.fact("kernel", ()), int(p.fact("groups", 1))
-    if len(kernel) != 2 or groups < 2 or math.prod(kernel) > CPU_CONV_GROUPED_MAX_TAPS:
-        return None
-    if vector_isa(t) == "generic":
-        return None
-    per_group, out_per_group = int(p.fact("channels", 0)), conv_out_channels(p) // groups
-    if per_group == 0 or per_group == out_per_group == 1:
-        return None  # not known; depthwise (cpu-conv-depthwise-wgrad)
+    groups, per_group, out_per_group = channels
     return (
         f"{groups} groups of {per_group} -> {out_per_group} channels: contractions over chunks of output rows, "
         f"a result per filter tap, vectors along a group's {out_per_group} output channels"
