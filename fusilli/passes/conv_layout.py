@@ -1046,6 +1046,20 @@ def _row_block_wgrad(x_nhwc: ir.Value, dy_nhwc: ir.Value, kernel, stride, paddin
     return ir.expand_shape(sums, [[0, 1, 2], [3]], [fy, fx, c, k])
 
 
+def _wgrad_operands(op: ir.Operation) -> tuple[ir.Value, ir.Value, ir.TensorType, ir.TensorType] | None:
+    """(DY, X, DY's type, DW's type) of a ``torch.aten.convolution_backward`` whose weight gradient
+    alone is used, of static 2-D float operands of one element type; None for any other."""
+    dy, x = op.operands[0], op.operands[1]
+    dyt, xt, dwt = ir.TensorType.of(dy), ir.TensorType.of(x), ir.TensorType.of(op.results[1])
+    if dyt.rank != 4 or xt.rank != 4 or any(d == DYNAMIC for d in dyt.dims + xt.dims + dwt.dims):
+        return None
+    if xt.element not in _FLOAT_CODES or dyt.element != xt.element or dwt.element != xt.element:
+        return None
+    if any(list(r.uses) for r in (op.results[0], op.results[2])):
+        return None
+    return dy, x, dyt, dwt
+
+
 def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
     """A channels-last, ungrouped 2-D weight gradient as Winograd (3x3 stride 1; 3x3 stride 2 over X's
     phases, winograd.polyphase_wgrad; where the target's rules choose them), as GEMMs over blocks of
@@ -1060,14 +1074,10 @@ def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
     (gemm_config.wgrad_gemm_transposed). Over many output positions the GEMM sums chunks of
     them (gemm_config.wgrad_chunk_positions, _chunked_wgrad_gemm).
     """
-    dy, x = op.operands[0], op.operands[1]
-    dyt, xt, dwt = ir.TensorType.of(dy), ir.TensorType.of(x), ir.TensorType.of(op.results[1])
-    if dyt.rank != 4 or xt.rank != 4 or any(d == DYNAMIC for d in dyt.dims + xt.dims + dwt.dims):
+    operands = _wgrad_operands(op)
+    if operands is None:
         return False
-    if xt.element not in _FLOAT_CODES or dyt.element != xt.element or dwt.element != xt.element:
-        return False
-    if any(list(r.uses) for r in (op.results[0], op.results[2])):
-        return False
+    dy, x, dyt, dwt = operands
     # Both operands channels-last (a permute from NHWC), or one channel: NHWC and NCHW are then the
     # same memory and emission leaves the permute out (the NHWC view below is a reshape).
     if not all(permutation_of(defining_op(v)) == TO_NCHW or ir.TensorType.of(v).dims[1] == 1 for v in (x, dy)):
@@ -1171,14 +1181,10 @@ def _rewrite_grouped_wgrad(op: ir.Operation, target: Target) -> bool:
 
     Left to ``torch.aten.convolution_backward`` they ran at 0.02-0.25 and 0.06-0.11 of PyTorch
     (BENCHMARKS.md, "twenty-third session")."""
-    dy, x = op.operands[0], op.operands[1]
-    dyt, xt, dwt = ir.TensorType.of(dy), ir.TensorType.of(x), ir.TensorType.of(op.results[1])
-    if dyt.rank != 4 or xt.rank != 4 or any(d == DYNAMIC for d in dyt.dims + xt.dims + dwt.dims):
+    operands = _wgrad_operands(op)
+    if operands is None:
         return False
-    if xt.element not in _FLOAT_CODES or dyt.element != xt.element or dwt.element != xt.element:
-        return False
-    if any(list(r.uses) for r in (op.results[0], op.results[2])):
-        return False
+    dy, x, dyt, dwt = operands
     if not all(permutation_of(defining_op(v)) == TO_NCHW for v in (x, dy)):
         return False
     attrs = _conv_attrs(op, 4)
