@@ -219,6 +219,27 @@ def padded_copy(x_nhwc: ir.Value, padding) -> ir.Value:
     return ir.fusion_barrier(copy.result)
 
 
+class _IterationDims:
+    """A generic's iteration dims by name, in ``order``, those of extent 1 left out (IREE folds
+    them away, and a lowering config with them) unless named in ``keep``: the types and indexing
+    maps of operands given by the names of their dims."""
+
+    def __init__(self, order: tuple[str, ...], extent: dict[str, int], element: ir.Type, keep: tuple[str, ...] = ()):
+        self.names = [name for name in order if extent[name] > 1 or name in keep]
+        self._position = {name: i for i, name in enumerate(self.names)}
+        self._extent, self._element = extent, element
+
+    def kept(self, names: tuple[str, ...]) -> list[str]:
+        return [name for name in names if name in self._position]
+
+    def type(self, names: tuple[str, ...]) -> ir.RankedTensorType:
+        return ir.RankedTensorType.get([self._extent[name] for name in self.kept(names)], self._element)
+
+    def map(self, names: tuple[str, ...]) -> ir.AffineMap:
+        dims = [ir.AffineDimExpr.get(self._position[name]) for name in self.kept(names)]
+        return ir.AffineMap.get(len(self.names), 0, dims)
+
+
 # The iteration dims of grouped_conv's generic, in order, and those of its operands.
 _GROUPED_DIMS = ("n", "oh", "ow", "g", "kg", "cg")
 _GROUPED_X_DIMS, _GROUPED_W_DIMS, _GROUPED_Y_DIMS = (
@@ -255,17 +276,8 @@ def grouped_conv(x_padded: ir.Value, w_krsc: ir.Value, groups: int, out_dims, st
     _, oh, ow, k = out_dims
     out_per_group = k // groups
     extent = {"n": n, "oh": oh, "ow": ow, "g": groups, "kg": out_per_group, "cg": per_group}
-    dims = [name for name in _GROUPED_DIMS if extent[name] > 1]
-    position = {name: i for i, name in enumerate(dims)}
-
-    def kept(names: tuple[str, ...]) -> list[str]:
-        return [name for name in names if name in position]
-
-    def operand_type(names: tuple[str, ...]) -> ir.RankedTensorType:
-        return ir.RankedTensorType.get([extent[name] for name in kept(names)], f32)
-
-    def operand_map(names: tuple[str, ...]) -> ir.AffineMap:
-        return ir.AffineMap.get(len(dims), 0, [ir.AffineDimExpr.get(position[name]) for name in kept(names)])
+    space = _IterationDims(_GROUPED_DIMS, extent, f32)
+    dims, operand_type, operand_map = space.names, space.type, space.map
 
     x5 = ir.expand_shape(x_padded, [[0], [1], [2], [3, 4]], [n, hp, wp, groups, per_group])
     w5 = ir.expand_shape(w_krsc, [[0, 1], [2], [3], [4]], [groups, out_per_group, fy, fx, per_group])
@@ -396,17 +408,8 @@ def grouped_wgrad(
     x_flat = _chunked_input(x_nhwc, chunks, rows, pitch, reach_rows, stride, padding, x_groups * per_group)
     dy_flat = _chunked_gradient(dy_nhwc, chunks, rows, pitch, dy_groups * out_per_group)
     extent = {"n": n, "chunk": chunks, "g": groups, "cg": per_group, "kg": out_per_group, "p": positions}
-    dims = [name for name in _WGRAD_DIMS if extent[name] > 1 or name == "p"]
-    position = {name: i for i, name in enumerate(dims)}
-
-    def kept(names: tuple[str, ...]) -> list[str]:
-        return [name for name in names if name in position]
-
-    def operand_type(names: tuple[str, ...]) -> ir.RankedTensorType:
-        return ir.RankedTensorType.get([extent[name] for name in kept(names)], f32)
-
-    def operand_map(names: tuple[str, ...]) -> ir.AffineMap:
-        return ir.AffineMap.get(len(dims), 0, [ir.AffineDimExpr.get(position[name]) for name in kept(names)])
+    space = _IterationDims(_WGRAD_DIMS, extent, f32, keep=("p",))
+    dims, operand_type, operand_map = space.names, space.type, space.map
 
     x6 = ir.expand_shape(
         x_flat, [[0], [1], [2], [3], [4, 5]], [*ir.RankedTensorType(x_flat.type).shape[:4], x_groups, per_group]
@@ -466,7 +469,7 @@ def grouped_wgrad(
             partials = ir.tensor.InsertSliceOp(
                 result, partials, [], [], [], [r, s] + [0] * rank, [1, 1, *out_type.shape], [1] * (rank + 2)
             ).result
-    return _sum_chunks(partials, [name for name in _WGRAD_OUT_DIMS if name in position], extent, (fy, fx))
+    return _sum_chunks(partials, space.kept(_WGRAD_OUT_DIMS), extent, (fy, fx))
 
 
 def _chunked_input(
