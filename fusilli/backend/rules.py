@@ -748,13 +748,14 @@ def CPU_CONV_GROUPED_WGRAD(p: Problem, t: Target) -> str | None:
     ("conv_wgrad",),
     "algorithm",
     evidence=(
-        "Zen 5 VM (znver5), benchmarks/depthwise.txt's weight gradients, convolution_backward -> one "
-        "linalg.depthwise_conv_2d_nhwc_hwc of X with DY as the filter over the images' channels "
-        "(conv_direct.depthwise_wgrad), old and new code in alternating fusilli-benchmark --compare torch "
-        "processes, ratio to PyTorch, two rounds: 3x3 1x32x112x112 0.06-0.07 -> 0.28-0.33, 8x144x56x56 "
-        "0.07-0.08 -> 0.18, s2 8x144x56x56 0.06-0.11 -> 0.14-0.18, 8x384x14x14 0.08-0.09 -> 0.16-0.19; as "
-        "x86-64-v3 code 0.08-0.13 -> 0.15-0.29. One contraction per tap (cpu-conv-grouped-wgrad's form) ran "
-        "0.05-0.11"
+        "Zen 5 VM (znver5), benchmarks/depthwise.txt's weight gradients, fusilli-benchmark --compare torch, "
+        "old and new code in alternating processes, ratio to PyTorch: convolution_backward -> a depthwise conv "
+        "of X with DY as the filter over the images' channels, two rounds: 3x3 1x32x112x112 0.06-0.07 -> "
+        "0.28-0.33, 8x144x56x56 0.07-0.08 -> 0.18, s2 8x144x56x56 0.06-0.11 -> 0.14-0.18, 8x384x14x14 "
+        "0.08-0.09 -> 0.16-0.19 (x86-64-v3 code 0.08-0.13 -> 0.15-0.29); that -> sums of column pairs per "
+        "output row with a result per tap (conv_direct.depthwise_wgrad), two rounds: 1x32x112x112 0.24-0.31 -> "
+        "0.45-0.69, 8x144x56x56 0.12 -> 0.53-0.58 (4.7 -> 1.6 ms), s2 8x144x56x56 0.11-0.14 -> 0.19-0.23, "
+        "8x384x14x14 0.11-0.16 -> 0.47-0.52. One contraction per tap (cpu-conv-grouped-wgrad's form) ran 0.05-0.11"
     ),
 )
 def CPU_CONV_DEPTHWISE_WGRAD(p: Problem, t: Target) -> str | None:
@@ -765,7 +766,10 @@ def CPU_CONV_DEPTHWISE_WGRAD(p: Problem, t: Target) -> str | None:
         return None
     if int(p.fact("channels", 0)) != 1 or conv_out_channels(p) != groups:
         return None
-    return f"{groups} channels, one filter each: a depthwise conv of X with DY as the filter, the images joining the channels"
+    return (
+        f"{groups} channels, one filter each: per output row, sums of column pairs' products with a result "
+        "per filter tap, vectorized along the channels, then the rows' sum"
+    )
 
 
 @rule(

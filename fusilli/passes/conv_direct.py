@@ -17,7 +17,8 @@ Grouped convs of several channels per group (``grouped_conv``) are a reduction g
 operands are the filter's taps, views of the input padded by ``padded_copy`` (the same clamped
 read, written once); their weight gradients (``grouped_wgrad``) contractions with a result per
 filter tap over chunks of output rows that two such gathers lay out flat. A depthwise conv's
-weight gradient (``depthwise_wgrad``) is itself a depthwise conv, of the input with DY as its filter.
+weight gradient (``depthwise_wgrad``) sums each output row's products, column pairs at a time, with a
+result per filter tap over strided views of the input and DY.
 """
 
 from __future__ import annotations
@@ -565,69 +566,132 @@ def _sum_chunks(partials: ir.Value, partial_dims: list[str], extent: dict[str, i
     ).result
 
 
-def depthwise_wgrad(x_nhwc: ir.Value, dy_nhwc: ir.Value, kernel, stride, padding, dilation) -> ir.Value:
+# The iteration dims of depthwise_wgrad's generics, in order (j: a pair of output columns), and
+# those of its operands.
+_DEPTHWISE_WGRAD_DIMS = ("n", "oh", "c", "j")
+_DEPTHWISE_WGRAD_IN_DIMS, _DEPTHWISE_WGRAD_OUT_DIMS = ("n", "oh", "j", "c"), ("n", "oh", "c")
+
+
+def depthwise_wgrad(x_nhwc: ir.Value, dy_nhwc: ir.Value, kernel, stride, padding, dilation, isa: str) -> ir.Value:
     """``dw[c, r, s] = sum_{n,oh,ow} x_padded[n, oh*st + r*dil, ow*st + s*dil, c] * dy[n, oh, ow, c]``:
     the weight gradient of a depthwise conv (rules.CPU_CONV_DEPTHWISE_WGRAD) from its NHWC input
     and output gradient, as the KRSC filter ``[C, R, S, 1]`` in f32.
 
-    It is itself a depthwise conv, of the input with DY as the filter: ``R x S`` outputs, ``Ho x
-    Wo`` taps, the conv's strides the dilation and its dilations the stride. Each image has its own
-    DY, so the images join the channels: two gathers (behind barriers) lay out the padded input
-    ``[Hp, Wp, N, C]`` and DY ``[Ho, Wo, N, C]``, one ``linalg.depthwise_conv_2d_nhwc_hwc`` over
-    ``N*C`` channels (IREE's conv pipeline, vectors along them), and one generic sums the images.
-    One contraction per filter tap over the positions (grouped_wgrad's form, vectors along C) ran
-    at 0.05-0.11 of PyTorch; DY transposed by ``linalg.transpose`` took 1.4-1.5 ms against
-    ~0.6 for a gather (8x144x56x56)."""
+    One reduction generic over ``(n, oh, c | j)`` with a result per filter tap (up to
+    gemm_config.DEPTHWISE_WGRAD_TAPS_PER_GENERIC) sums each output row's products into per-row
+    partial sums, vectorized along the channels: a tap's operands are strided views of the padded
+    input (no copy) and of DY, so each generic reads DY and the input once for all its taps. The
+    columns go in pairs, ``j`` the pair: the body adds a tap's two products, then the
+    accumulator. With one product (``acc + x * dy``) IREE makes the body a ``vector.contract``
+    whose only reduction is the unit column step and the channels a batch dim, and lowers it to
+    scalar code (8x144x56x56: 22 ms; with pairs 0.7-0.9 ms). DY gets a zero column where Wo is
+    odd. The input is padded by one gather (``_gather``; none where the taps stay inside it), and
+    one generic sums the rows' partials into the filter
+    (gemm_config.depthwise_wgrad_compilation_info). As a depthwise conv of X with DY as the filter
+    (the images joining the channels) it ran 4.6 ms at 8x144x56x56: IREE's conv reads its
+    operands once per output row, and DY's transposition took 1.5 ms."""
     xt, dt = ir.RankedTensorType(x_nhwc.type), ir.RankedTensorType(dy_nhwc.type)
     f32 = xt.element_type
     n, h, w, c = xt.shape
     _, oh, ow, _ = dt.shape
     fy, fx = kernel
+    pairs = -(-ow // 2)
+    if 2 * pairs != ow:
+
+        def dy_source(index: list[ir.Value]):
+            b, row, col, ch = index
+            col, ok = _source(col, 0, ow)
+            return [b, row, col, ch], ok
+
+        dy_nhwc = _gather(dy_nhwc, [n, oh, 2 * pairs, c], dy_source)
     # The padded rows and columns the taps read.
-    hp, wp = ((o - 1) * st + (k - 1) * d + 1 for o, st, k, d in zip((oh, ow), stride, kernel, dilation))
+    hp = (oh - 1) * stride[0] + (fy - 1) * dilation[0] + 1
+    wp = (2 * pairs - 1) * stride[1] + (fx - 1) * dilation[1] + 1
+    x_padded = x_nhwc
+    if any(padding) or hp > h or wp > w:
 
-    def x_source(index: list[ir.Value]):
-        row, col, b, ch = index
-        row, row_ok = _source(row, padding[0], h)
-        col, col_ok = _source(col, padding[1], w)
-        return [b, row, col, ch], ir.arith.AndIOp(row_ok, col_ok).result
+        def x_source(index: list[ir.Value]):
+            b, row, col, ch = index
+            row, row_ok = _source(row, padding[0], h)
+            col, col_ok = _source(col, padding[1], w)
+            return [b, row, col, ch], ir.arith.AndIOp(row_ok, col_ok).result
 
-    x_hwnc = _gather(x_nhwc, [hp, wp, n, c], x_source)
-    dy_hwnc = dy_nhwc
-    if n > 1:
-        dy_hwnc = _gather(dy_nhwc, [oh, ow, n, c], lambda index: ([index[2], index[0], index[1], index[3]], None))
-    x4 = ir.expand_shape(
-        ir.tensor.CollapseShapeOp(
-            ir.RankedTensorType.get([hp, wp, n * c], f32), x_hwnc, ir.reassociation([[0], [1], [2, 3]])
-        ).result,
-        [[0, 1], [2], [3]],
-        [1, hp, wp, n * c],
-    )
-    dy3 = ir.tensor.CollapseShapeOp(
-        ir.RankedTensorType.get([oh, ow, n * c], f32),
-        dy_hwnc,
-        ir.reassociation([[0], [1], [2, 3]] if n > 1 else [[0, 1], [2], [3]]),
-    ).result
+        x_padded = _gather(x_nhwc, [n, hp, wp, c], x_source)
+    extent = {"n": n, "oh": oh, "c": c, "j": pairs}
+    space = _IterationDims(_DEPTHWISE_WGRAD_DIMS, extent, f32, keep=("c", "j"))
+    in_type, out_type = space.type(_DEPTHWISE_WGRAD_IN_DIMS), space.type(_DEPTHWISE_WGRAD_OUT_DIMS)
+    in_map, out_map = space.map(_DEPTHWISE_WGRAD_IN_DIMS), space.map(_DEPTHWISE_WGRAD_OUT_DIMS)
+
+    def view(source: ir.Value, row: int, col: int, row_step: int, col_step: int) -> ir.Value:
+        """``source[:, row + oh*row_step, col + j*col_step, :]`` over ``(n, oh, j, c)``."""
+        return ir.tensor.ExtractSliceOp(
+            in_type, source, [], [], [], [0, row, col, 0], [n, oh, pairs, c], [1, row_step, col_step, 1]
+        ).result
+
+    dy_pair = [view(dy_nhwc, 0, k, 1, 2) for k in range(2)]
+    taps = [(r, s) for r in range(fy) for s in range(fx)]
     zero = ir.arith.ConstantOp(f32, 0.0).result
-    init = ir.linalg.fill(zero, outs=[ir.tensor.EmptyOp([1, fy, fx, n * c], f32).result])
-    conv = ir.linalg.depthwise_conv_2d_nhwc_hwc(x4, dy3, outs=[init], strides=list(dilation), dilations=list(stride))
-    per_image = ir.expand_shape(conv, [[0], [1], [2], [3, 4]], [1, fy, fx, n, c])
-    d = [ir.AffineDimExpr.get(i) for i in range(4)]  # c, r, s | n
-    sum_init = ir.linalg.fill(zero, outs=[ir.tensor.EmptyOp([c, fy, fx], f32).result])
+    init = ir.linalg.fill(zero, outs=[ir.tensor.EmptyOp(out_type.shape, f32).result])
+    partials = ir.tensor.EmptyOp([len(taps), n, oh, c], f32).result  # (a result's unit dims left out)
+    per_generic = gemm_config.DEPTHWISE_WGRAD_TAPS_PER_GENERIC
+    for first in range(0, len(taps), per_generic):
+        batch = taps[first : first + per_generic]
+        x_pairs = [
+            view(x_padded, r * dilation[0], s * dilation[1] + k * stride[1], stride[0], 2 * stride[1])
+            for r, s in batch
+            for k in range(2)
+        ]
+        sums = ir.linalg.GenericOp(
+            [out_type] * len(batch),
+            [*dy_pair, *x_pairs],
+            [init] * len(batch),
+            ir.indexing_maps(*[in_map] * (2 + len(x_pairs)), *[out_map] * len(batch)),
+            ir.iterator_types(*["reduction" if name == "j" else "parallel" for name in space.names]),
+        )
+        block = sums.regions[0].blocks.append(*[f32] * (2 + len(x_pairs) + len(batch)))
+        with ir.InsertionPoint(block):
+            dy0, dy1 = block.arguments[0], block.arguments[1]
+            xs, accs = block.arguments[2 : 2 + len(x_pairs)], block.arguments[2 + len(x_pairs) :]
+            products = [
+                ir.arith.AddFOp(ir.arith.MulFOp(xs[2 * i], dy0).result, ir.arith.MulFOp(xs[2 * i + 1], dy1).result)
+                for i in range(len(batch))
+            ]
+            ir.linalg.YieldOp([ir.arith.AddFOp(acc, pair.result).result for acc, pair in zip(accs, products)])
+        info = gemm_config.depthwise_wgrad_compilation_info(isa, {name: extent[name] for name in space.names})
+        if info is not None:
+            sums.attributes["compilation_info"] = info
+        for i, result in enumerate(sums.results):
+            partials = ir.tensor.InsertSliceOp(
+                result, partials, [], [], [], [first + i, 0, 0, 0], [1, n, oh, c], [1] * 4
+            ).result
+    rows = ir.tensor.CollapseShapeOp(
+        ir.RankedTensorType.get([len(taps), n * oh, c], f32), partials, ir.reassociation([[0], [1, 2], [3]])
+    ).result
+    return _sum_rows(rows, (fy, fx), isa)
+
+
+def _sum_rows(partials: ir.Value, kernel, isa: str) -> ir.Value:
+    """The KRSC filter ``[C, R, S, 1]`` from depthwise_wgrad's partial sums per output row
+    ``partials`` (``[T, N*Ho, C]``): one generic over ``(c, t | q)``, ``q`` the rows, vectorized
+    along the channels (gemm_config.depthwise_wgrad_sum_compilation_info)."""
+    f32 = ir.RankedTensorType(partials.type).element_type
+    taps, _, channels = ir.RankedTensorType(partials.type).shape
+    init = ir.linalg.fill(ir.arith.ConstantOp(f32, 0.0).result, outs=[ir.tensor.EmptyOp([channels, taps], f32).result])
+    d = [ir.AffineDimExpr.get(i) for i in range(3)]  # c, t | q
     total = ir.linalg.GenericOp(
-        [sum_init.type],
-        [per_image],
-        [sum_init],
-        ir.indexing_maps(
-            ir.AffineMap.get(4, 0, [ir.AffineConstantExpr.get(0), d[1], d[2], d[3], d[0]]),
-            ir.AffineMap.get(4, 0, [d[0], d[1], d[2]]),
-        ),
-        ir.iterator_types("parallel", "parallel", "parallel", "reduction"),
+        [init.type],
+        [partials],
+        [init],
+        ir.indexing_maps(ir.AffineMap.get(3, 0, [d[1], d[2], d[0]]), ir.AffineMap.get(3, 0, [d[0], d[1]])),
+        ir.iterator_types("parallel", "parallel", "reduction"),
     )
     block = total.regions[0].blocks.append(f32, f32)
     with ir.InsertionPoint(block):
         ir.linalg.YieldOp([ir.arith.AddFOp(block.arguments[1], block.arguments[0]).result])
-    return ir.expand_shape(total.result, [[0], [1], [2, 3]], [c, fy, fx, 1])
+    info = gemm_config.depthwise_wgrad_sum_compilation_info(isa, channels)
+    if info is not None:
+        total.attributes["compilation_info"] = info
+    return ir.expand_shape(total.result, [[0], [1, 2, 3]], [channels, kernel[0], kernel[1], 1])
 
 
 def _gather(nhwc: ir.Value, shape: list[int], source) -> ir.Value:

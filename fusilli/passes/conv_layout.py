@@ -1176,8 +1176,8 @@ def _rewrite_grouped_wgrad(op: ir.Operation, target: Target) -> bool:
     """A channels-last weight gradient of a grouped conv of several channels per group (ResNeXt's
     3x3 g32; rules.CPU_CONV_GROUPED_WGRAD) as ``conv_direct.grouped_wgrad``: contractions over
     chunks of output rows with a result per filter tap, then the chunks' sum; of a depthwise conv
-    (rules.CPU_CONV_DEPTHWISE_WGRAD) as ``conv_direct.depthwise_wgrad``: a depthwise conv of X with
-    DY as the filter; f16/bf16 computed in f32.
+    (rules.CPU_CONV_DEPTHWISE_WGRAD) as ``conv_direct.depthwise_wgrad``: per output row, sums of
+    column pairs' products with a result per filter tap, then the rows' sum; f16/bf16 computed in f32.
 
     Left to ``torch.aten.convolution_backward`` they ran at 0.02-0.25 and 0.06-0.11 of PyTorch
     (BENCHMARKS.md, "twenty-third session")."""
@@ -1208,7 +1208,7 @@ def _rewrite_grouped_wgrad(op: ir.Operation, target: Target) -> bool:
         x_nhwc, dy_nhwc = _channels_last_in_f32(b, element, x, dy)
         x_b, dy_b = b.to_builtin(x_nhwc), b.to_builtin(dy_nhwc)
         if choice.rule is rules.CPU_CONV_DEPTHWISE_WGRAD:
-            dw = conv_direct.depthwise_wgrad(x_b, dy_b, (fy, fx), stride, padding, dilation)
+            dw = conv_direct.depthwise_wgrad(x_b, dy_b, (fy, fx), stride, padding, dilation, rules.vector_isa(target))
         else:
             dw = conv_direct.grouped_wgrad(
                 x_b, dy_b, groups, (fy, fx), stride, padding, dilation, rules.vector_isa(target)

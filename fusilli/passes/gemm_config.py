@@ -1178,3 +1178,63 @@ def grouped_wgrad_compilation_info(isa: str, dims: dict[str, int], taps: int = 1
     return _named_tiles_info(
         dims, distribution, vector, {name: GROUPED_WGRAD_POSITIONS if name == "p" else 0 for name in dims}
     )
+
+
+# Depthwise weight gradients (rules.CPU_CONV_DEPTHWISE_WGRAD, conv_direct.depthwise_wgrad): up to this
+# many filter taps are the results of one reduction generic over (n, oh, c | j) summing an output row's
+# column pairs, vectorized along the channels ...
+DEPTHWISE_WGRAD_TAPS_PER_GENERIC = 9
+# ... in workgroups of this many output rows and up to this many channels (a divisor of C, in
+# registers of the ISA's lanes), a register tile of this many rows by one register of channels per
+# tap. Prototype (the padded input gathered, HAL profiler, mean us of the generic) at 3x3
+# 8x144x56x56, workgroup rows / channels, vector rows / channels: 8 / 144, 1 / 16 1000; 4 / 48, 1 /
+# 16 895; 4 / 16, 1 / 16 817; 4 / 48, 1 / 32 739; 4 / 48, 2 / 16 695; 8 / 144, 1 / 48 3431; s2
+# 8x144x56x56 4 / 48, 2 / 16 252, 1 / 16 293, 8 / 48, 2 / 16 272; 8x384x14x14 4 / 48, 2 / 16 68, 1 / 16
+# 72, 8 / 48, 2 / 16 59; as x86-64-v3 code 8x144x56x56 4 / 48, 2 / 8 1194, 1 / 8 1394, 1 / 16 1162, s2
+# 490 / 471 / 457.
+DEPTHWISE_WGRAD_ROWS = 4
+DEPTHWISE_WGRAD_CHANNELS = 48
+DEPTHWISE_WGRAD_VECTOR_ROWS = 2
+# The rows' partial sums are added up in workgroups of DEPTHWISE_WGRAD_CHANNELS channels, this many
+# per vector (2 registers on AVX2): IREE's own tiles vectorized along the taps and ran 3.5-4.0 ms at
+# 8x144x56x56 as x86-64-v3 code (45-60 us with these; 40-50 its own on AVX-512).
+DEPTHWISE_WGRAD_SUM_VECTOR = 16
+
+
+def _channel_tile(channels: int, vector: int, most: int) -> int:
+    """Channels per workgroup: the most, up to ``most``, that divide ``channels`` in whole vectors
+    of ``vector``; else ``min(channels, most)`` (a peeled remainder)."""
+    tiles = [d for d in range(vector, most + 1, vector) if channels % d == 0]
+    return max(tiles) if tiles else min(channels, most)
+
+
+def depthwise_wgrad_compilation_info(isa: str, dims: dict[str, int]) -> ir.Attribute | None:
+    """The ``compilation_info`` of conv_direct.depthwise_wgrad's row-sum generics on ``isa`` (None
+    for ISAs without a tile), over its iteration ``dims`` (``n, oh, c, j`` by name and extent, those of
+    extent 1 left out): workgroups of DEPTHWISE_WGRAD_ROWS rows and DEPTHWISE_WGRAD_CHANNELS
+    channels, a register tile of DEPTHWISE_WGRAD_VECTOR_ROWS rows by one register of channels, one
+    column pair per vector step."""
+    if isa not in GROUPED_CONV_ISAS:
+        return None
+    lanes = F32_LANES[isa]
+    channels = dims["c"]
+    vector_c = min(lanes, channels)
+    distribution = {
+        "n": 1,
+        "oh": DEPTHWISE_WGRAD_ROWS,
+        "c": _channel_tile(channels, vector_c, DEPTHWISE_WGRAD_CHANNELS),
+        "j": 0,
+    }
+    vector = {"n": 1, "oh": DEPTHWISE_WGRAD_VECTOR_ROWS, "c": vector_c, "j": 0}
+    return _named_tiles_info(dims, distribution, vector, {name: int(name == "j") for name in dims})
+
+
+def depthwise_wgrad_sum_compilation_info(isa: str, channels: int) -> ir.Attribute | None:
+    """The ``compilation_info`` of conv_direct.depthwise_wgrad's sum of the rows' partials, a generic
+    over ``(c, t | q)`` (None for ISAs without a tile): see DEPTHWISE_WGRAD_SUM_VECTOR."""
+    if isa not in GROUPED_CONV_ISAS:
+        return None
+    vector_c = min(DEPTHWISE_WGRAD_SUM_VECTOR, channels)
+    dims = {"c": channels, "t": 1, "q": 1}
+    distribution = {"c": _channel_tile(channels, vector_c, DEPTHWISE_WGRAD_CHANNELS), "t": 1, "q": 0}
+    return _named_tiles_info(dims, distribution, {"c": vector_c, "t": 1, "q": 0}, {"c": 0, "t": 0, "q": 1})

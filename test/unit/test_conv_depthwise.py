@@ -3,8 +3,8 @@
 against the NumPy reference (padding, stride, dilation, batch, a bias + relu epilogue), the rule's
 reach, the IR, and a graph that mixes one with a conv IREE's im2col would take (its flag dropped:
 IREE 3.13 fails to verify its im2col of a depthwise conv). Their stride-1 data gradients take the
-same conv (the rule names them), their weight gradients a depthwise conv of X with DY as the filter
-(cpu-conv-depthwise-wgrad, conv_direct.depthwise_wgrad)."""
+same conv (the rule names them), their weight gradients per-row sums of column pairs with a result
+per filter tap (cpu-conv-depthwise-wgrad, conv_direct.depthwise_wgrad)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,10 @@ import pytest
 from conftest import channels_last_conv_graph, random_array, run_and_check
 
 import fusilli as fs
+from fusilli import ir
 from fusilli.backend import Artifact, rules
 from fusilli.backend.targets import Target
+from fusilli.passes import gemm_config
 
 
 def depthwise(name, x_dim, kernel, padding, stride, dilation=(1, 1), k=None, epilogue=False):
@@ -134,6 +136,8 @@ WGRAD_CASES = {
     "3x3_s2": ([3, 32, 15, 13], (3, 3), (1, 1), (2, 2), (1, 1)),
     "5x3_dilated": ([1, 24, 16, 14], (5, 3), (4, 2), (1, 1), (2, 2)),
     "3x3_unpadded_one_image": ([1, 8, 9, 10], (3, 3), (0, 0), (1, 1), (1, 1)),
+    "3x3_unpadded_odd_columns": ([2, 16, 9, 9], (3, 3), (0, 0), (1, 1), (1, 1)),
+    "5x5_two_generics_of_taps": ([2, 20, 10, 10], (5, 5), (2, 2), (1, 1), (1, 1)),
 }
 
 
@@ -152,31 +156,60 @@ def _depthwise_wgrad(name, x_dim, kernel, padding, stride, dilation, dtype=fs.Da
 
 
 @pytest.mark.parametrize("name", sorted(WGRAD_CASES))
-def test_depthwise_wgrad_is_a_depthwise_conv_of_x_with_dy(cpu, rng, name):
-    """cpu-conv-depthwise-wgrad: one linalg.depthwise_conv_2d_nhwc_hwc over the images' channels
-    (conv_direct.depthwise_wgrad), numerics against the reference."""
+def test_depthwise_wgrad_sums_column_pairs(cpu, rng, name):
+    """cpu-conv-depthwise-wgrad: row sums over column pairs with a result per tap, then their sum
+    (conv_direct.depthwise_wgrad), numerics against the reference: odd DY widths (a zero column),
+    unpadded inputs (read in place, or gathered where the pairs' last column reaches past them), one
+    image (its dim left out), 25 taps in three generics."""
     g = _depthwise_wgrad(name, *WGRAD_CASES[name])
     text = g.mlir("optimized")
-    assert "linalg.depthwise_conv_2d_nhwc_hwc" in text and "convolution_backward" not in text
+    assert "convolution_backward" not in text and "linalg.depthwise_conv_2d_nhwc_hwc" not in text
     assert "cpu-conv-depthwise-wgrad" in g.explain()
     run_and_check(g, cpu, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
 
 
 def test_depthwise_wgrad_ir():
-    """3x3 s2 3x32x15x13 (DY 8 x 7): the padded rows and columns the taps read (2*7 + 2 + 1 = 17,
-    2*6 + 2 + 1 = 15), the images joining the channels (3 x 32 = 96), DY [8, 7, 3, 32] as the
-    filter, the conv's strides the dilation and its dilations the stride, the images summed."""
+    """3x3 s2 3x32x15x13 (DY 8 x 7): DY gathered with a zero column (8 x 8), the padded rows and
+    columns the taps read (2*7 + 2 + 1 = 17 and, for 4 column pairs, 2*7 + 2 + 1 = 17), each tap's
+    two views (rows a stride apart, columns two), one generic with nine results [3, 8, 32], their
+    rows [9, 24, 32] summed into the filter [32, 9] -> [32, 3, 3, 1]."""
     text = _depthwise_wgrad("ir", *WGRAD_CASES["3x3_s2"]).mlir("optimized")
-    assert "tensor<17x15x3x32xf32>" in text and "tensor<8x7x3x32xf32>" in text
-    assert "tensor<1x17x15x96xf32>, tensor<8x7x96xf32>) outs(" in text
-    assert "dilations = dense<2> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>" in text
-    assert "tensor<1x3x3x3x32xf32>" in text and "tensor<32x3x3x1xf32>" in text
+    assert "tensor<3x8x8x32xf32>" in text and "tensor<3x17x17x32xf32>" in text
+    assert "[0, 0, 1, 0] [3, 8, 4, 32] [1, 1, 2, 1] : tensor<3x8x8x32xf32> to tensor<3x8x4x32xf32>" in text
+    assert "[0, 2, 4, 0] [3, 8, 4, 32] [1, 2, 4, 1] : tensor<3x17x17x32xf32> to tensor<3x8x4x32xf32>" in text
+    assert text.count("linalg.generic") == 4  # the two gathers, the row sums, the rows' sum
+    assert "-> (tensor<3x8x32xf32>, " in text and "tensor<9x3x8x32xf32> into tensor<9x24x32xf32>" in text
+    assert "tensor<32x9xf32> into tensor<32x3x3x1xf32>" in text
+
+
+def test_depthwise_wgrad_unpadded_reads_x_in_place():
+    """An unpadded 3x3 whose DY has an even width reads X where it lies: no gather."""
+    text = _depthwise_wgrad("in_place", *WGRAD_CASES["3x3_unpadded_one_image"]).mlir("optimized")
+    assert "tensor.extract %" not in text and "compute_barrier" not in text
+    assert "[0, 1, 2, 0] [1, 7, 4, 8] [1, 1, 2, 1] : tensor<1x9x10x8xf32> to tensor<7x4x8xf32>" in text
+
+
+def test_depthwise_wgrad_tiles():
+    """Workgroups of 4 rows and the most channels up to 48 in whole registers, two rows by one
+    register of channels, one column pair a step; the rows' sum vectorized along 16 channels."""
+    with ir.Context():
+        avx512 = str(gemm_config.depthwise_wgrad_compilation_info("avx512", {"n": 8, "oh": 56, "c": 144, "j": 28}))
+        avx2 = str(gemm_config.depthwise_wgrad_compilation_info("avx2", {"oh": 7, "c": 20, "j": 4}))
+        summed = str(gemm_config.depthwise_wgrad_sum_compilation_info("avx2", 144))
+        assert gemm_config.depthwise_wgrad_compilation_info("generic", {"oh": 7, "c": 20, "j": 4}) is None
+    assert (
+        "distribution = [1, 4, 48, 0], vector_common_parallel = [1, 2, 16, 0], vector_reduction = [0, 0, 0, 1]"
+        in avx512
+    )
+    # 20 channels: no multiple of 8 divides them, so 20 with a peeled remainder
+    assert "distribution = [4, 20, 0], vector_common_parallel = [2, 8, 0], vector_reduction = [0, 0, 1]" in avx2
+    assert "distribution = [48, 1, 0], vector_common_parallel = [16, 1, 0], vector_reduction = [0, 0, 1]" in summed
 
 
 @pytest.mark.parametrize("dtype", [fs.DataType.HALF, fs.DataType.BFLOAT16])
 def test_depthwise_wgrad_low_precision_computes_in_f32(cpu, rng, dtype):
     g = _depthwise_wgrad("lp", [2, 16, 8, 8], (3, 3), (1, 1), (1, 1), (1, 1), dtype)
-    assert "linalg.depthwise_conv_2d_nhwc_hwc" in g.mlir("optimized")
+    assert "convolution_backward" not in g.mlir("optimized")
     run_and_check(g, cpu, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=3e-2, atol=3e-2)
 
 

@@ -1,63 +1,80 @@
-# RUN: env FUSILLI_LIT_TARGET=cpu:znver5 %python %s | filecheck %s --check-prefixes=CHECK,TILED
-# RUN: env FUSILLI_LIT_TARGET=cpu:x86-64-v3 %python %s | filecheck %s --check-prefixes=CHECK,TILED
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver5 %python %s | filecheck %s --check-prefixes=CHECK,TILED,AVX512
+# RUN: env FUSILLI_LIT_TARGET=cpu:x86-64-v3 %python %s | filecheck %s --check-prefixes=CHECK,TILED,AVX2
 # RUN: env FUSILLI_LIT_TARGET=cpu:x86-64 %python %s | filecheck %s --check-prefixes=CHECK,GENERIC
 
-# The weight gradient of a channels-last depthwise conv (rules.CPU_CONV_DEPTHWISE_WGRAD) is a
-# depthwise conv of X with DY as the filter (fusilli-conv-layout's _rewrite_grouped_wgrad,
-# conv_direct.depthwise_wgrad): two gathers behind compute barriers lay out the padded X
-# [Hp, Wp, N, C] (the rows and columns the taps read: 2*6 + 2 + 1 = 15 of 3x3 s2 2x16x13x13) and
-# DY [Ho, Wo, N, C], the images join the channels (2 x 16 = 32), one
-# linalg.depthwise_conv_2d_nhwc_hwc computes [1, R, S, N*C] with the conv's stride as its
-# dilations, and one generic sums the images into [C, R, S], the KRSC filter [C, R, S, 1]. A
-# batch of one needs no DY gather. x86-64 (no vector ISA measured) keeps
-# torch.aten.convolution_backward.
+# The weight gradient of a channels-last depthwise conv (rules.CPU_CONV_DEPTHWISE_WGRAD; fusilli-conv-layout's
+# _rewrite_grouped_wgrad, conv_direct.depthwise_wgrad): per output row, each filter tap's products summed
+# over pairs of output columns, vectorized along the channels, then the rows' sum. Of 3x3 s2 2x16x13x13
+# (DY 7 x 7): DY gathered with a zero column to an even width (8), X padded by a gather to the rows and
+# columns the taps read (2*6 + 2 + 1 = 15, and 2*7 + 2 + 1 = 17 for 4 column pairs), both behind compute
+# barriers; each tap reads two strided views of X (rows a stride apart, a pair's columns two strides),
+# DY two views (its pair's columns); one generic over (n, oh, c | j) with a result per tap, whose body adds
+# a tap's two products before the accumulator; the results' rows [9, 2*7, 16] summed into [16, 9], the
+# KRSC filter [16, 3, 3, 1]. An unpadded 3x3 of DY even in width reads X in place (no gather), its one
+# image's dim left out. x86-64 (no vector ISA measured) keeps torch.aten.convolution_backward.
 
 from lit_helpers import explained_and_optimized, run
 
 import fusilli as fs
 
 
-def wgrad(name: str, x_dim: list[int], stride: int) -> fs.Graph:
+def wgrad(name: str, x_dim: list[int], stride: int, padding: int) -> fs.Graph:
     g = fs.Graph(name=name)
     n, c, h, _ = x_dim
-    out = (h + 2 - 3) // stride + 1
+    out = (h + 2 * padding - 3) // stride + 1
     dy_dim = [n, c, out, out]
     dy = g.tensor(name="dy", dim=dy_dim, stride=fs.strides(dy_dim, "NHWC"))
     x = g.tensor(name="x", dim=x_dim, stride=fs.strides(x_dim, "NHWC"))
-    dw = g.conv_wgrad(dy, x, padding=[1, 1], stride=[stride, stride], dilation=[1, 1], name="wgrad")
+    dw = g.conv_wgrad(dy, x, padding=[padding, padding], stride=[stride, stride], dilation=[1, 1], name="wgrad")
     dw.set_dim([c, 1, 3, 3]).set_stride(fs.strides([c, 1, 3, 3], "NHWC")).set_output(True).set_name("dw")
     return g
 
 
 @run
 def depthwise_wgrad_s2():
-    print(explained_and_optimized(wgrad("depthwise_wgrad_s2", [2, 16, 13, 13], 2)))
+    print(explained_and_optimized(wgrad("depthwise_wgrad_s2", [2, 16, 13, 13], 2, 1)))
+
+
+@run
+def depthwise_wgrad_unpadded():
+    print(explained_and_optimized(wgrad("depthwise_wgrad_unpadded", [1, 16, 10, 10], 1, 0)))
 
 
 # CHECK-LABEL: TEST: depthwise_wgrad_s2
-# TILED: wgrad [conv_wgrad]: {{.*}}cpu-conv-depthwise-wgrad (16 channels, one filter each: a depthwise conv of X with DY as the filter, the images joining the channels)
-# TILED: %[[XG:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<15x15x2x16xf32>)
+# TILED: wgrad [conv_wgrad]: {{.*}}cpu-conv-depthwise-wgrad (16 channels, one filter each: per output row, sums of column pairs' products with a result per filter tap, vectorized along the channels, then the rows' sum)
+# AVX512: #config = #iree_cpu.lowering_config<distribution = [1, 4, 16, 0], vector_common_parallel = [1, 2, 16, 0], vector_reduction = [0, 0, 0, 1]>
+# AVX2: #config = #iree_cpu.lowering_config<distribution = [1, 4, 16, 0], vector_common_parallel = [1, 2, 8, 0], vector_reduction = [0, 0, 0, 1]>
+# TILED: #config1 = #iree_cpu.lowering_config<distribution = [16, 1, 0], vector_common_parallel = [16, 1, 0], vector_reduction = [0, 0, 1]>
+# TILED: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x7x8x16xf32>)
+# TILED: tensor.extract %{{.*}} : tensor<2x7x7x16xf32>
+# TILED: %[[DY:.*]] = iree_tensor_ext.compute_barrier.start %{{.*}} : tensor<2x7x8x16xf32>
+# TILED: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x15x17x16xf32>)
 # TILED: tensor.extract %{{.*}} : tensor<2x13x13x16xf32>
-# TILED: %[[XB:.*]] = iree_tensor_ext.compute_barrier.start %[[XG]] : tensor<15x15x2x16xf32>
-# TILED: %[[DG:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<7x7x2x16xf32>)
-# TILED: %[[DB:.*]] = iree_tensor_ext.compute_barrier.start %[[DG]] : tensor<7x7x2x16xf32>
-# TILED: %[[X:.*]] = tensor.expand_shape %{{.*}} output_shape [1, 15, 15, 32]
-# TILED: %[[D:.*]] = tensor.collapse_shape %[[DB]] {{\[}}[0], [1], [2, 3]] : tensor<7x7x2x16xf32> into tensor<7x7x32xf32>
-# TILED: %[[CONV:.*]] = linalg.depthwise_conv_2d_nhwc_hwc {dilations = dense<2> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%[[X]], %[[D]] : tensor<1x15x15x32xf32>, tensor<7x7x32xf32>) outs(%{{.*}} : tensor<1x3x3x32xf32>)
-# TILED: %[[IMAGES:.*]] = tensor.expand_shape %[[CONV]] {{.*}} output_shape [1, 3, 3, 2, 16]
-# TILED: %[[SUM:.*]] = linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%[[IMAGES]] : tensor<1x3x3x2x16xf32>) outs(%{{.*}} : tensor<16x3x3xf32>)
-# TILED: tensor.expand_shape %[[SUM]] {{.*}} output_shape [16, 3, 3, 1]
+# TILED: %[[X:.*]] = iree_tensor_ext.compute_barrier.start %{{.*}} : tensor<2x15x17x16xf32>
+# TILED: %[[DY0:.*]] = tensor.extract_slice %[[DY]][0, 0, 0, 0] [2, 7, 4, 16] [1, 1, 2, 1] : tensor<2x7x8x16xf32> to tensor<2x7x4x16xf32>
+# TILED: %[[DY1:.*]] = tensor.extract_slice %[[DY]][0, 0, 1, 0] [2, 7, 4, 16] [1, 1, 2, 1]
+# TILED: %[[X00:.*]] = tensor.extract_slice %[[X]][0, 0, 0, 0] [2, 7, 4, 16] [1, 2, 4, 1] : tensor<2x15x17x16xf32> to tensor<2x7x4x16xf32>
+# TILED: %[[X01:.*]] = tensor.extract_slice %[[X]][0, 0, 2, 0] [2, 7, 4, 16] [1, 2, 4, 1]
+# TILED: tensor.extract_slice %[[X]][0, 2, 4, 0] [2, 7, 4, 16] [1, 2, 4, 1]
+# TILED: %[[SUMS:.*]]:9 = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%[[DY0]], %[[DY1]], %[[X00]], %[[X01]], {{.*}}) outs({{.*}}) attrs = {compilation_info = #compilation}
+# TILED: ^bb0(%[[D0:[^:]*]]: f32, %[[D1:[^:]*]]: f32, %[[A0:[^:]*]]: f32, %[[A1:[^:]*]]: f32,
+# TILED: %[[M0:.*]] = arith.mulf %[[A0]], %[[D0]] : f32
+# TILED: %[[M1:.*]] = arith.mulf %[[A1]], %[[D1]] : f32
+# TILED: %[[PAIR:.*]] = arith.addf %[[M0]], %[[M1]] : f32
+# TILED: arith.addf %out, %[[PAIR]] : f32
+# TILED: -> (tensor<2x7x16xf32>,
+# TILED: tensor.insert_slice %[[SUMS]]#8 into %{{.*}}[8, 0, 0, 0] [1, 2, 7, 16] [1, 1, 1, 1] : tensor<2x7x16xf32> into tensor<9x2x7x16xf32>
+# TILED: %[[ROWS:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0], [1, 2], [3]] : tensor<9x2x7x16xf32> into tensor<9x14x16xf32>
+# TILED: %[[TOTAL:.*]] = linalg.generic {{.*}} ins(%[[ROWS]] : tensor<9x14x16xf32>) outs(%{{.*}} : tensor<16x9xf32>) attrs = {compilation_info = #compilation1}
+# TILED: tensor.expand_shape %[[TOTAL]] {{.*}} output_shape [16, 3, 3, 1]
 # TILED-NOT: convolution_backward
 # GENERIC: torch.aten.convolution_backward
 
 
-@run
-def depthwise_wgrad_one_image():
-    print(explained_and_optimized(wgrad("depthwise_wgrad_one_image", [1, 16, 8, 8], 1)))
-
-
-# CHECK-LABEL: TEST: depthwise_wgrad_one_image
-# TILED: %[[XG:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<10x10x1x16xf32>)
-# TILED: tensor.collapse_shape %{{.*}} {{\[}}[0, 1], [2], [3]] : tensor<1x8x8x16xf32> into tensor<8x8x16xf32>
-# TILED: linalg.depthwise_conv_2d_nhwc_hwc {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%{{.*}}, %{{.*}} : tensor<1x10x10x16xf32>, tensor<8x8x16xf32>)
+# CHECK-LABEL: TEST: depthwise_wgrad_unpadded
+# TILED: %[[X:.*]] = torch_c.to_builtin_tensor %{{.*}} -> tensor<1x10x10x16xf32>
+# TILED-NOT: compute_barrier
+# TILED: tensor.extract_slice %[[X]][0, 0, 0, 0] [1, 8, 4, 16] [1, 1, 2, 1] : tensor<1x10x10x16xf32> to tensor<8x4x16xf32>
+# TILED: } -> (tensor<8x16xf32>,
+# TILED: tensor.collapse_shape %{{.*}} {{\[}}[0], [1, 2], [3]] : tensor<9x1x8x16xf32> into tensor<9x8x16xf32>
 # GENERIC: torch.aten.convolution_backward
