@@ -755,7 +755,11 @@ def CPU_CONV_GROUPED_WGRAD(p: Problem, t: Target) -> str | None:
         "0.08-0.09 -> 0.16-0.19 (x86-64-v3 code 0.08-0.13 -> 0.15-0.29); that -> sums of column pairs per "
         "output row with a result per tap (conv_direct.depthwise_wgrad), two rounds: 1x32x112x112 0.24-0.31 -> "
         "0.45-0.69, 8x144x56x56 0.12 -> 0.53-0.58 (4.7 -> 1.6 ms), s2 8x144x56x56 0.11-0.14 -> 0.19-0.23, "
-        "8x384x14x14 0.11-0.16 -> 0.47-0.52. One contraction per tap (cpu-conv-grouped-wgrad's form) ran 0.05-0.11"
+        "8x384x14x14 0.11-0.16 -> 0.47-0.52; the positions whose taps read inside X reading it in place, small "
+        "gathers for the strips around them (where they are 88% of the positions), two rounds, ms: 8x144x56x56 "
+        "1.57-2.70 -> 1.03-1.33 (0.78-0.92 of PyTorch), s2 8x144x56x56 0.89-1.11 -> 0.45-0.48, s2 8x96x112x112 "
+        "3.2-3.7 -> 1.4-1.7 (0.44-0.49 -> 1.12-1.18). One contraction per tap (cpu-conv-grouped-wgrad's form) "
+        "ran 0.05-0.11"
     ),
 )
 def CPU_CONV_DEPTHWISE_WGRAD(p: Problem, t: Target) -> str | None:
@@ -768,7 +772,8 @@ def CPU_CONV_DEPTHWISE_WGRAD(p: Problem, t: Target) -> str | None:
         return None
     return (
         f"{groups} channels, one filter each: per output row, sums of column pairs' products with a result "
-        "per filter tap, vectorized along the channels, then the rows' sum"
+        "per filter tap, vectorized along the channels (X read in place where the taps stay inside it), then the "
+        "rows' sum"
     )
 
 

@@ -23,6 +23,8 @@ result per filter tap over strided views of the input and DY.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from fusilli import ir
 from fusilli.passes import gemm_config
 
@@ -572,6 +574,29 @@ _DEPTHWISE_WGRAD_DIMS = ("n", "oh", "c", "j")
 _DEPTHWISE_WGRAD_IN_DIMS, _DEPTHWISE_WGRAD_OUT_DIMS = ("n", "oh", "j", "c"), ("n", "oh", "c")
 
 
+class _Strip(NamedTuple):
+    """A rectangle of output positions: its first row and column, its rows and columns."""
+
+    row: int
+    col: int
+    rows: int
+    cols: int
+
+
+class _Region(NamedTuple):
+    """Output positions depthwise_wgrad sums in one generic: ``images x rows x 2*pairs`` of them,
+    DY's at ``dy[:, dy_at[0] + i, dy_at[1] + j, :]`` and tap ``(r, s)``'s input at
+    ``x[:, x_at[0] + i*st + r*dil, x_at[1] + j*st + s*dil, :]`` for region row ``i`` and column ``j``."""
+
+    dy: ir.Value
+    dy_at: tuple[int, int]
+    x: ir.Value
+    x_at: tuple[int, int]
+    images: int
+    rows: int
+    pairs: int
+
+
 def depthwise_wgrad(x_nhwc: ir.Value, dy_nhwc: ir.Value, kernel, stride, padding, dilation, isa: str) -> ir.Value:
     """``dw[c, r, s] = sum_{n,oh,ow} x_padded[n, oh*st + r*dil, ow*st + s*dil, c] * dy[n, oh, ow, c]``:
     the weight gradient of a depthwise conv (rules.CPU_CONV_DEPTHWISE_WGRAD) from its NHWC input
@@ -579,45 +604,131 @@ def depthwise_wgrad(x_nhwc: ir.Value, dy_nhwc: ir.Value, kernel, stride, padding
 
     One reduction generic over ``(n, oh, c | j)`` with a result per filter tap (up to
     gemm_config.DEPTHWISE_WGRAD_TAPS_PER_GENERIC) sums each output row's products into per-row
-    partial sums, vectorized along the channels: a tap's operands are strided views of the padded
-    input (no copy) and of DY, so each generic reads DY and the input once for all its taps. The
-    columns go in pairs, ``j`` the pair: the body adds a tap's two products, then the
-    accumulator. With one product (``acc + x * dy``) IREE makes the body a ``vector.contract``
-    whose only reduction is the unit column step and the channels a batch dim, and lowers it to
-    scalar code (8x144x56x56: 22 ms; with pairs 0.7-0.9 ms). DY gets a zero column where Wo is
-    odd. The input is padded by one gather (``_gather``; none where the taps stay inside it), and
-    one generic sums the rows' partials into the filter
-    (gemm_config.depthwise_wgrad_compilation_info). As a depthwise conv of X with DY as the filter
-    (the images joining the channels) it ran 4.6 ms at 8x144x56x56: IREE's conv reads its
-    operands once per output row, and DY's transposition took 1.5 ms."""
+    partial sums, vectorized along the channels (gemm_config.depthwise_wgrad_compilation_info): a
+    tap's operands are strided views of the input and of DY, so each generic reads DY and the input
+    once for all its taps. The columns go in pairs, ``j`` the pair: the body adds a tap's two
+    products, then the accumulator. With one product (``acc + x * dy``) IREE makes the body a
+    ``vector.contract`` whose only reduction is the unit column step and the channels a batch dim,
+    and lowers it to scalar code (8x144x56x56: 22 ms; with pairs 0.7-0.9 ms).
+
+    Views must stay inside their tensor, and a padded copy of the input costs as much as the sums
+    (8x144x56x56: 0.65-0.77 ms). So the output positions whose taps all read inside the input (in
+    whole column pairs) take views of the input and DY where they lie; the rows above and below
+    them (one generic) and the columns left and right of them (another) are strips whose input,
+    padded, and DY, with zero columns to whole pairs, small gathers lay out, the strips as images
+    (``_strips``). Where fewer stay inside (gemm_config.DEPTHWISE_WGRAD_SPLIT_MIN_INSIDE), all
+    positions are one strip. One generic sums the rows' partials into
+    the filter (``_sum_rows``). As a depthwise conv of X with DY as the filter (the images joining
+    the channels) it ran 4.6 ms at 8x144x56x56: IREE's conv reads its operands once per output
+    row, and DY's transposition took 1.5 ms."""
     xt, dt = ir.RankedTensorType(x_nhwc.type), ir.RankedTensorType(dy_nhwc.type)
     f32 = xt.element_type
     n, h, w, c = xt.shape
     _, oh, ow, _ = dt.shape
-    fy, fx = kernel
-    pairs = -(-ow // 2)
-    if 2 * pairs != ow:
+    rows_inside = _taps_inside(oh, h, kernel[0], stride[0], padding[0], dilation[0])
+    first_col, end_col = _taps_inside(ow, w, kernel[1], stride[1], padding[1], dilation[1])
+    end_col = first_col + 2 * ((end_col - first_col) // 2)  # whole column pairs
+    inside = _Strip(rows_inside[0], first_col, rows_inside[1] - rows_inside[0], end_col - first_col)
+    conv = (kernel, stride, padding, dilation)
+    if inside.rows * inside.cols >= gemm_config.DEPTHWISE_WGRAD_SPLIT_MIN_INSIDE * oh * ow:
+        x_at = (inside.row * stride[0] - padding[0], inside.col * stride[1] - padding[1])
+        regions = [_Region(dy_nhwc, (inside.row, inside.col), x_nhwc, x_at, n, inside.rows, inside.cols // 2)]
+        above, below = (
+            _Strip(0, 0, inside.row, ow),
+            _Strip(inside.row + inside.rows, 0, oh - inside.row - inside.rows, ow),
+        )
+        left = _Strip(inside.row, 0, inside.rows, inside.col)
+        right = _Strip(inside.row, inside.col + inside.cols, inside.rows, ow - inside.col - inside.cols)
+        for strips in ((above, below), (left, right)):
+            if any(strip.rows and strip.cols for strip in strips):
+                regions.append(_strips(x_nhwc, dy_nhwc, [st for st in strips if st.rows and st.cols], conv))
+    else:
+        regions = [_strips(x_nhwc, dy_nhwc, [_Strip(0, 0, oh, ow)], conv)]
+    taps = [(r, s) for r in range(kernel[0]) for s in range(kernel[1])]
+    total_rows = sum(region.images * region.rows for region in regions)
+    partials = ir.tensor.EmptyOp([len(taps), total_rows, c], f32).result
+    first_row = 0
+    for region in regions:
+        for t, result in enumerate(_tap_sums(region, taps, stride, dilation, isa)):
+            rows = region.images * region.rows
+            partials = ir.tensor.InsertSliceOp(
+                _as_rows(result, rows), partials, [], [], [], [t, first_row, 0], [1, rows, c], [1, 1, 1]
+            ).result
+        first_row += region.images * region.rows
+    return _sum_rows(partials, kernel, isa)
+
+
+def _taps_inside(out: int, extent: int, kernel: int, stride: int, pad: int, dilation: int) -> tuple[int, int]:
+    """The output indices ``[first, end)`` (along one spatial dim) whose taps all read inside the
+    input's ``extent``: ``o*stride - pad >= 0`` and ``o*stride - pad + (kernel-1)*dilation < extent``."""
+    first = min(out, -(-pad // stride))
+    end = (extent - 1 + pad - (kernel - 1) * dilation) // stride + 1
+    return first, max(first, min(out, end))
+
+
+def _strips(x_nhwc: ir.Value, dy_nhwc: ir.Value, strips: list[_Strip], conv) -> _Region:
+    """One or two strips of output positions as a region of ``N * len(strips)`` images: two gathers
+    (behind barriers) lay out DY's positions ``[N, strips, rows, 2*pairs, C]`` (zero past a
+    strip's own) and the padded input rows and columns their taps read; a whole DY of whole
+    column pairs, and an input whose taps stay inside it, are read where they lie."""
+    kernel, stride, padding, dilation = conv
+    f32 = ir.RankedTensorType(x_nhwc.type).element_type
+    n, h, w, c = ir.RankedTensorType(x_nhwc.type).shape
+    _, oh, ow, _ = ir.RankedTensorType(dy_nhwc.type).shape
+    rows, pairs = max(strip.rows for strip in strips), max(-(-strip.cols // 2) for strip in strips)
+    x_rows = (rows - 1) * stride[0] + (kernel[0] - 1) * dilation[0] + 1
+    x_cols = (2 * pairs - 1) * stride[1] + (kernel[1] - 1) * dilation[1] + 1
+    whole = strips == [_Strip(0, 0, oh, ow)]
+    images = n * len(strips)
+
+    def of_strip(k: ir.Value, value) -> ir.Value:
+        """``value(strip)`` for strip index ``k`` (at most two strips: affine in ``k``)."""
+        first = value(strips[0])
+        if len(strips) == 1:
+            return _index(first)
+        return ir.arith.AddIOp(_index(first), ir.arith.MulIOp(k, _index(value(strips[1]) - first)).result).result
+
+    def as_images(gathered: ir.Value) -> ir.Value:
+        shape = ir.RankedTensorType(gathered.type).shape
+        return ir.tensor.CollapseShapeOp(
+            ir.RankedTensorType.get([images, *shape[2:]], f32), gathered, ir.reassociation([[0, 1], [2], [3], [4]])
+        ).result
+
+    if whole and 2 * pairs == ow:
+        dy_region = dy_nhwc
+    else:
 
         def dy_source(index: list[ir.Value]):
-            b, row, col, ch = index
-            col, ok = _source(col, 0, ow)
-            return [b, row, col, ch], ok
+            b, k, i, j, ch = index
+            row_ok = ir.arith.CmpIOp(ir.arith.CmpIPredicate.ult, i, of_strip(k, lambda st: st.rows)).result
+            col_ok = ir.arith.CmpIOp(ir.arith.CmpIPredicate.ult, j, of_strip(k, lambda st: st.cols)).result
+            row = ir.arith.MinSIOp(ir.arith.AddIOp(of_strip(k, lambda st: st.row), i).result, _index(oh - 1)).result
+            col = ir.arith.MinSIOp(ir.arith.AddIOp(of_strip(k, lambda st: st.col), j).result, _index(ow - 1)).result
+            return [b, row, col, ch], ir.arith.AndIOp(row_ok, col_ok).result
 
-        dy_nhwc = _gather(dy_nhwc, [n, oh, 2 * pairs, c], dy_source)
-    # The padded rows and columns the taps read.
-    hp = (oh - 1) * stride[0] + (fy - 1) * dilation[0] + 1
-    wp = (2 * pairs - 1) * stride[1] + (fx - 1) * dilation[1] + 1
-    x_padded = x_nhwc
-    if any(padding) or hp > h or wp > w:
+        dy_region = as_images(_gather(dy_nhwc, [n, len(strips), rows, 2 * pairs, c], dy_source))
+    if whole and not any(padding) and x_rows <= h and x_cols <= w:
+        x_region = x_nhwc
+    else:
 
         def x_source(index: list[ir.Value]):
-            b, row, col, ch = index
+            b, k, i, j, ch = index
+            row = ir.arith.AddIOp(of_strip(k, lambda st: st.row * stride[0]), i).result
+            col = ir.arith.AddIOp(of_strip(k, lambda st: st.col * stride[1]), j).result
             row, row_ok = _source(row, padding[0], h)
             col, col_ok = _source(col, padding[1], w)
             return [b, row, col, ch], ir.arith.AndIOp(row_ok, col_ok).result
 
-        x_padded = _gather(x_nhwc, [n, hp, wp, c], x_source)
-    extent = {"n": n, "oh": oh, "c": c, "j": pairs}
+        x_region = as_images(_gather(x_nhwc, [n, len(strips), x_rows, x_cols, c], x_source))
+    return _Region(dy_region, (0, 0), x_region, (0, 0), images, rows, pairs)
+
+
+def _tap_sums(region: _Region, taps: list[tuple[int, int]], stride, dilation, isa: str) -> list[ir.Value]:
+    """Per tap, the region's partial sums per row ``[images, rows, C]`` (dims of extent 1 left
+    out): generics over ``(n, oh, c | j)`` of up to DEPTHWISE_WGRAD_TAPS_PER_GENERIC taps."""
+    f32 = ir.RankedTensorType(region.x.type).element_type
+    c = ir.RankedTensorType(region.x.type).shape[3]
+    extent = {"n": region.images, "oh": region.rows, "c": c, "j": region.pairs}
     space = _IterationDims(_DEPTHWISE_WGRAD_DIMS, extent, f32, keep=("c", "j"))
     in_type, out_type = space.type(_DEPTHWISE_WGRAD_IN_DIMS), space.type(_DEPTHWISE_WGRAD_OUT_DIMS)
     in_map, out_map = space.map(_DEPTHWISE_WGRAD_IN_DIMS), space.map(_DEPTHWISE_WGRAD_OUT_DIMS)
@@ -625,19 +736,32 @@ def depthwise_wgrad(x_nhwc: ir.Value, dy_nhwc: ir.Value, kernel, stride, padding
     def view(source: ir.Value, row: int, col: int, row_step: int, col_step: int) -> ir.Value:
         """``source[:, row + oh*row_step, col + j*col_step, :]`` over ``(n, oh, j, c)``."""
         return ir.tensor.ExtractSliceOp(
-            in_type, source, [], [], [], [0, row, col, 0], [n, oh, pairs, c], [1, row_step, col_step, 1]
+            in_type,
+            source,
+            [],
+            [],
+            [],
+            [0, row, col, 0],
+            [region.images, region.rows, region.pairs, c],
+            [1, row_step, col_step, 1],
         ).result
 
-    dy_pair = [view(dy_nhwc, 0, k, 1, 2) for k in range(2)]
-    taps = [(r, s) for r in range(fy) for s in range(fx)]
-    zero = ir.arith.ConstantOp(f32, 0.0).result
-    init = ir.linalg.fill(zero, outs=[ir.tensor.EmptyOp(out_type.shape, f32).result])
-    partials = ir.tensor.EmptyOp([len(taps), n, oh, c], f32).result  # (a result's unit dims left out)
+    (dy_row, dy_col), (x_row, x_col) = region.dy_at, region.x_at
+    dy_pair = [view(region.dy, dy_row, dy_col + k, 1, 2) for k in range(2)]
+    init = ir.linalg.fill(ir.arith.ConstantOp(f32, 0.0).result, outs=[ir.tensor.EmptyOp(out_type.shape, f32).result])
+    info = gemm_config.depthwise_wgrad_compilation_info(isa, {name: extent[name] for name in space.names})
+    results = []
     per_generic = gemm_config.DEPTHWISE_WGRAD_TAPS_PER_GENERIC
     for first in range(0, len(taps), per_generic):
         batch = taps[first : first + per_generic]
         x_pairs = [
-            view(x_padded, r * dilation[0], s * dilation[1] + k * stride[1], stride[0], 2 * stride[1])
+            view(
+                region.x,
+                x_row + r * dilation[0],
+                x_col + s * dilation[1] + k * stride[1],
+                stride[0],
+                2 * stride[1],
+            )
             for r, s in batch
             for k in range(2)
         ]
@@ -657,17 +781,23 @@ def depthwise_wgrad(x_nhwc: ir.Value, dy_nhwc: ir.Value, kernel, stride, padding
                 for i in range(len(batch))
             ]
             ir.linalg.YieldOp([ir.arith.AddFOp(acc, pair.result).result for acc, pair in zip(accs, products)])
-        info = gemm_config.depthwise_wgrad_compilation_info(isa, {name: extent[name] for name in space.names})
         if info is not None:
             sums.attributes["compilation_info"] = info
-        for i, result in enumerate(sums.results):
-            partials = ir.tensor.InsertSliceOp(
-                result, partials, [], [], [], [first + i, 0, 0, 0], [1, n, oh, c], [1] * 4
-            ).result
-    rows = ir.tensor.CollapseShapeOp(
-        ir.RankedTensorType.get([len(taps), n * oh, c], f32), partials, ir.reassociation([[0], [1, 2], [3]])
-    ).result
-    return _sum_rows(rows, (fy, fx), isa)
+        results.extend(sums.results)
+    return results
+
+
+def _as_rows(result: ir.Value, rows: int) -> ir.Value:
+    """A tap's partial sums ``[images, rows, C]`` (dims of extent 1 left out) as ``[images*rows, C]``."""
+    shape = ir.RankedTensorType(result.type).shape
+    if len(shape) == 3:
+        f32 = ir.RankedTensorType(result.type).element_type
+        return ir.tensor.CollapseShapeOp(
+            ir.RankedTensorType.get([rows, shape[2]], f32), result, ir.reassociation([[0, 1], [2]])
+        ).result
+    if len(shape) == 1:
+        return ir.expand_shape(result, [[0, 1]], [1, shape[0]])
+    return result
 
 
 def _sum_rows(partials: ir.Value, kernel, isa: str) -> ir.Value:

@@ -1195,6 +1195,15 @@ DEPTHWISE_WGRAD_TAPS_PER_GENERIC = 9
 DEPTHWISE_WGRAD_ROWS = 4
 DEPTHWISE_WGRAD_CHANNELS = 48
 DEPTHWISE_WGRAD_VECTOR_ROWS = 2
+# Where the positions whose taps all read inside the input (in whole column pairs) are at least this
+# share of a depthwise weight gradient's, they read the input where it lies and small gathers serve
+# the strips around them (conv_direct.depthwise_wgrad); else all positions are one strip over the
+# input padded by a gather. Alternating processes, two rounds, fusilli median ms, padded -> split:
+# 3x3 1x32x112x112 (inside 96%) 0.129, 0.157 -> 0.113, 0.125; s2 8x96x112x112 (95%) 3.43, 3.37 ->
+# 1.41, 1.44; 8x144x56x56 (93%) 1.66, 2.70 -> 1.03, 1.07; s2 8x144x56x56 (90%) 0.89, 0.93 -> 0.45,
+# 0.45; 8x192x28x28 (86%) even, 0.293, 0.385 -> 0.310, 0.305; 8x384x14x14 (73%) lost, 0.255, 0.222 ->
+# 0.302, 0.236.
+DEPTHWISE_WGRAD_SPLIT_MIN_INSIDE = 0.88
 # The rows' partial sums are added up in workgroups of DEPTHWISE_WGRAD_CHANNELS channels, this many
 # per vector (2 registers on AVX2): IREE's own tiles vectorized along the taps and ran 3.5-4.0 ms at
 # 8x144x56x56 as x86-64-v3 code (45-60 us with these; 40-50 its own on AVX-512).

@@ -15,7 +15,7 @@ import fusilli as fs
 from fusilli import ir
 from fusilli.backend import Artifact, rules
 from fusilli.backend.targets import Target
-from fusilli.passes import gemm_config
+from fusilli.passes import conv_direct, gemm_config
 
 
 def depthwise(name, x_dim, kernel, padding, stride, dilation=(1, 1), k=None, epilogue=False):
@@ -138,6 +138,11 @@ WGRAD_CASES = {
     "3x3_unpadded_one_image": ([1, 8, 9, 10], (3, 3), (0, 0), (1, 1), (1, 1)),
     "3x3_unpadded_odd_columns": ([2, 16, 9, 9], (3, 3), (0, 0), (1, 1), (1, 1)),
     "5x5_two_generics_of_taps": ([2, 20, 10, 10], (5, 5), (2, 2), (1, 1), (1, 1)),
+    "3x3_no_position_inside": ([1, 8, 3, 3], (3, 3), (1, 1), (1, 1), (1, 1)),
+    # most positions inside: read in place, the strips around them gathered
+    "3x3_inside_and_strips": ([2, 16, 44, 43], (3, 3), (1, 1), (1, 1), (1, 1)),
+    "3x3_s2_inside_and_strips": ([1, 16, 81, 79], (3, 3), (1, 1), (2, 2), (1, 1)),
+    "5x3_dilated_inside_and_strips": ([1, 8, 120, 110], (5, 3), (4, 2), (1, 1), (2, 2)),
 }
 
 
@@ -169,17 +174,43 @@ def test_depthwise_wgrad_sums_column_pairs(cpu, rng, name):
 
 
 def test_depthwise_wgrad_ir():
-    """3x3 s2 3x32x15x13 (DY 8 x 7): DY gathered with a zero column (8 x 8), the padded rows and
-    columns the taps read (2*7 + 2 + 1 = 17 and, for 4 column pairs, 2*7 + 2 + 1 = 17), each tap's
-    two views (rows a stride apart, columns two), one generic with nine results [3, 8, 32], their
-    rows [9, 24, 32] summed into the filter [32, 9] -> [32, 3, 3, 1]."""
+    """3x3 s2 3x32x15x13 (DY 8 x 7; 24 of 56 positions' taps inside X: one strip): DY gathered with
+    a zero column (8 x 8), the padded rows and columns the taps read (2*7 + 2 + 1 = 17 and, for 4
+    column pairs, 2*7 + 2 + 1 = 17), each tap's two views (rows a stride apart, columns two), one
+    generic with nine results [3, 8, 32], their rows [9, 24, 32] summed into the filter [32, 9] ->
+    [32, 3, 3, 1]."""
     text = _depthwise_wgrad("ir", *WGRAD_CASES["3x3_s2"]).mlir("optimized")
-    assert "tensor<3x8x8x32xf32>" in text and "tensor<3x17x17x32xf32>" in text
+    assert "tensor<3x1x8x8x32xf32> into tensor<3x8x8x32xf32>" in text
+    assert "tensor<3x1x17x17x32xf32> into tensor<3x17x17x32xf32>" in text
     assert "[0, 0, 1, 0] [3, 8, 4, 32] [1, 1, 2, 1] : tensor<3x8x8x32xf32> to tensor<3x8x4x32xf32>" in text
     assert "[0, 2, 4, 0] [3, 8, 4, 32] [1, 2, 4, 1] : tensor<3x17x17x32xf32> to tensor<3x8x4x32xf32>" in text
     assert text.count("linalg.generic") == 4  # the two gathers, the row sums, the rows' sum
-    assert "-> (tensor<3x8x32xf32>, " in text and "tensor<9x3x8x32xf32> into tensor<9x24x32xf32>" in text
+    assert "-> (tensor<3x8x32xf32>, " in text and "tensor.empty() : tensor<9x24x32xf32>" in text
     assert "tensor<32x9xf32> into tensor<32x3x3x1xf32>" in text
+
+
+def test_depthwise_wgrad_reads_inside_positions_in_place():
+    """3x3 2x16x44x43 (DY 44 x 43): rows 1-42 and columns 1-40 (20 pairs; 89% of the positions) read
+    X and DY where they lie; the rows above and below (one each, 22 pairs: 44 columns with a zero
+    one) and the columns left (one) and right (two) are strips of two gathers each, the two strips
+    of a kind as images (2 x 2 = 4); every region's rows (84 + 4 + 4*42 = 256) summed."""
+    text = _depthwise_wgrad("split", *WGRAD_CASES["3x3_inside_and_strips"]).mlir("optimized")
+    x, dy = "tensor<2x44x43x16xf32>", "tensor<2x42x20x16xf32>"
+    assert f"%2[0, 0, 0, 0] [2, 42, 20, 16] [1, 1, 2, 1] : {x} to {dy}" in text  # X, tap (0, 0)
+    assert f"%2[0, 2, 3, 0] [2, 42, 20, 16] [1, 1, 2, 1] : {x} to {dy}" in text  # X, tap (2, 2), odd columns
+    assert f"%3[0, 1, 1, 0] [2, 42, 20, 16] [1, 1, 2, 1] : {x} to {dy}" in text  # DY from (1, 1)
+    for strips in ("2x2x1x44x16", "2x2x3x46x16", "2x2x42x2x16", "2x2x44x4x16"):  # DY, X above/below; left/right
+        assert f"tensor.empty() : tensor<{strips}xf32>" in text
+    assert text.count("linalg.generic") == 8 and "tensor.empty() : tensor<9x256x16xf32>" in text
+
+
+def test_depthwise_wgrad_taps_inside():
+    """The output indices whose taps all read inside the input: 3x3 p1 over 44 -> 1..42, s2 over 81
+    (41 outputs) -> 1..39, 5 taps dilated 2 padded 4 over 120 -> 4..115, none of 3 padded 1 over 1."""
+    assert conv_direct._taps_inside(44, 44, 3, 1, 1, 1) == (1, 43)
+    assert conv_direct._taps_inside(41, 81, 3, 2, 1, 1) == (1, 40)
+    assert conv_direct._taps_inside(120, 120, 5, 1, 4, 2) == (4, 116)
+    assert conv_direct._taps_inside(1, 1, 3, 1, 1, 1) == (1, 1)
 
 
 def test_depthwise_wgrad_unpadded_reads_x_in_place():
