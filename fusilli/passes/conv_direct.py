@@ -617,10 +617,10 @@ def depthwise_wgrad(x_nhwc: ir.Value, dy_nhwc: ir.Value, kernel, stride, padding
     them (one generic) and the columns left and right of them (another) are strips whose input,
     padded, and DY, with zero columns to whole pairs, small gathers lay out, the strips as images
     (``_strips``). Where fewer stay inside (gemm_config.DEPTHWISE_WGRAD_SPLIT_MIN_INSIDE), all
-    positions are one strip. One generic sums the rows' partials into
-    the filter (``_sum_rows``). As a depthwise conv of X with DY as the filter (the images joining
-    the channels) it ran 4.6 ms at 8x144x56x56: IREE's conv reads its operands once per output
-    row, and DY's transposition took 1.5 ms."""
+    positions are one strip. One generic sums the rows' partials into the filter (``_sum_rows``).
+    As a depthwise conv of X with DY as the filter (the images joining the channels) it ran 4.6 ms
+    at 8x144x56x56: IREE's conv reads its operands once per output row, and DY's transposition
+    took 1.5 ms."""
     xt, dt = ir.RankedTensorType(x_nhwc.type), ir.RankedTensorType(dy_nhwc.type)
     f32 = xt.element_type
     n, h, w, c = xt.shape
