@@ -649,18 +649,21 @@ def _transposed_dgrad(p: Problem) -> bool:
         "0.06; explicit ConvTileAndDecomposeExpert tiles (8x16, 4x32, 4x16 output columns x channels) "
         "no faster than IREE's own. Stride-1 data gradients (the forward conv of DY with the flipped filter) "
         "took it before the rule named them: 3x3 dgrad 1x32x112x112 11-14x PyTorch, 8x144x56x56 16-34x, "
-        "8x384x14x14 3.2-4.0x"
+        "8x384x14x14 3.2-4.0x; strided ones (a compile failure as torch-mlir's transposed conv) over DY with the "
+        "transposed conv's zeros: 3x3 s2 8x144x56x56 6.4-8.7x, s2 8x96x112x112 5.0-5.4x (x86-64-v3 code 5.2x, 4.5x)"
     ),
 )
 def CPU_CONV_DEPTHWISE(p: Problem, t: Target) -> str | None:
     if not p.fact("channels_last") or p.element != DataType.FLOAT or len(p.fact("kernel", ())) != 2:
         return None
-    if p.kind == "conv_dgrad" and _transposed_dgrad(p):
-        return None  # a transposed conv (fusilli/lowering/conv.py), not a forward one of the flipped filter
     groups = int(p.fact("groups", 1))
     if groups < 2 or int(p.fact("channels", 0)) != 1 or conv_out_channels(p) != groups:
         return None
-    return f"{groups} channels, one filter each: linalg.depthwise_conv_2d_nhwc_hwc, vectors along C"
+    text = f"{groups} channels, one filter each: linalg.depthwise_conv_2d_nhwc_hwc, vectors along C"
+    if p.kind == "conv_dgrad" and _transposed_dgrad(p):
+        # fusilli/lowering/conv.py: DY with the transposed conv's zeros, then a forward conv
+        return text + ", over DY with the zeros and padding of the transposed conv"
+    return text
 
 
 # Grouped convs of at most this many filter taps (each tap is two operands of the conv's generic).
@@ -1089,8 +1092,20 @@ def conv_gemm_depth(p: Problem) -> int:
 
 def conv_out_channels(p: Problem) -> int:
     """A conv problem's output channels, from its FLOP count, 2 * rows * R*S*C * K (the facts
-    carry no K; the rules that ask look at ungrouped convs)."""
+    carry no K; the rules that ask look at ungrouped convs). A data gradient's ``out_spatial`` is
+    DX's, its FLOPs the forward conv's: rows are the forward conv's outputs."""
     rows = conv_gemm_rows(p)
+    if p.kind == "conv_dgrad":
+        extents = zip(
+            p.fact("out_spatial", ()),
+            p.fact("padding", ()),
+            p.fact("kernel", ()),
+            p.fact("dilation", ()),
+            p.fact("stride", ()),
+        )
+        rows = int(p.fact("batch", 0)) * math.prod(
+            (x + 2 * pad - d * (k - 1) - 1) // st + 1 for x, pad, k, d, st in extents
+        )
     depth = conv_gemm_depth(p)
     return int(p.flops) // (2 * rows * depth) if rows and depth else 0
 

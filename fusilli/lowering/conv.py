@@ -135,7 +135,13 @@ def emit_conv_dgrad(node: ConvGradNodeBase, ctx: EmitContext) -> None:
     g = node.groups
     c = cg * g
     pad = [node.dilation[i] * (ks[i] - 1) - node.padding[i] for i in range(len(ks))]
-    if any(st != 1 for st in node.stride) or any(p < 0 for p in pad):
+    transposed = any(st != 1 for st in node.stride) or any(p < 0 for p in pad)
+    if transposed and g == c == k and g > 1:
+        # Depthwise: torch-mlir's transposed conv of one channel per group fails to compile (an
+        # invalid tensor.collapse_shape, every layout and target), so DY gets the zeros a
+        # transposed conv reads and the padding, and the conv is a forward one of stride 1.
+        dy, pad, transposed = _zero_upsampled(dy, node, ctx), [0] * len(ks), False
+    if transposed:
         oh = node.tensor("DY").dim[2:]
         outpad = [
             dx.dim[2 + i] - ((oh[i] - 1) * node.stride[i] - 2 * node.padding[i] + node.dilation[i] * (ks[i] - 1) + 1)
@@ -200,3 +206,57 @@ def emit_conv_dgrad(node: ConvGradNodeBase, ctx: EmitContext) -> None:
 
 register_lowering(ConvDGradNode)(emit_conv_dgrad)
 register_lowering(ConvWGradNode)(emit_conv_backward)
+
+
+def _zero_upsampled(dy: ir.Value, node: ConvGradNodeBase, ctx: EmitContext) -> ir.Value:
+    """The logical DY of a data gradient with ``stride - 1`` zeros between its rows (and columns)
+    and the padding of the forward conv of stride 1, no padding, that reads it with the flipped
+    filter: ``(R - 1)*dil - pad`` zeros before (cropped where negative), as many after as make its
+    output DX's size. Built in DY's physical order where that is channels-last, so the conv's input
+    stays a permuted channels-last tensor (fusilli-conv-layout's)."""
+    b = ctx.b
+    t = node.tensor("DY")
+    element = node.data_type("DY").mlir_name
+    spatial = len(t.dim) - 2
+    taps, out = node.tensor("W").dim[2:], node.tensor("DX").dim[2:]
+    channels_last = tuple(t.physical_order) == (0, *range(2, 2 + spatial), 1)
+    order = [0, *range(2, 2 + spatial), 1] if channels_last else list(range(2 + spatial))
+    v = b.permute(dy, order) if channels_last else dy
+    dims = [t.dim[i] for i in order]
+    positions = [order.index(2 + i) for i in range(spatial)]  # spatial dim i's place in dims
+    if any(st != 1 for st in node.stride):
+        # Each spatial dim gets a unit dim after it, padded with stride - 1 zeros, and merged back.
+        expanded: list[tuple[int, int]] = []  # (extent, zeros after) per dim of the view
+        for j, d in enumerate(dims):
+            expanded.append((d, 0))
+            if j in positions:
+                expanded.append((1, node.stride[positions.index(j)] - 1))
+        units = [extent for extent, _ in expanded]
+        v = b.op("torch.aten.view", [v, b.int_list(units)], ir.vtensor_type(units, element))
+        spread = [extent + zeros for extent, zeros in expanded]
+        pads = [x for _, zeros in reversed(expanded) for x in (0, zeros)]  # the last dim first
+        v = b.op(
+            "torch.aten.constant_pad_nd", [v, b.int_list(pads), b.const_float(0.0)], ir.vtensor_type(spread, element)
+        )
+        dims = [d * node.stride[positions.index(j)] if j in positions else d for j, d in enumerate(dims)]
+        v = b.op("torch.aten.view", [v, b.int_list(dims)], ir.vtensor_type(dims, element))
+    grow: dict[int, tuple[int, int]] = {}  # zeros before and after, by dim
+    for i, position in enumerate(positions):
+        before = node.dilation[i] * (taps[i] - 1) - node.padding[i]  # zeros before DY's first row
+        length = out[i] + node.dilation[i] * (taps[i] - 1)  # what a stride-1 conv of DX's rows reads
+        first, end = max(0, -before), min(dims[position], length - before)
+        if (first, end) != (0, dims[position]):
+            dims[position] = end - first
+            v = b.op(
+                "torch.aten.slice.Tensor",
+                [v, b.const_int(position), b.const_int(first), b.const_int(end), b.const_int(1)],
+                ir.vtensor_type(dims, element),
+            )
+        grow[position] = (first + before, length - (end + before))
+    if any(any(zeros) for zeros in grow.values()):
+        pads = [x for j in reversed(range(len(dims))) for x in grow.get(j, (0, 0))]  # the last dim first
+        dims = [d + sum(grow.get(j, (0, 0))) for j, d in enumerate(dims)]
+        v = b.op(
+            "torch.aten.constant_pad_nd", [v, b.int_list(pads), b.const_float(0.0)], ir.vtensor_type(dims, element)
+        )
+    return b.permute(v, [order.index(i) for i in range(len(order))]) if channels_last else v
