@@ -773,10 +773,13 @@ def CPU_CONV_DEPTHWISE_WGRAD(p: Problem, t: Target) -> str | None:
         return None
     if int(p.fact("channels", 0)) != 1 or conv_out_channels(p) != groups:
         return None
+    from fusilli.passes import gemm_config  # the split's share (it imports this module)
+
+    share = round(100 * gemm_config.DEPTHWISE_WGRAD_SPLIT_MIN_INSIDE)
     return (
         f"{groups} channels, one filter each: per output row, sums of column pairs' products with a result "
-        "per filter tap, vectorized along the channels (X read in place where the taps stay inside it), then the "
-        "rows' sum"
+        "per filter tap, vectorized along the channels (X read in place at the positions whose taps stay inside "
+        f"it, where those are {share}% of them or more), then the rows' sum"
     )
 
 
