@@ -650,16 +650,20 @@ def _transposed_dgrad(p: Problem) -> bool:
         "no faster than IREE's own. Stride-1 data gradients (the forward conv of DY with the flipped filter) "
         "took it before the rule named them: 3x3 dgrad 1x32x112x112 11-14x PyTorch, 8x144x56x56 16-34x, "
         "8x384x14x14 3.2-4.0x; strided ones (a compile failure as torch-mlir's transposed conv) over DY with the "
-        "transposed conv's zeros: 3x3 s2 8x144x56x56 6.4-8.7x, s2 8x96x112x112 5.0-5.4x (x86-64-v3 code 5.2x, 4.5x)"
+        "transposed conv's zeros: 3x3 s2 8x144x56x56 6.4-8.7x, s2 8x96x112x112 5.0-5.4x (x86-64-v3 code 5.2x, 4.5x); "
+        "3-D ones (a compile failure) as 2-D ones over their depth taps: 3x3x3 1x96x8x28x28 forward 0.45-0.50, dgrad "
+        "15-17x"
     ),
 )
 def CPU_CONV_DEPTHWISE(p: Problem, t: Target) -> str | None:
-    if not p.fact("channels_last") or p.element != DataType.FLOAT or len(p.fact("kernel", ())) != 2:
+    if not p.fact("channels_last") or p.element != DataType.FLOAT or len(p.fact("kernel", ())) not in (2, 3):
         return None
     groups = int(p.fact("groups", 1))
     if groups < 2 or int(p.fact("channels", 0)) != 1 or conv_out_channels(p) != groups:
         return None
     text = f"{groups} channels, one filter each: linalg.depthwise_conv_2d_nhwc_hwc, vectors along C"
+    if len(p.fact("kernel", ())) == 3:  # fusilli/lowering/conv.py: torch-mlir fails on the 3-D conv
+        text += ", 3-D as the sum over its depth taps of 2-D ones"
     if p.kind == "conv_dgrad" and _transposed_dgrad(p):
         # fusilli/lowering/conv.py: DY with the transposed conv's zeros, then a forward conv
         return text + ", over DY with the zeros and padding of the transposed conv"

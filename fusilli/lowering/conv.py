@@ -2,6 +2,11 @@
 ``conv_dgrad`` a forward (stride 1: flipped filter) or transposed
 ``torch.aten.convolution``, ``conv_wgrad`` ``torch.aten.convolution_backward``
 with an output mask selecting DW.
+
+Two forms torch-mlir fails to compile are emitted otherwise: a depthwise data gradient
+that would be a transposed conv is the forward conv over DY with the transposed conv's
+zeros and padding (``_zero_upsampled``), and a 3-D conv of one input channel per group
+the sum over its depth taps of 2-D convs (``_depth_taps_as_2d``).
 """
 
 from __future__ import annotations
@@ -79,7 +84,12 @@ def emit_conv_fprop(node: ConvFPropNode, ctx: EmitContext) -> None:
             )
         padding = [0 if cut is not None else p for cut, p in zip(cuts, node.padding)]
         params[2] = b.int_list(padding)
-    y = b.op("torch.aten.convolution", [x, w, *params], ctx.result_type("Y", element=node.tensor("X").data_type))
+    y_type = ctx.result_type("Y", element=node.tensor("X").data_type)
+    if _one_channel_groups_3d(node.tensor("W").dim, node.groups):
+        padding = [0 if cut is not None else p for cut, p in zip(cuts, node.padding)]
+        y = _depth_taps_as_2d(ctx, x, w, node.stride, padding, node.dilation, node.groups, node.tensor("X"))
+    else:
+        y = b.op("torch.aten.convolution", [x, w, *params], y_type)
     ctx.define("Y", y)
 
 
@@ -186,21 +196,26 @@ def emit_conv_dgrad(node: ConvGradNodeBase, ctx: EmitContext) -> None:
             [wf, b.const_int(0), b.const_int(1)],
             ir.vtensor_type([c, k, *ks], element.mlir_name),
         )
-    out = b.op(
-        "torch.aten.convolution",
-        [
-            dy,
-            wn,
-            b.const_none(),
-            b.int_list([1] * len(ks)),
-            b.int_list(pad),
-            b.int_list(node.dilation),
-            b.const_bool(False),
-            b.int_list([]),
-            b.const_int(g),
-        ],
-        ctx.result_type("DX", element=element),
-    )
+    dx_type = ctx.result_type("DX", element=element)
+    if _one_channel_groups_3d([c, k // g, *ks], g):
+        ones = [1] * len(ks)
+        out = _depth_taps_as_2d(ctx, dy, wn, ones, pad, node.dilation, g, node.tensor("DY"))
+    else:
+        out = b.op(
+            "torch.aten.convolution",
+            [
+                dy,
+                wn,
+                b.const_none(),
+                b.int_list([1] * len(ks)),
+                b.int_list(pad),
+                b.int_list(node.dilation),
+                b.const_bool(False),
+                b.int_list([]),
+                b.const_int(g),
+            ],
+            dx_type,
+        )
     ctx.define("DX", out)
 
 
@@ -260,3 +275,100 @@ def _zero_upsampled(dy: ir.Value, node: ConvGradNodeBase, ctx: EmitContext) -> i
             "torch.aten.constant_pad_nd", [v, b.int_list(pads), b.const_float(0.0)], ir.vtensor_type(dims, element)
         )
     return b.permute(v, [order.index(i) for i in range(len(order))]) if channels_last else v
+
+
+def _one_channel_groups_3d(filter_dims, groups: int) -> bool:
+    """Whether a conv is 3-D and grouped with one input channel per group (depthwise): torch-mlir
+    fails to legalize such a ``torch.aten.convolution`` (2-D ones and 3-D ones of more channels per
+    group compile), so it is emitted as 2-D convs (``_depth_taps_as_2d``)."""
+    return len(filter_dims) == 5 and groups > 1 and filter_dims[1] == 1
+
+
+def _depth_taps_as_2d(ctx: EmitContext, x, w, stride, padding, dilation, groups: int, x_tensor) -> ir.Value:
+    """A 3-D conv of logical input ``x`` [N, C, D, H, W] and filter ``w`` [K, C/g, T, R, S] as the
+    sum over its T depth taps of 2-D convs whose images are the N x Do output depths: tap ``t``'s
+    input is the (depth-padded) input's depths ``t*dil + do*st``. Built in ``x_tensor``'s physical
+    order where that is channels-last, so each 2-D conv's input is a permuted channels-last tensor
+    (fusilli-conv-layout's)."""
+    b = ctx.b
+    element = ir.element_type(x)
+    xt, wt = ir.TensorType.of(x), ir.TensorType.of(w)
+    n, c, d, h, width = xt.dims
+    k, per_group, taps, fy, fx = wt.dims
+    do = (d + 2 * padding[0] - dilation[0] * (taps - 1) - 1) // stride[0] + 1
+    ho = (h + 2 * padding[1] - dilation[1] * (fy - 1) - 1) // stride[1] + 1
+    wo = (width + 2 * padding[2] - dilation[2] * (fx - 1) - 1) // stride[2] + 1
+    channels_last = tuple(x_tensor.physical_order) == (0, 2, 3, 4, 1)
+    # The work order: [N, D, H, W, C] (channels-last) or [N, C, D, H, W]; depth's place in it.
+    order = [0, 2, 3, 4, 1] if channels_last else [0, 1, 2, 3, 4]
+    depth = order.index(2)
+    v = b.permute(x, order) if channels_last else x
+    dims = [xt.dims[i] for i in order]
+    if padding[0]:
+        dims[depth] += 2 * padding[0]
+        pads = [0, 0] * (len(dims) - 1 - depth) + [padding[0], padding[0]]
+        v = b.op(
+            "torch.aten.constant_pad_nd", [v, b.int_list(pads), b.const_float(0.0)], ir.vtensor_type(dims, element)
+        )
+    total: ir.Value | None = None
+    for t in range(taps):
+        start = t * dilation[0]
+        dims[depth] = do
+        xt_tap = b.op(
+            "torch.aten.slice.Tensor",
+            [
+                v,
+                b.const_int(depth),
+                b.const_int(start),
+                b.const_int(start + (do - 1) * stride[0] + 1),
+                b.const_int(stride[0]),
+            ],
+            ir.vtensor_type(dims, element),
+        )
+        if channels_last:  # [N, Do, H, W, C] -> [N*Do, H, W, C] -> logical [N*Do, C, H, W]
+            x2 = b.op(
+                "torch.aten.view",
+                [xt_tap, b.int_list([n * do, h, width, c])],
+                ir.vtensor_type([n * do, h, width, c], element),
+            )
+            x2 = b.permute(x2, [0, 3, 1, 2])
+        else:  # [N, C, Do, H, W] -> [N, Do, C, H, W] -> [N*Do, C, H, W]
+            x2 = b.permute(xt_tap, [0, 2, 1, 3, 4])
+            x2 = b.op(
+                "torch.aten.view",
+                [x2, b.int_list([n * do, c, h, width])],
+                ir.vtensor_type([n * do, c, h, width], element),
+            )
+        w_tap = b.op(
+            "torch.aten.select.int",
+            [w, b.const_int(2), b.const_int(t)],
+            ir.vtensor_type([k, per_group, fy, fx], element),
+        )
+        y2 = b.op(
+            "torch.aten.convolution",
+            [
+                x2,
+                w_tap,
+                b.const_none(),
+                b.int_list(stride[1:]),
+                b.int_list(padding[1:]),
+                b.int_list(dilation[1:]),
+                b.const_bool(False),
+                b.int_list([]),
+                b.const_int(groups),
+            ],
+            ir.vtensor_type([n * do, k, ho, wo], element),
+        )
+        if channels_last:  # back to [N, Do, Ho, Wo, K]
+            y2 = b.permute(y2, [0, 2, 3, 1])
+            y_dims = [n, do, ho, wo, k]
+        else:  # [N, Do, K, Ho, Wo]
+            y_dims = [n, do, k, ho, wo]
+        y2 = b.op("torch.aten.view", [y2, b.int_list(y_dims)], ir.vtensor_type(y_dims, element))
+        total = (
+            y2
+            if total is None
+            else b.op("torch.aten.add.Tensor", [total, y2, b.const_int(1)], ir.vtensor_type(y_dims, element))
+        )
+    assert total is not None  # taps >= 1
+    return b.permute(total, [0, 4, 1, 2, 3] if channels_last else [0, 2, 1, 3, 4])

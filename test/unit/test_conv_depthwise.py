@@ -304,3 +304,72 @@ def test_depthwise_wgrad_rule_reach():
     for arch, applies in (("znver5", True), ("x86-64-v3", True), ("x86-64", False)):
         choice = rules.choose(rules.problem_of(node), Target.resolve("cpu", arch), "algorithm")
         assert (choice is not None and choice.rule is rules.CPU_CONV_DEPTHWISE_WGRAD) == applies, arch
+
+
+# name: (x dims NCDHW, output channels, kernel, padding, stride, dilation, layout)
+DEPTHWISE_3D_CASES = {
+    "3x3x3": ([2, 8, 6, 7, 5], 8, (3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 1, 1), "NCDHW"),
+    "3x3x3_channels_last": ([1, 16, 5, 6, 6], 16, (3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 1, 1), "NDHWC"),
+    "strided_dilated_depth": ([1, 8, 9, 8, 8], 8, (3, 3, 3), (2, 1, 0), (2, 2, 1), (2, 1, 1), "NDHWC"),
+    "two_filters_per_channel": ([1, 4, 5, 5, 5], 8, (2, 3, 3), (0, 1, 1), (1, 1, 1), (1, 1, 1), "NCDHW"),
+}
+
+
+def _conv_3d(name, x_dim, k, kernel, padding, stride, dilation, layout):
+    g = fs.Graph(name=f"dw3d_{name}")
+    x = g.tensor(name="x", dim=x_dim, stride=fs.strides(x_dim, layout))
+    wdim = [k, 1, *kernel]
+    w = g.tensor(name="w", dim=wdim, stride=fs.strides(wdim, layout))
+    y = g.conv_fprop(x, w, padding=list(padding), stride=list(stride), dilation=list(dilation), name="conv")
+    y.set_output(True).set_name("y")
+    g.validate()
+    return g
+
+
+@pytest.mark.parametrize("name", sorted(DEPTHWISE_3D_CASES))
+def test_depthwise_3d_conv(cpu, rng, name):
+    """A 3-D conv of one input channel per group: torch-mlir failed to legalize it, so it is the
+    sum over its depth taps of 2-D depthwise convs whose images are the output depths
+    (fusilli/lowering/conv.py): numerics against the reference, channels-last ones as the 2-D
+    depthwise conv of fusilli-conv-layout."""
+    g = _conv_3d(name, *DEPTHWISE_3D_CASES[name])
+    text = g.mlir("emitted")
+    taps = DEPTHWISE_3D_CASES[name][2][0]
+    assert text.count("torch.aten.convolution ") == taps and "torch.aten.select.int" in text
+    if DEPTHWISE_3D_CASES[name][-1] == "NDHWC":
+        assert "linalg.depthwise_conv_2d_nhwc_hwc" in g.mlir("optimized")
+    run_and_check(g, cpu, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_depthwise_3d_dgrad(cpu, rng, stride):
+    """Its data gradients (the forward conv of the flipped filter, over DY with the zeros of a
+    strided one) take the same depth taps."""
+    x_dim = [1, 8, 7, 6, 6]
+    dy_dim = [1, 8] + [(d + 2 - 3) // stride + 1 for d in x_dim[2:]]
+    g = fs.Graph(name=f"dw3d_dgrad_{stride}")
+    dy = g.tensor(name="dy", dim=dy_dim, stride=fs.strides(dy_dim, "NDHWC"))
+    w = g.tensor(name="w", dim=[8, 1, 3, 3, 3], stride=fs.strides([8, 1, 3, 3, 3], "NDHWC"))
+    dx = g.conv_dgrad(dy, w, padding=[1, 1, 1], stride=[stride] * 3, dilation=[1, 1, 1], name="dgrad")
+    dx.set_dim(x_dim).set_stride(fs.strides(x_dim, "NDHWC")).set_output(True).set_name("dx")
+    g.validate()
+    assert g.mlir("emitted").count("torch.aten.convolution ") == 3
+    run_and_check(g, cpu, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-5, atol=1e-5)
+
+
+def test_depthwise_3d_conv_compiles_for_amdgpu():
+    """The depth taps serve every target: torch-mlir's 3-D depthwise conv failed on ROCm too."""
+    g = _conv_3d("gpu", *DEPTHWISE_3D_CASES["3x3x3"])
+    art = Artifact.from_bytes(g.compile_to_artifact(fs.Backend.AMDGPU, arch="gfx942"))
+    assert art.backend is fs.Backend.AMDGPU and art.stats.dispatch_count >= 1
+
+
+def test_depthwise_3d_conv_takes_the_depthwise_rule():
+    """Channels-last, its 2-D depth-tap convs are fusilli-conv-layout's depthwise ones: the rule names
+    it, and a graph of one large enough for IREE's im2col (which fails to verify a channels-last
+    depthwise conv) compiles without that flag."""
+    g = _conv_3d("big", [1, 96, 8, 28, 28], 96, (3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 1, 1), "NDHWC")
+    target = Target.resolve("cpu", "znver5")
+    assert "cpu-conv-depthwise (96 channels" in g.explain(fs.Backend.CPU, "znver5")
+    assert "3-D as the sum over its depth taps" in g.explain(fs.Backend.CPU, "znver5")
+    assert "--iree-global-opt-use-im2col-for-convs" not in rules.compile_flags(g.nodes, target)
