@@ -765,7 +765,8 @@ def CPU_CONV_GROUPED_WGRAD(p: Problem, t: Target) -> str | None:
         "8x384x14x14 0.11-0.16 -> 0.47-0.52; the positions whose taps read inside X reading it in place, small "
         "gathers for the strips around them (where they are 88% of the positions), two rounds, ms: 8x144x56x56 "
         "1.57-2.70 -> 1.03-1.33 (0.78-0.92 of PyTorch), s2 8x144x56x56 0.89-1.11 -> 0.45-0.48, s2 8x96x112x112 "
-        "3.2-3.7 -> 1.4-1.7 (0.44-0.49 -> 1.12-1.18). One contraction per tap (cpu-conv-grouped-wgrad's form) "
+        "3.2-3.7 -> 1.4-1.7 (0.44-0.49 -> 1.12-1.18); odd widths pairing an even batch's images instead of a DY "
+        "gather, three rounds, ms: 8x960x7x7 0.17-0.55 -> 0.12-0.34, s2 8x576x14x14 0.18-0.59 -> 0.13-0.43. One contraction per tap (cpu-conv-grouped-wgrad's form) "
         "ran 0.05-0.11"
     ),
 )

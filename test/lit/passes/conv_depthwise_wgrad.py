@@ -6,13 +6,16 @@
 # _rewrite_grouped_wgrad, conv_direct.depthwise_wgrad): per output row, each filter tap's products summed
 # over pairs of output columns, vectorized along the channels, then the rows' sum.
 #
-# 3x3 s2 2x16x13x13 (DY 7 x 7; too few positions read inside X: one strip of all of them): DY gathered with
-# a zero column to an even width (8), X padded by a gather to the rows and columns the taps read
+# 3x3 s2 3x16x13x13 (DY 7 x 7; too few positions read inside X: one strip of all of them): DY gathered with
+# a zero column to an even width (8; an even batch would pair its images instead), X padded by a gather to the rows and columns the taps read
 # (2*6 + 2 + 1 = 15, and 2*7 + 2 + 1 = 17 for 4 column pairs), both behind compute barriers; each tap
 # reads two strided views of X (rows a stride apart, a pair's columns two strides), DY two views (its
 # pair's columns); one generic over (n, oh, c | j) with a result per tap, whose body adds a tap's two
-# products before the accumulator; the results' rows [9, 2*7, 16] summed into [16, 9], the KRSC filter
+# products before the accumulator; the results' rows [9, 3*7, 16] summed into [16, 9], the KRSC filter
 # [16, 3, 3, 1].
+#
+# 3x3 2x16x7x7: DY's odd width and even batch pair images (0 with 1) instead of columns: DY read where it
+# lies, no gather for a zero column; the images' dim of one pair left out.
 #
 # 3x3 1x8x44x44 (91% of the positions' taps inside X): rows 1-42 x columns 1-42 read X and DY where they
 # lie (views, no gather); the rows above and below (strips of one row, two gathers) and the columns left
@@ -41,12 +44,17 @@ def wgrad(name: str, x_dim: list[int], stride: int, padding: int) -> fs.Graph:
 
 @run
 def depthwise_wgrad_s2():
-    print(explained_and_optimized(wgrad("depthwise_wgrad_s2", [2, 16, 13, 13], 2, 1)))
+    print(explained_and_optimized(wgrad("depthwise_wgrad_s2", [3, 16, 13, 13], 2, 1)))
 
 
 @run
 def depthwise_wgrad_inside_and_strips():
     print(explained_and_optimized(wgrad("depthwise_wgrad_inside_and_strips", [1, 8, 44, 44], 1, 1)))
+
+
+@run
+def depthwise_wgrad_paired_images():
+    print(explained_and_optimized(wgrad("depthwise_wgrad_paired_images", [2, 16, 7, 7], 1, 1)))
 
 
 @run
@@ -59,29 +67,29 @@ def depthwise_wgrad_unpadded():
 # AVX512: #config = #iree_cpu.lowering_config<distribution = [1, 4, 16, 0], vector_common_parallel = [1, 2, 16, 0], vector_reduction = [0, 0, 0, 1]>
 # AVX2: #config = #iree_cpu.lowering_config<distribution = [1, 4, 16, 0], vector_common_parallel = [1, 2, 8, 0], vector_reduction = [0, 0, 0, 1]>
 # TILED: #config1 = #iree_cpu.lowering_config<distribution = [16, 1, 0], vector_common_parallel = [16, 1, 0], vector_reduction = [0, 0, 1]>
-# TILED: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x1x7x8x16xf32>)
-# TILED: tensor.extract %{{.*}} : tensor<2x7x7x16xf32>
-# TILED: %[[DYB:.*]] = iree_tensor_ext.compute_barrier.start %{{.*}} : tensor<2x1x7x8x16xf32>
-# TILED: %[[DY:.*]] = tensor.collapse_shape %[[DYB]] {{\[}}[0, 1], [2], [3], [4]] : tensor<2x1x7x8x16xf32> into tensor<2x7x8x16xf32>
-# TILED: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x1x15x17x16xf32>)
-# TILED: tensor.extract %{{.*}} : tensor<2x13x13x16xf32>
-# TILED: %[[XB:.*]] = iree_tensor_ext.compute_barrier.start %{{.*}} : tensor<2x1x15x17x16xf32>
-# TILED: %[[X:.*]] = tensor.collapse_shape %[[XB]] {{\[}}[0, 1], [2], [3], [4]] : tensor<2x1x15x17x16xf32> into tensor<2x15x17x16xf32>
-# TILED: %[[DY0:.*]] = tensor.extract_slice %[[DY]][0, 0, 0, 0] [2, 7, 4, 16] [1, 1, 2, 1] : tensor<2x7x8x16xf32> to tensor<2x7x4x16xf32>
-# TILED: %[[DY1:.*]] = tensor.extract_slice %[[DY]][0, 0, 1, 0] [2, 7, 4, 16] [1, 1, 2, 1]
-# TILED: %[[X00:.*]] = tensor.extract_slice %[[X]][0, 0, 0, 0] [2, 7, 4, 16] [1, 2, 4, 1] : tensor<2x15x17x16xf32> to tensor<2x7x4x16xf32>
-# TILED: %[[X01:.*]] = tensor.extract_slice %[[X]][0, 0, 2, 0] [2, 7, 4, 16] [1, 2, 4, 1]
-# TILED: tensor.extract_slice %[[X]][0, 2, 4, 0] [2, 7, 4, 16] [1, 2, 4, 1]
+# TILED: linalg.generic {{.*}} outs(%{{.*}} : tensor<3x1x7x8x16xf32>)
+# TILED: tensor.extract %{{.*}} : tensor<3x7x7x16xf32>
+# TILED: %[[DYB:.*]] = iree_tensor_ext.compute_barrier.start %{{.*}} : tensor<3x1x7x8x16xf32>
+# TILED: %[[DY:.*]] = tensor.collapse_shape %[[DYB]] {{\[}}[0, 1], [2], [3], [4]] : tensor<3x1x7x8x16xf32> into tensor<3x7x8x16xf32>
+# TILED: linalg.generic {{.*}} outs(%{{.*}} : tensor<3x1x15x17x16xf32>)
+# TILED: tensor.extract %{{.*}} : tensor<3x13x13x16xf32>
+# TILED: %[[XB:.*]] = iree_tensor_ext.compute_barrier.start %{{.*}} : tensor<3x1x15x17x16xf32>
+# TILED: %[[X:.*]] = tensor.collapse_shape %[[XB]] {{\[}}[0, 1], [2], [3], [4]] : tensor<3x1x15x17x16xf32> into tensor<3x15x17x16xf32>
+# TILED: %[[DY0:.*]] = tensor.extract_slice %[[DY]][0, 0, 0, 0] [3, 7, 4, 16] [1, 1, 2, 1] : tensor<3x7x8x16xf32> to tensor<3x7x4x16xf32>
+# TILED: %[[DY1:.*]] = tensor.extract_slice %[[DY]][0, 0, 1, 0] [3, 7, 4, 16] [1, 1, 2, 1]
+# TILED: %[[X00:.*]] = tensor.extract_slice %[[X]][0, 0, 0, 0] [3, 7, 4, 16] [1, 2, 4, 1] : tensor<3x15x17x16xf32> to tensor<3x7x4x16xf32>
+# TILED: %[[X01:.*]] = tensor.extract_slice %[[X]][0, 0, 2, 0] [3, 7, 4, 16] [1, 2, 4, 1]
+# TILED: tensor.extract_slice %[[X]][0, 2, 4, 0] [3, 7, 4, 16] [1, 2, 4, 1]
 # TILED: %[[SUMS:.*]]:9 = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%[[DY0]], %[[DY1]], %[[X00]], %[[X01]], {{.*}}) outs({{.*}}) attrs = {compilation_info = #compilation}
 # TILED: ^bb0(%[[D0:[^:]*]]: f32, %[[D1:[^:]*]]: f32, %[[A0:[^:]*]]: f32, %[[A1:[^:]*]]: f32,
 # TILED: %[[M0:.*]] = arith.mulf %[[A0]], %[[D0]] : f32
 # TILED: %[[M1:.*]] = arith.mulf %[[A1]], %[[D1]] : f32
 # TILED: %[[PAIR:.*]] = arith.addf %[[M0]], %[[M1]] : f32
 # TILED: arith.addf %out, %[[PAIR]] : f32
-# TILED: -> (tensor<2x7x16xf32>,
-# TILED: %[[ROWS8:.*]] = tensor.collapse_shape %[[SUMS]]#8 {{\[}}[0, 1], [2]] : tensor<2x7x16xf32> into tensor<14x16xf32>
-# TILED: %[[ROWS:.*]] = tensor.insert_slice %[[ROWS8]] into %{{.*}}[8, 0, 0] [1, 14, 16] [1, 1, 1] : tensor<14x16xf32> into tensor<9x14x16xf32>
-# TILED: %[[TOTAL:.*]] = linalg.generic {{.*}} ins(%[[ROWS]] : tensor<9x14x16xf32>) outs(%{{.*}} : tensor<16x9xf32>) attrs = {compilation_info = #compilation1}
+# TILED: -> (tensor<3x7x16xf32>,
+# TILED: %[[ROWS8:.*]] = tensor.collapse_shape %[[SUMS]]#8 {{\[}}[0, 1], [2]] : tensor<3x7x16xf32> into tensor<21x16xf32>
+# TILED: %[[ROWS:.*]] = tensor.insert_slice %[[ROWS8]] into %{{.*}}[8, 0, 0] [1, 21, 16] [1, 1, 1] : tensor<21x16xf32> into tensor<9x21x16xf32>
+# TILED: %[[TOTAL:.*]] = linalg.generic {{.*}} ins(%[[ROWS]] : tensor<9x21x16xf32>) outs(%{{.*}} : tensor<16x9xf32>) attrs = {compilation_info = #compilation1}
 # TILED: tensor.expand_shape %[[TOTAL]] {{.*}} output_shape [16, 3, 3, 1]
 # TILED-NOT: convolution_backward
 # GENERIC: torch.aten.convolution_backward
@@ -105,6 +113,20 @@ def depthwise_wgrad_unpadded():
 # TILED: } -> (tensor<2x42x8xf32>,
 # TILED: tensor.insert_slice %{{.*}} into %{{.*}}[8, 44, 0] [1, 84, 8] [1, 1, 1] : tensor<84x8xf32> into tensor<9x128x8xf32>
 # TILED: linalg.generic {{.*}} ins(%{{.*}} : tensor<9x128x8xf32>) outs(%{{.*}} : tensor<8x9xf32>)
+# GENERIC: torch.aten.convolution_backward
+
+
+# CHECK-LABEL: TEST: depthwise_wgrad_paired_images
+# TILED: %[[DY:.*]] = torch_c.to_builtin_tensor %arg1 {{.*}} -> tensor<2x7x7x16xf32>
+# TILED-NOT: outs(%{{.*}} : tensor<2x1x7x8x16xf32>)
+# TILED: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x1x9x9x16xf32>)
+# TILED: %[[X:.*]] = tensor.collapse_shape %{{.*}} : tensor<2x1x9x9x16xf32> into tensor<2x9x9x16xf32>
+# TILED: %[[DY0:.*]] = tensor.extract_slice %[[DY]][0, 0, 0, 0] [1, 7, 7, 16] [1, 1, 1, 1] : tensor<2x7x7x16xf32> to tensor<7x7x16xf32>
+# TILED: %[[DY1:.*]] = tensor.extract_slice %[[DY]][1, 0, 0, 0] [1, 7, 7, 16] [1, 1, 1, 1]
+# TILED: %[[X0:.*]] = tensor.extract_slice %[[X]][0, 0, 0, 0] [1, 7, 7, 16] [1, 1, 1, 1] : tensor<2x9x9x16xf32> to tensor<7x7x16xf32>
+# TILED: %[[X1:.*]] = tensor.extract_slice %[[X]][1, 0, 0, 0] [1, 7, 7, 16] [1, 1, 1, 1]
+# TILED: linalg.generic {{.*}} ins(%[[DY0]], %[[DY1]], %[[X0]], %[[X1]], {{.*}}) outs(
+# TILED: } -> (tensor<7x16xf32>,
 # GENERIC: torch.aten.convolution_backward
 
 
