@@ -41,7 +41,7 @@ from fusilli.ir.bindings import (
     tensor,
 )
 from fusilli.ir.context import fusilli_context, ops_named, parse_module, parse_named_source
-from fusilli.ir.structured import expand_shape, fusion_barrier, indexing_maps, iterator_types, reassociation
+from fusilli.ir.structured import expand_shape, fusion_barrier, indexing_maps, iterator_types, reassociation, sum_into
 from fusilli.ir.torch import (
     TensorType,
     TorchBuilder,
@@ -92,6 +92,7 @@ __all__ = [
     "indexing_maps",
     "iterator_types",
     "reassociation",
+    "sum_into",
     "linalg",
     "math",
     "parse_module",

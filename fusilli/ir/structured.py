@@ -10,11 +10,14 @@ from fusilli.ir.bindings import (
     AffineMapAttr,
     ArrayAttr,
     Attribute,
+    InsertionPoint,
     IntegerAttr,
     IntegerType,
     Operation,
     RankedTensorType,
     Value,
+    arith,
+    linalg,
     tensor,
 )
 
@@ -60,3 +63,19 @@ def fusion_barrier(value: Value) -> Value:
     1.04-1.12 -> 1.15-1.16 and 1.05-1.07 -> 1.08-1.10 of PyTorch (EPYC Zen 1 VM, in one process);
     a weight gradient whose 74 MB of transients then went through mmap every call, 47 -> 65 ms."""
     return Operation.create("iree_tensor_ext.compute_barrier.start", results=[value.type], operands=[value]).result
+
+
+def sum_into(
+    value: Value, init: Value, value_map: AffineMap, init_map: AffineMap, iterators: Sequence[str]
+) -> Operation:
+    """A ``linalg.generic`` adding the elements of ``value`` (read through ``value_map``) into
+    ``init`` (zero-filled by the caller; ``init_map``) over dims of ``iterators``: the sums of
+    partial results that passes split a reduction into. Returns the op (for a lowering config)."""
+    element = RankedTensorType(init.type).element_type
+    total = linalg.GenericOp(
+        [init.type], [value], [init], indexing_maps(value_map, init_map), iterator_types(*iterators)
+    )
+    block = total.regions[0].blocks.append(element, element)
+    with InsertionPoint(block):
+        linalg.YieldOp([arith.AddFOp(block.arguments[1], block.arguments[0]).result])
+    return total.operation

@@ -551,16 +551,13 @@ def _sum_chunks(partials: ir.Value, partial_dims: list[str], extent: dict[str, i
     def affine(names) -> ir.AffineMap:
         return ir.AffineMap.get(len(dims), 0, [ir.AffineDimExpr.get(position[name]) for name in names])
 
-    total = ir.linalg.GenericOp(
-        [init.type],
-        [partials],
-        [init],
-        ir.indexing_maps(affine(["r", "s", *partial_dims]), affine(["g", "kg", "r", "s", "cg"])),
-        ir.iterator_types(*["reduction" if name in summed else "parallel" for name in dims]),
+    total = ir.sum_into(
+        partials,
+        init,
+        affine(["r", "s", *partial_dims]),
+        affine(["g", "kg", "r", "s", "cg"]),
+        ["reduction" if name in summed else "parallel" for name in dims],
     )
-    block = total.regions[0].blocks.append(f32, f32)
-    with ir.InsertionPoint(block):
-        ir.linalg.YieldOp([ir.arith.AddFOp(block.arguments[1], block.arguments[0]).result])
     return ir.tensor.CollapseShapeOp(
         ir.RankedTensorType.get([groups * out_per_group, kernel[0], kernel[1], per_group], f32),
         total.result,
@@ -824,16 +821,13 @@ def _sum_rows(partials: ir.Value, kernel, isa: str) -> ir.Value:
     taps, _, channels = ir.RankedTensorType(partials.type).shape
     init = ir.linalg.fill(ir.arith.ConstantOp(f32, 0.0).result, outs=[ir.tensor.EmptyOp([channels, taps], f32).result])
     d = [ir.AffineDimExpr.get(i) for i in range(3)]  # c, t | q
-    total = ir.linalg.GenericOp(
-        [init.type],
-        [partials],
-        [init],
-        ir.indexing_maps(ir.AffineMap.get(3, 0, [d[1], d[2], d[0]]), ir.AffineMap.get(3, 0, [d[0], d[1]])),
-        ir.iterator_types("parallel", "parallel", "reduction"),
+    total = ir.sum_into(
+        partials,
+        init,
+        ir.AffineMap.get(3, 0, [d[1], d[2], d[0]]),
+        ir.AffineMap.get(3, 0, [d[0], d[1]]),
+        ["parallel", "parallel", "reduction"],
     )
-    block = total.regions[0].blocks.append(f32, f32)
-    with ir.InsertionPoint(block):
-        ir.linalg.YieldOp([ir.arith.AddFOp(block.arguments[1], block.arguments[0]).result])
     info = gemm_config.depthwise_wgrad_sum_compilation_info(isa, channels)
     if info is not None:
         total.attributes["compilation_info"] = info

@@ -715,16 +715,13 @@ def _chunked_wgrad_gemm(lhs: ir.Value, rhs: ir.Value, chunk: int, isa: str, vend
         partial.owner.attributes["compilation_info"] = info
     e = [ir.AffineDimExpr.get(i) for i in range(3)]  # m, n, chunk
     total = ir.linalg.fill(zero, outs=[ir.tensor.EmptyOp([k, columns], f32).result])
-    reduce = ir.linalg.GenericOp(
-        [total.type],
-        [partial],
-        [total],
-        ir.indexing_maps(ir.AffineMap.get(3, 0, [e[2], e[0], e[1]]), ir.AffineMap.get(3, 0, [e[0], e[1]])),
-        ir.iterator_types("parallel", "parallel", "reduction"),
+    reduce = ir.sum_into(
+        partial,
+        total,
+        ir.AffineMap.get(3, 0, [e[2], e[0], e[1]]),
+        ir.AffineMap.get(3, 0, [e[0], e[1]]),
+        ["parallel", "parallel", "reduction"],
     )
-    block = reduce.regions[0].blocks.append(f32, f32)
-    with ir.InsertionPoint(block):
-        ir.linalg.YieldOp([ir.arith.AddFOp(block.arguments[1], block.arguments[0]).result])
     return reduce.result
 
 
