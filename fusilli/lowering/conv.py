@@ -63,33 +63,21 @@ def emit_conv_fprop(node: ConvFPropNode, ctx: EmitContext) -> None:
     x, w = ctx.input("X"), ctx.input("W")
     params = conv_parameters(node, ctx)
     cuts = unread_input_window(node)
+    padding = [0 if cut is not None else p for cut, p in zip(cuts, node.padding)]
     if any(cuts):
         # The window each cut dim reads: its rows sliced, its padding made explicit (asymmetric).
-        element = node.data_type("X").mlir_name
         dims = list(node.tensor("X").dim)
-        pads: list[int] = []  # constant_pad_nd's (before, after) pairs, the last dim first
-        for i, cut in enumerate(cuts):
-            if cut is not None and cut[0] < dims[2 + i]:
-                dims[2 + i] = cut[0]
-                x = b.op(
-                    "torch.aten.slice.Tensor",
-                    [x, b.const_int(2 + i), b.const_int(0), b.const_int(cut[0]), b.const_int(1)],
-                    ir.vtensor_type(dims, element),
-                )
-            pads = [*(cut[1:] if cut is not None else (0, 0)), *pads]
-        if any(pads):
-            dims = [*dims[:2], *(d + sum(cut[1:]) if cut else d for d, cut in zip(dims[2:], cuts))]
-            x = b.op(
-                "torch.aten.constant_pad_nd", [x, b.int_list(pads), b.const_float(0.0)], ir.vtensor_type(dims, element)
-            )
-        padding = [0 if cut is not None else p for cut, p in zip(cuts, node.padding)]
+        x, _ = _window(
+            b,
+            x,
+            dims,
+            {2 + i: (0, cut[0], cut[1], cut[2]) if cut else (0, dims[2 + i], 0, 0) for i, cut in enumerate(cuts)},
+        )
         params[2] = b.int_list(padding)
-    y_type = ctx.result_type("Y", element=node.tensor("X").data_type)
     if _one_channel_groups_3d(node.tensor("W").dim, node.groups):
-        padding = [0 if cut is not None else p for cut, p in zip(cuts, node.padding)]
         y = _depth_taps_as_2d(ctx, x, w, node.stride, padding, node.dilation, node.groups, node.tensor("X"))
     else:
-        y = b.op("torch.aten.convolution", [x, w, *params], y_type)
+        y = b.op("torch.aten.convolution", [x, w, *params], ctx.result_type("Y", element=node.tensor("X").data_type))
     ctx.define("Y", y)
 
 
@@ -255,25 +243,13 @@ def _zero_upsampled(dy: ir.Value, node: ConvGradNodeBase, ctx: EmitContext) -> i
         )
         dims = [d * node.stride[positions.index(j)] if j in positions else d for j, d in enumerate(dims)]
         v = b.op("torch.aten.view", [v, b.int_list(dims)], ir.vtensor_type(dims, element))
-    grow: dict[int, tuple[int, int]] = {}  # zeros before and after, by dim
+    windows = {}  # per spatial dim: the rows kept, the zeros before and after them
     for i, position in enumerate(positions):
         before = node.dilation[i] * (taps[i] - 1) - node.padding[i]  # zeros before DY's first row
         length = out[i] + node.dilation[i] * (taps[i] - 1)  # what a stride-1 conv of DX's rows reads
         first, end = max(0, -before), min(dims[position], length - before)
-        if (first, end) != (0, dims[position]):
-            dims[position] = end - first
-            v = b.op(
-                "torch.aten.slice.Tensor",
-                [v, b.const_int(position), b.const_int(first), b.const_int(end), b.const_int(1)],
-                ir.vtensor_type(dims, element),
-            )
-        grow[position] = (first + before, length - (end + before))
-    if any(any(zeros) for zeros in grow.values()):
-        pads = [x for j in reversed(range(len(dims))) for x in grow.get(j, (0, 0))]  # the last dim first
-        dims = [d + sum(grow.get(j, (0, 0))) for j, d in enumerate(dims)]
-        v = b.op(
-            "torch.aten.constant_pad_nd", [v, b.int_list(pads), b.const_float(0.0)], ir.vtensor_type(dims, element)
-        )
+        windows[position] = (first, end, first + before, length - (end + before))
+    v, _ = _window(b, v, dims, windows)
     return b.permute(v, [order.index(i) for i in range(len(order))]) if channels_last else v
 
 
@@ -304,12 +280,7 @@ def _depth_taps_as_2d(ctx: EmitContext, x, w, stride, padding, dilation, groups:
     depth = order.index(2)
     v = b.permute(x, order) if channels_last else x
     dims = [xt.dims[i] for i in order]
-    if padding[0]:
-        dims[depth] += 2 * padding[0]
-        pads = [0, 0] * (len(dims) - 1 - depth) + [padding[0], padding[0]]
-        v = b.op(
-            "torch.aten.constant_pad_nd", [v, b.int_list(pads), b.const_float(0.0)], ir.vtensor_type(dims, element)
-        )
+    v, dims = _window(b, v, dims, {depth: (0, dims[depth], padding[0], padding[0])})
     total: ir.Value | None = None
     for t in range(taps):
         start = t * dilation[0]
@@ -372,3 +343,27 @@ def _depth_taps_as_2d(ctx: EmitContext, x, w, stride, padding, dilation, groups:
         )
     assert total is not None  # taps >= 1
     return b.permute(total, [0, 4, 1, 2, 3] if channels_last else [0, 2, 1, 3, 4])
+
+
+def _window(b: ir.TorchBuilder, v: ir.Value, dims: list[int], windows: dict[int, tuple[int, int, int, int]]):
+    """``v`` (of ``dims``) with each dim ``j`` of ``windows`` cut to ``[first, end)`` and then given
+    ``before`` and ``after`` zeros, ``windows[j] = (first, end, before, after)``: a
+    ``torch.aten.slice.Tensor`` per dim cut, one ``torch.aten.constant_pad_nd`` for all (its pairs
+    from the last dim down to the first of ``windows``). Returns the value and its dims."""
+    element = ir.element_type(v)
+    dims = list(dims)
+    for j, (first, end, _, _) in sorted(windows.items()):
+        if (first, end) != (0, dims[j]):
+            dims[j] = end - first
+            v = b.op(
+                "torch.aten.slice.Tensor",
+                [v, b.const_int(j), b.const_int(first), b.const_int(end), b.const_int(1)],
+                ir.vtensor_type(dims, element),
+            )
+    if any(before or after for _, _, before, after in windows.values()):
+        pads = [z for j in range(len(dims) - 1, min(windows) - 1, -1) for z in windows.get(j, (0, 0, 0, 0))[2:]]
+        dims = [d + sum(windows[j][2:]) if j in windows else d for j, d in enumerate(dims)]
+        v = b.op(
+            "torch.aten.constant_pad_nd", [v, b.int_list(pads), b.const_float(0.0)], ir.vtensor_type(dims, element)
+        )
+    return v, dims
