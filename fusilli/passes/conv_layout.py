@@ -833,7 +833,8 @@ def _im2col_gemm(
         return ir.expand_shape(mm, [[0, 1], [2], [3]], [n, oh, ow, k])
     mm = _matmul(patches, filt, rows, k, _mnk_map(M, K), _mnk_map(K, N))
     strided_patches = (fy, fx) != (1, 1) and list(stride) != [1, 1]
-    info = gemm_config.matmul_compilation_info(isa, rows, k, depth, vendor, strided_patches, core)
+    gathered = (fy, fx) != (1, 1) or list(stride) != [1, 1] or any(padding)  # see _gemm_patches
+    info = gemm_config.matmul_compilation_info(isa, rows, k, depth, vendor, strided_patches, core, gathered)
     if info is not None:
         mm.owner.attributes["compilation_info"] = info
     return ir.expand_shape(mm, [[0, 1, 2], [3]], [n, oh, ow, k])

@@ -296,7 +296,11 @@ def narrow_k_blocks_apply(tile: GemmTile, m: int, n: int, k: int) -> bool:
 # divisor of K nearest the table's block (a multiple of the register tile's K step, between half
 # and twice it), and whole K where K has none (tiles with ``k_blocks_divide``). The AVX2 6x16
 # tile in 48x64 had no such loss (98-130 rows: 75-108 GFLOP/s with either block) and keeps its
-# blocks; Intel's 6x64 tile was not measured.
+# blocks; Intel's 6x64 tile was not measured. (Patch-matrix GEMMs on AMD AVX-512 now take rows
+# that leave no such last row, ``patch_matrix_rows``, and so keep the table's block: 3x3 s2
+# 1x128x28x28->256, 196x256x1152, 64 rows and blocks of 288 -> 49 rows and 256, whole graph, old
+# and new code in alternating processes, three rounds, fusilli median ms: 0.78, 0.44, 0.44 ->
+# 0.37, 0.44, 0.36.)
 def k_block(tile: GemmTile, m: int, k: int, n: int = 0, batched: bool = False) -> int | None:
     """The K cache block of ``tile`` for an ``m`` x ``n`` GEMM ``k`` deep (``batched``: one of a
     batch), see above and ``NARROW_K_BLOCK_MIN_COLUMNS``, or None for whole K."""
@@ -449,14 +453,67 @@ def conv_gemm_tile(
     return tile
 
 
+# A GEMM's last row of workgroups, where it is shorter than the others, runs its last register
+# tile of rows (the rows past M) as masked vector loads of A. Where A is a matrix the graph
+# materialized (a patch gather's output, laid out last in its transient buffer), those lanes
+# address memory past the buffer's end, and a masked load whose masked-off lanes fall in an
+# unmapped page takes a microcode assist: one per load of that tile, every reduction step. perf
+# (cpu-clock samples) on 3x3 s2 1x256x28x28->256's GEMM (196x256x2304, AVX-512 8x32 in 64-row
+# workgroups, 4 rows past 192) put 36% of the dispatch's samples on three instructions after
+# the masked loads of A; whole workgroups of rows (a divisor of M), or a last one a multiple of
+# the register tile's rows, read no lane past M. Where A is the graph's input (1x1 convs'
+# reshaped X), the masked tail cost nothing measurable and whole blocks of a register-tile
+# remainder each lost a little (784x256x512, 6x64: 60 -> 58 rows 798 -> 901 us). So A operands
+# the graph materializes take workgroup rows that divide M, from the table's rows down to half
+# of them, else a last workgroup of whole register tiles, else the table's rows.
+# Zen 5 VM, one thread (local-sync), the GEMM dispatch's mean (HAL profiler, us): znver5 code,
+# 196x256x2304 (8x32): 64 rows 1905-1949, 56 1912, 48 1855, 72 1824 (masked tails); 49 930-954,
+# 98 930, 28 912 (divisors), 60 1051-1072, 52 1061, 66 996 (tails of whole tiles); 195x256x2304
+# (a 1x256x26x30 input) 64 rows 2075, 192x256x2304 894. x86-64-v3 code (6x16), 392x256x1152
+# (3x3 s2 2x128x28x28->256): 48 rows 2691, 46 2233 (a tail of whole tiles), 28 1865, 49 1797,
+# 56 1791 (divisors). In whole graphs (fusilli's own workspace, whatever lies past it) the AMD
+# AVX-512 row gained: old and new code in alternating processes, fusilli-benchmark --compare
+# torch, three rounds, fusilli median ms (ratio to PyTorch): 3x3 s2 1x256x28x28->256 1.49, 0.92,
+# 0.70 (0.38-0.74) -> 0.82, 0.62, 0.59 (0.61-0.89). The AVX2 rows did not (two rounds, x86-64-v3
+# code against PyTorch held to AVX2, 48 -> 28 or 32 rows): 3x3 s2 2x128x28x28->256 1.10, 1.07 ->
+# 1.16, 1.19; 1x1 s2 1x512x28x28->1024 0.96, 0.97 -> 1.10, 1.08; 1x1 s2 1x256x56x56->512,
+# 8x512x28x28->1024 and 8x1024x14x14->2048 within 4%. Intel cores: not measured.
+PATCH_MATRIX_ROWS_TARGETS = {("avx512", "amd")}
+
+
+def patch_matrix_rows(m: int, rows: int, vector_rows: int) -> int:
+    """Workgroup rows near ``rows`` for a materialized A of ``m`` rows that leave no masked
+    last register tile (see above)."""
+    if m <= rows or m % rows % vector_rows == 0:
+        return rows
+    candidates = range(rows, (rows + 1) // 2 - 1, -1)
+    divisor = next((d for d in candidates if m % d == 0), None)
+    if divisor is not None:
+        return divisor
+    return next((d for d in candidates if m % d % vector_rows == 0), rows)
+
+
 def matmul_compilation_info(
-    isa: str, m: int, n: int, k: int, vendor: str | None = None, strided_patches: bool = False, core: str | None = None
+    isa: str,
+    m: int,
+    n: int,
+    k: int,
+    vendor: str | None = None,
+    strided_patches: bool = False,
+    core: str | None = None,
+    materialized_a: bool = False,
 ) -> ir.Attribute | None:
     """The ``compilation_info`` for an f32 conv-as-GEMM ``linalg.matmul`` on ``isa`` (and the
     CPU ``vendor`` and ``core``, ``targets.cpu_vendor`` / ``cpu_core``; ``strided_patches`` as in
-    ``conv_gemm_tile``), or None."""
+    ``conv_gemm_tile``; ``materialized_a``: A is a matrix the graph writes, see
+    ``patch_matrix_rows`` and PATCH_MATRIX_ROWS_TARGETS), or None."""
     tile = conv_gemm_tile(isa, n, vendor, strided_patches, m, k, core)
-    return None if tile is None else _compilation_info(tile, None, m, n, k)
+    if tile is None:
+        return None
+    if materialized_a and (isa, vendor or "") in PATCH_MATRIX_ROWS_TARGETS:
+        rows = patch_matrix_rows(m, tile.distribution[0], tile.vector[0])
+        tile = replace(tile, distribution=(rows, tile.distribution[1]))
+    return _compilation_info(tile, None, m, n, k)
 
 
 # A conv GEMM's B operand (its filter matrix, [depth, columns]) is read a row per reduction step,

@@ -401,6 +401,7 @@ def test_numerics_k_blocks_that_divide_k(cpu, rng, gemm_lowering, monkeypatch):
     base = gemm_config.CONV_GEMM_TILES[isa]
     blocked = gemm_config.GemmTile(base.distribution, base.vector, base.reduction, 256, 512, k_blocks_divide=True)
     monkeypatch.setitem(gemm_config.CONV_GEMM_TILES_BY_VENDOR, (isa, vendor or ""), blocked)
+    monkeypatch.setattr(gemm_config, "PATCH_MATRIX_ROWS_TARGETS", set())  # keep the short last row
     monkeypatch.setenv("FUSILLI_DISABLE_CACHE", "1")  # the tile tables are not in the cache key
     g = build([2, 128, 14, 14], 32, (3, 3), (2, 2), (1, 1), (1, 1), epilogue=True, name="gemm_k_divides")
     assert "cache_reduction = [0, 0, 288]" in g.mlir("optimized")
@@ -417,6 +418,7 @@ def test_numerics_wide_strided_patch_gemm(cpu, rng, gemm_lowering, monkeypatch):
         pytest.skip("the wide tile is AVX-512's (24x256 f32 accumulators exceed AVX2 codegen's vector limit)")
     wide = gemm_config.STRIDED_PATCH_GEMM_TILES_BY_VENDOR[("avx512", "intel")]
     monkeypatch.setitem(gemm_config.STRIDED_PATCH_GEMM_TILES_BY_VENDOR, (isa, vendor or ""), wide)
+    monkeypatch.setattr(gemm_config, "PATCH_MATRIX_ROWS_TARGETS", set())  # keep the partial workgroups
     monkeypatch.setenv("FUSILLI_DISABLE_CACHE", "1")  # the tile tables are not in the cache key
     g = build([1, 64, 18, 18], 160, (3, 3), (2, 2), (1, 1), (1, 1), epilogue=True, name="gemm_wide_strided")
     assert "distribution = [24, 160, 0]" in g.mlir("optimized")
@@ -433,6 +435,54 @@ def test_strided_patch_gemm_tile_choice():
     amd = gemm_config.CONV_GEMM_TILES_BY_VENDOR[("avx512", "amd")]
     assert gemm_config.conv_gemm_tile("avx512", 256, "amd", strided_patches=True) == amd
     assert gemm_config.conv_gemm_tile("avx512", 256, "generic") == gemm_config.CONV_GEMM_TILES["avx512"]
+
+
+@pytest.mark.parametrize(
+    "m, rows, vector_rows, expected",
+    [
+        (196, 64, 8, 49),  # 4 x 49 rows, not 3 x 64 and a masked 4
+        (195, 64, 8, 39),  # 5 x 39
+        (197, 64, 8, 63),  # a prime: 3 x 63 and a last workgroup of one register tile
+        (192, 64, 8, 64),  # whole workgroups already
+        (784, 64, 8, 64),  # a last workgroup of 16 rows: two whole register tiles
+        (49, 64, 8, 64),  # one workgroup, clamped to M where the config is written
+        (641, 64, 8, 64),  # a prime no size from 32 to 64 leaves whole: the table's rows
+    ],
+)
+def test_patch_matrix_rows(m, rows, vector_rows, expected):
+    assert gemm_config.patch_matrix_rows(m, rows, vector_rows) == expected
+
+
+def test_patch_matrix_gemm_rows_on_amd_avx512():
+    """A strided 3x3 conv's patch matrix (materialized by the graph) of 196 rows takes 4 workgroups
+    of 49 rows on AMD's AVX-512 cores, not 3 x 64 and a masked 4 (gemm_config.patch_matrix_rows);
+    AVX2 code, Intel's cores and a 1x1 conv's A (the input itself) keep the table's rows."""
+    strided = build([1, 256, 28, 28], 256, (3, 3), (2, 2), (1, 1), name="patch_rows_strided")
+    for arch in ("znver5", "znver4"):
+        assert "distribution = [49, 64, 0]" in strided.mlir("optimized", fs.Backend.CPU, arch)
+    assert "distribution = [24, 256, 0]" in strided.mlir("optimized", fs.Backend.CPU, "sapphirerapids")
+    # 392 rows: 6 x 64 and a last 8 (a whole register tile) on AMD AVX-512; 8 x 48 and a masked 8 on AVX2.
+    batch2 = build([2, 128, 28, 28], 256, (3, 3), (2, 2), (1, 1), name="patch_rows_strided_392")
+    assert "distribution = [64, 64, 0]" in batch2.mlir("optimized", fs.Backend.CPU, "znver4")
+    assert "distribution = [48, 64, 0]" in batch2.mlir("optimized", fs.Backend.CPU, "x86-64-v3")
+    plain = build([1, 256, 14, 14], 1024, (1, 1), (1, 1), (0, 0), name="patch_rows_1x1")
+    assert "distribution = [64, 64, 0]" in plain.mlir("optimized", fs.Backend.CPU, "znver4")
+
+
+def test_numerics_patch_matrix_rows(cpu, rng, gemm_lowering, monkeypatch):
+    """The patch-matrix GEMM in workgroups of a divisor of its rows (147 = 3 x 49), with bias +
+    relu, on this host's tile (its ISA and vendor put in PATCH_MATRIX_ROWS_TARGETS)."""
+    target = Target.resolve("cpu", None)
+    isa, vendor = rules.vector_isa(target), targets.cpu_vendor(target.cpu)
+    tile = gemm_config.conv_gemm_tile(isa, 32, vendor, strided_patches=True, rows=147, depth=576)
+    if tile is None:
+        pytest.skip("no tuned GEMM for a CPU without AVX2")
+    monkeypatch.setattr(gemm_config, "PATCH_MATRIX_ROWS_TARGETS", {(isa, vendor or "")})
+    monkeypatch.setenv("FUSILLI_DISABLE_CACHE", "1")  # the rule's targets are not in the cache key
+    g = build([3, 64, 14, 14], 32, (3, 3), (2, 2), (1, 1), (1, 1), epilogue=True, name="gemm_patch_rows")
+    rows = gemm_config.patch_matrix_rows(147, tile.distribution[0], tile.vector[0])
+    assert 147 % rows == 0 and f"distribution = [{rows}, 32, 0]" in g.mlir("optimized")
+    run_and_check(g, cpu, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize(

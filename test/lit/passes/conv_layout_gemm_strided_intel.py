@@ -8,10 +8,10 @@
 # and cpu-conv-im2col-gemm takes it from 192 GEMM rows: 1x256x28x28->256 (196 rows)
 # is an explicit-config GEMM there, with the padded strided gather as its A operand.
 # A 1x1 stride-2 conv (A only C deep) keeps the 60x64 workgroups. On AMD Zen 4 the 3x3
-# one is an explicit-config GEMM too, from 16 rows where it is >= 512 deep (its 8x32 tile in
-# 64x64 workgroups, K in blocks of 256: rules.CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED_FEW); where
-# its 196 rows (a last row of workgroups short by 4) meet a K of 1152 the AMD blocks divide K
-# (4 x 288, gemm_config.k_block); Intel's tile keeps 256.
+# one is an explicit-config GEMM too, from 16 rows where it is >= 512 deep (its 8x32 tile, K in
+# blocks of 256: rules.CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED_FEW), its 196 rows in 4 workgroups of
+# 49, not 3 x 64 and a masked 4 past the patch matrix (gemm_config.patch_matrix_rows), and so
+# for the 1152-deep one too, whose K blocks no longer need to divide K (gemm_config.k_block).
 
 import fusilli as fs
 
@@ -33,10 +33,8 @@ print(g.to_json())
 # INTEL-DAG: #[[NARROW:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [60, 64, 0], distribution = [60, 64, 0], vector_common_parallel = [6, 64, 0], vector_reduction = [0, 0, 8]>
 # INTEL-DAG: #[[WIDE_INFO:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[WIDE]],
 # INTEL-DAG: #[[NARROW_INFO:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[NARROW]],
-# AMD-DAG: #[[KBLOCKED:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [64, 64, 0], cache_reduction = [0, 0, 256], distribution = [64, 64, 0], vector_common_parallel = [8, 32, 0], vector_reduction = [0, 0, 8]>
+# AMD-DAG: #[[KBLOCKED:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [49, 64, 0], cache_reduction = [0, 0, 256], distribution = [49, 64, 0], vector_common_parallel = [8, 32, 0], vector_reduction = [0, 0, 8]>
 # AMD-DAG: #[[KBLOCKED_INFO:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[KBLOCKED]],
-# AMD-DAG: #[[DIVIDING:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [64, 64, 0], cache_reduction = [0, 0, 288], distribution = [64, 64, 0], vector_common_parallel = [8, 32, 0], vector_reduction = [0, 0, 8]>
-# AMD-DAG: #[[DIVIDING_INFO:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[DIVIDING]],
 # CHECK-LABEL: func.func @main(
 # INTEL: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x14x14x3x3x256xf32>)
 # INTEL: linalg.matmul {compilation_info = #[[WIDE_INFO]]} ins(%{{.*}}, %{{.*}} : tensor<196x2304xf32>, tensor<2304x256xf32>)
@@ -44,5 +42,5 @@ print(g.to_json())
 # INTEL: linalg.matmul {compilation_info = #[[WIDE_INFO]]} ins(%{{.*}}, %{{.*}} : tensor<196x1152xf32>, tensor<1152x256xf32>)
 # INTEL-NOT: linalg.conv_2d_nhwc_hwcf
 # AMD: linalg.matmul {compilation_info = #[[KBLOCKED_INFO]]} ins(%{{.*}}, %{{.*}} : tensor<196x2304xf32>, tensor<2304x256xf32>)
-# AMD: linalg.matmul {compilation_info = #[[DIVIDING_INFO]]} ins(%{{.*}}, %{{.*}} : tensor<196x1152xf32>, tensor<1152x256xf32>)
+# AMD: linalg.matmul {compilation_info = #[[KBLOCKED_INFO]]} ins(%{{.*}}, %{{.*}} : tensor<196x1152xf32>, tensor<1152x256xf32>)
 # AMD-NOT: linalg.conv_2d_nhwc_hwcf
