@@ -240,9 +240,9 @@ def _rewrite(op: ir.Operation, target: Target) -> bool:
         if forward_filter is not None:
             w_t = b.permute(forward_filter, TO_NHWC)  # KRSC
         else:
-            # The im2col matmul reads the filter as KRSC (this permute cancels a
-            # channels-last filter's), the linalg conv as HWCF.
-            w_t = b.permute(w, TO_NHWC if im2col or few_positions else TO_HWCF)
+            # The im2col matmul and the GEMMs read the filter as KRSC (this permute cancels a
+            # channels-last filter's; _im2col_gemm transposes it as a matrix), the linalg conv as HWCF.
+            w_t = b.permute(w, TO_NHWC if im2col or few_positions or gemm else TO_HWCF)
         if element != "f32" and not keep_bf16:
             w_t = b.to_dtype(w_t, "f32", _FLOAT_CODES["f32"])
         if wino is not None:
@@ -793,13 +793,17 @@ def _few_positions_gemm(
 
 
 def _im2col_gemm(
-    x_nhwc: ir.Value, w_hwcf: ir.Value, out_dims, stride, padding, dilation, target: Target, flipped_taps: bool = False
+    x_nhwc: ir.Value, w_krsc: ir.Value, out_dims, stride, padding, dilation, target: Target, flipped_taps: bool = False
 ) -> ir.Value:
     """``y[N*Ho*Wo, K] = patches(x)[N*Ho*Wo, R*S*C] x w[R*S*C, K]`` in f32, with the ISA's GEMM config.
 
-    ``flipped_taps``: dgrad's spatially flipped filter, read unflipped: ``w_hwcf`` is the
-    forward filter as KRSC (``[C, R, S, K]`` in this conv's terms), and the patches hold
-    tap ``(R-1-r, S-1-s)`` at ``(c, r, s)`` (see _flipped_taps).
+    ``w_krsc``: the filter as KRSC, made the ``[R*S*C, K]`` B by one 2-D transposition of its
+    ``[K, R*S*C]`` matrix (a transposition of the 4-D filter followed by the collapse left the
+    padding of B's rows, ``_materialized_b``, to a strided copy of its own: 3x3 s2
+    8x512x14x14->512, 4 dispatches, the copy 0.47-0.50 ms of one thread's 9.3 ms).
+    ``flipped_taps``: dgrad's spatially flipped filter, read unflipped: ``w_krsc`` is the
+    forward filter as KRSC (``[C, R, S, K]`` in this conv's terms), B as it is, and the patches
+    hold tap ``(R-1-r, S-1-s)`` at ``(c, r, s)`` (see _flipped_taps).
 
     The patch gather reads through the padding (no padded copy of the input; a
     reshape for 1x1 unit-stride unpadded convs). The matmul carries an explicit
@@ -808,11 +812,11 @@ def _im2col_gemm(
     the GEMM's dispatch.
     """
     n, oh, ow, k = out_dims
-    wt = ir.RankedTensorType(w_hwcf.type)
+    wt = ir.RankedTensorType(w_krsc.type)
     if flipped_taps:
         c, fy, fx = (wt.get_dim_size(i) for i in range(3))
     else:
-        fy, fx, c = (wt.get_dim_size(i) for i in range(3))
+        fy, fx, c = (wt.get_dim_size(i) for i in range(1, 4))
     rows, depth = n * oh * ow, fy * fx * c
     isa, vendor, core = rules.vector_isa(target), cpu_vendor(target.cpu), cpu_core(target.cpu)
     strided_rows = None
@@ -823,8 +827,11 @@ def _im2col_gemm(
     # Left to itself IREE folds the filter permute into the GEMM, which then reads B
     # transposed along its vectorized N dimension: 1x1 4x256x28x28->128 0.83 ms;
     # with the HWCF filter materialized (its own small dispatch) 0.43-0.48 ms.
-    # A dgrad's filter (flipped_taps) is KRSC as it is; a forward one's HWCF, a transposition.
-    filt = _materialized_b(_collapse(w_hwcf, [[0, 1, 2], [3]]), isa, rows, transposed=not flipped_taps)
+    # A dgrad's filter (flipped_taps) is KRSC as it is; a forward one's transposed.
+    if flipped_taps:
+        filt = _materialized_b(_collapse(w_krsc, [[0, 1, 2], [3]]), isa, rows, transposed=False)
+    else:
+        filt = _materialized_b(_transpose_2d(_collapse(w_krsc, [[0], [1, 2, 3]])), isa, rows, transposed=True)
     if strided_rows is not None:
         mm = _strided_rows_gemm(strided_rows, filt)
         info = gemm_config.strided_rows_compilation_info(isa, n * oh, ow, k, depth, vendor, core)

@@ -5,7 +5,7 @@
 # A conv GEMM's filter matrix B[depth, columns] is read a row per reduction step; rows a multiple of
 # 2 KiB apart (512 f32 columns and multiples) fall in the same one or two of L1's 64 sets. Where the
 # GEMM is tuned (AVX-512 and AVX2), fusilli-conv-layout (_materialized_b) writes the filter 64 bytes
-# longer per row (tensor.pad, fused into the forward filter's transposition), behind the compute
+# longer per row (tensor.pad, fused into the forward filter's transposition as a [K, R*S*C] matrix), behind the compute
 # barrier, and the GEMM reads the [depth, columns] slice of it (gemm_config.padded_b_columns). A
 # dgrad's filter is B as it is: padded (a copy) only from 128 GEMM rows. x86-64 keeps IREE's path.
 
@@ -40,7 +40,8 @@ def fprop_1x1_512_columns():
 
 # CHECK-LABEL: TEST: fprop_1x1_512_columns
 # PAD: cpu-conv-im2col-gemm (1x1, 512 GEMM rows >= 49, 32 channels <= 2048, {{.*}}, the filter written in rows of 528 (512 would alias in L1))
-# PAD: %[[W:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0, 1, 2], [3]] : tensor<1x1x32x512xf32> into tensor<32x512xf32>
+# PAD: %[[KRSC:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0], [1, 2, 3]] : tensor<512x1x1x32xf32> into tensor<512x32xf32>
+# PAD: %[[W:.*]] = linalg.transpose ins(%[[KRSC]] : tensor<512x32xf32>) outs(%{{.*}} : tensor<32x512xf32>) permutation = [1, 0]
 # PAD: %[[PADDED:.*]] = tensor.pad %[[W]] low[0, 0] high[0, 16]
 # PAD: } : tensor<32x512xf32> to tensor<32x528xf32>
 # PAD: %[[ROWS:.*]] = iree_tensor_ext.compute_barrier.start %[[PADDED]] : tensor<32x528xf32>
@@ -60,7 +61,7 @@ def fprop_1x1_256_columns():
 # 1 KiB rows: the filter as the transposition writes it.
 # CHECK-LABEL: TEST: fprop_1x1_256_columns
 # PAD-NOT: would alias in L1
-# PAD: %[[W:.*]] = tensor.collapse_shape %{{.*}} : tensor<1x1x32x256xf32> into tensor<32x256xf32>
+# PAD: %[[W:.*]] = linalg.transpose ins(%{{.*}} : tensor<256x32xf32>) outs(%{{.*}} : tensor<32x256xf32>) permutation = [1, 0]
 # PAD-NOT: tensor.pad
 # PAD: %[[B:.*]] = iree_tensor_ext.compute_barrier.start %[[W]] : tensor<32x256xf32>
 # PAD: linalg.matmul {compilation_info = {{.*}}} ins(%{{.*}}, %[[B]] : tensor<512x32xf32>, tensor<32x256xf32>)

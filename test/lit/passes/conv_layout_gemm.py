@@ -45,9 +45,11 @@ print(g.to_json())
 # AVX512-DAG: #[[INFO_ROWS:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[CFG_ROWS]], translation_info = #[[TRANSLATION]]>
 # CHECK-DAG: #[[INFO_DEEP:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[CFG_DEEP]], translation_info = #[[TRANSLATION]]>
 # CHECK-LABEL: func.func @main(
-# The 1x1 conv: the input reshaped, the filter's HWCF copy kept, the GEMM, the epilogue.
+# The 1x1 conv: the input reshaped, the filter's [K, R*S*C] matrix transposed behind the barrier
+# (its HWCF copy kept), the GEMM, the epilogue.
 # CHECK: %[[X1:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0, 1, 2], [3]] : tensor<20x64x64x64xf32> into tensor<81920x64xf32>
-# CHECK: %[[W1:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0, 1, 2], [3]] : tensor<1x1x64x32xf32> into tensor<64x32xf32>
+# CHECK: %[[W1K:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0], [1, 2, 3]] : tensor<32x1x1x64xf32> into tensor<32x64xf32>
+# CHECK: %[[W1:.*]] = linalg.transpose ins(%[[W1K]] : tensor<32x64xf32>) outs(%{{.*}} : tensor<64x32xf32>) permutation = [1, 0]
 # CHECK: %[[W1B:.*]] = iree_tensor_ext.compute_barrier.start %[[W1]] : tensor<64x32xf32>
 # CHECK: linalg.matmul {compilation_info = #[[INFO]]} ins(%[[X1]], %[[W1B]] : tensor<81920x64xf32>, tensor<64x32xf32>) outs(%{{.*}} : tensor<81920x32xf32>)
 # CHECK: linalg.generic
@@ -60,7 +62,8 @@ print(g.to_json())
 # CHECK: tensor.extract
 # CHECK: arith.select
 # CHECK: %[[P2:.*]] = tensor.collapse_shape %[[P]] {{\[}}[0, 1, 2], [3, 4, 5]] : tensor<20x32x32x3x3x64xf32> into tensor<20480x576xf32>
-# CHECK: %[[W3:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0, 1, 2], [3]] : tensor<3x3x64x32xf32> into tensor<576x32xf32>
+# CHECK: %[[W3K:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0], [1, 2, 3]] : tensor<32x3x3x64xf32> into tensor<32x576xf32>
+# CHECK: %[[W3:.*]] = linalg.transpose ins(%[[W3K]] : tensor<32x576xf32>) outs(%{{.*}} : tensor<576x32xf32>) permutation = [1, 0]
 # CHECK: %[[W3B:.*]] = iree_tensor_ext.compute_barrier.start %[[W3]] : tensor<576x32xf32>
 # CHECK: linalg.matmul {compilation_info = #[[INFO_DEEP]]} ins(%[[P2]], %[[W3B]] : tensor<20480x576xf32>, tensor<576x32xf32>)
 # The strided 1x1 conv on AMD AVX-512: its rows a slice of the input split by the stride (no gather),
