@@ -1040,6 +1040,15 @@ CPU_CONV_GEMM_MAX_CHANNELS_1X1 = 512
 # 1.16 -> 1.38, 1.35 / 0.88 -> 1.04 / 0.87 -> 1.00.
 CPU_CONV_GEMM_MIN_ROWS_1X1_PADDED = 49
 CPU_CONV_GEMM_MAX_CHANNELS_1X1_PADDED = 2048
+# ... and on AMD's AVX-512 cores a stride-1 1x1 conv (A is X itself) of any output channels from
+# CPU_CONV_GEMM_MIN_ROWS_1X1_PADDED rows, up to the K-blocked tiles' channels. Zen 5 VM (znver5),
+# python benchmarks/conv_lowerings.py --lowering auto (data tiling) --lowering gemm, ratio to
+# PyTorch in one process, two runs: 1x1 1x1024x14x14->256 (196 rows) 0.88, 0.89 -> 1.00, 1.01;
+# 1x256x14x14->256 (196) 0.99, 1.05 -> 1.06, 1.13; 1x1024x7x7->256 (49) 0.74, 0.98 -> 0.89, 1.08;
+# the split executor's 392-row halves of 1x512x28x28->128 and ->256 even (1.07 / 1.03 either way).
+# AVX2 code did not gain (x86-64-v3 and znver3 code, PyTorch held to AVX2: 0.80 -> 0.82, 0.86 ->
+# 0.86-0.87, 0.59-0.88 -> 0.57-0.93) and keeps CPU_CONV_GEMM_MIN_ROWS_1X1.
+CPU_CONV_GEMM_1X1_FEW_ROWS_TARGETS = {("avx512", "amd")}
 # ... and stride-2 convs with larger kernels from this many rows ...
 CPU_CONV_GEMM_MIN_ROWS_STRIDED = 4096
 # ... or, where the GEMM tile has K blocks of 256 (gemm_config: AVX2, and AMD AVX-512 cores;
@@ -1252,6 +1261,8 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
         min_rows = CPU_CONV_GEMM_MIN_ROWS_1X1
         if k_blocked and not intel and padded_columns is not None:  # a forward conv here (copied: False)
             min_rows, max_channels = CPU_CONV_GEMM_MIN_ROWS_1X1_PADDED, CPU_CONV_GEMM_MAX_CHANNELS_1X1_PADDED
+        elif p.fact("stride") == (1, 1) and (isa, vendor or "") in CPU_CONV_GEMM_1X1_FEW_ROWS_TARGETS:
+            min_rows = CPU_CONV_GEMM_MIN_ROWS_1X1_PADDED
         if rows < min_rows or not 0 < channels <= max_channels:
             return None
         strided_view = p.fact("stride") != (1, 1) and not any(p.fact("padding", ()))

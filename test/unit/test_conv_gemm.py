@@ -288,14 +288,17 @@ def _problem(shape, kernel, stride, padding, channels_last=True, element=F32):
         ((8, 1024, 14, 14, 256), (1, 1), (1, 1), (0, 0), True),
         ((1, 256, 56, 56, 512), (1, 1), (2, 2), (0, 0), True),
         ((1, 512, 28, 28, 256), (1, 1), (2, 2), (0, 0), False),  # 196 rows
-        ((1, 1024, 14, 14, 256), (1, 1), (1, 1), (0, 0), False),  # 196 rows
+        # stride-1 1x1 convs below 512 rows: AMD AVX-512 from 49 (rules.CPU_CONV_GEMM_1X1_FEW_ROWS_TARGETS)
+        ((1, 1024, 14, 14, 256), (1, 1), (1, 1), (0, 0), {"znver4": True, "x86-64-v3": False}),  # 196 rows
+        ((1, 1024, 7, 7, 256), (1, 1), (1, 1), (0, 0), {"znver4": True, "x86-64-v3": False}),  # 49 rows
+        ((1, 1024, 6, 6, 256), (1, 1), (1, 1), (0, 0), False),  # 36 rows
         ((8, 2048, 7, 7, 256), (1, 1), (1, 1), (0, 0), False),  # 2048 channels
         # Output channels whose filter rows are written apart (512, 1024, 2048): from 49 rows, up to
         # 2048 channels (rules.CPU_CONV_GEMM_MIN_ROWS_1X1_PADDED)
         ((1, 512, 28, 28, 1024), (1, 1), (2, 2), (0, 0), True),  # 196 rows
         ((8, 2048, 7, 7, 512), (1, 1), (1, 1), (0, 0), True),  # 2048 channels
         ((1, 4096, 7, 7, 512), (1, 1), (1, 1), (0, 0), False),  # 4096 channels
-        ((1, 256, 14, 14, 256), (1, 1), (1, 1), (0, 0), False),  # 196 rows
+        ((1, 256, 14, 14, 256), (1, 1), (1, 1), (0, 0), {"znver4": True, "x86-64-v3": False}),  # 196 rows
         # Winograd over the phases takes strided 3x3 convs whose transformed data stays <= 40 MiB
         # (cpu-conv-winograd-strided goes first; test_winograd): 38 MiB, 15 MB, 7.5 MB ...
         ((8, 128, 56, 56, 128), (3, 3), (2, 2), (1, 1), False),
@@ -332,7 +335,8 @@ def test_no_gemm_config_without_a_tuned_isa_or_channels_last():
 
 def test_explain_names_the_gemm_rule():
     g = build([4, 256, 28, 28], 128, (1, 1), (1, 1), (0, 0), name="gemm_explain")
-    assert "cpu-conv-im2col-gemm (1x1, 3136 GEMM rows >= 512, 256 channels" in g.explain(fs.Backend.CPU, arch="znver4")
+    assert "cpu-conv-im2col-gemm (1x1, 3136 GEMM rows >= 512, 256 channels" in g.explain(fs.Backend.CPU, "x86-64-v3")
+    assert "cpu-conv-im2col-gemm (1x1, 3136 GEMM rows >= 49, 256 channels" in g.explain(fs.Backend.CPU, arch="znver4")
     assert "cpu-conv-im2col-gemm" not in g.explain(fs.Backend.CPU, arch="x86-64")
 
 
