@@ -1157,7 +1157,17 @@ def conv_out_channels(p: Problem) -> int:
 # 0.90). Register tiles of 6x16 and 8x16 gained less (1.18-1.28, 1.07-1.18 ms), 6x32, 4x64 and 24x16
 # lost or ran even; 48- and 64-row workgroups and K blocks of 128 measured within 5% of this.
 # Zen 4 (whose 512-bit FMAs issue as two halves) was not measured apart.
-CPU_CONV_GEMM_FEW_POSITIONS_TARGETS = {("avx2", "amd"), ("avx512", "amd")}
+# No longer: that GEMM's filter had a strided copy of its own besides (the pad of its rows, which IREE
+# did not fuse into the 4-D filter transposition across the collapse to [R*S*C, K]); with the filter
+# transposed as a [K, R*S*C] matrix, padded in the same dispatch (conv_layout._im2col_gemm), the
+# K-blocked im2col GEMM is ahead on AMD AVX-512. Zen 5 VM (znver5), python benchmarks/conv_lowerings.py
+# --lowering auto (this) --lowering gemm, ratio to PyTorch in one process, four runs: 3x3 1x512x7x7->512
+# 0.84, 0.83, 0.83, 0.82 -> 0.92, 0.95, 0.96, 0.94; 3x3 s2 1x512x14x14->512 0.79, 0.77, 0.77 -> 0.98,
+# 0.97, 0.97. AMD's AVX2 cores keep this rule: znver3 code on the Zen 5 VM (PyTorch held to AVX2) ran the
+# GEMM faster too (3x3 1x512x7x7 0.77-0.87 -> 1.11-1.12 in three runs of four, 0.82 -> 0.71 in one;
+# s2 1x512x14x14 0.86-0.88 -> 1.06-1.18), but AVX2 code takes those convs to data tiling, not the GEMM
+# (CPU_CONV_IM2COL_GEMM's depth limits), and Zen 1, where this rule was measured, was not re-measured.
+CPU_CONV_GEMM_FEW_POSITIONS_TARGETS = {("avx2", "amd")}
 CPU_CONV_GEMM_FEW_POSITIONS_MAX = 64
 CPU_CONV_GEMM_FEW_POSITIONS_MIN_FILTER_BYTES = 4 << 20  # the smallest measured: 1x1 512x2048 f32
 

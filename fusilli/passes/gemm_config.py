@@ -710,15 +710,10 @@ def wgrad_matmul_compilation_info(isa: str, m: int, n: int, k: int, vendor: str 
 # 1x512x7x7->512, in one process, two runs, ratio to PyTorch: K blocks of 256 0.97, 1.19; of 128
 # 0.92, 1.18; of 64 0.89, 1.06; whole K 0.85 (one run); 24-row workgroups 0.96, 1.08; 48 rows x 32
 # columns 0.44, 0.53.
-# AMD AVX-512 (Zen 5 VM, znver5; rules.CPU_CONV_GEMM_FEW_POSITIONS_TARGETS has the runs): 16 filter rows x
-# 16 positions (16 accumulators; the 49 positions take three vectors and a peeled one) in 32-row
-# workgroups, 16 of them for 512 filter rows. ms, 3x3 1x512x7x7->512 / 3x3 s2 1x512x14x14->512: 6x16
-# in 48x64 1.18 / 1.28, 8x16 1.06-1.07 / 1.15-1.18, 16x16 0.93-0.97 / 1.02-1.07, in 64-row workgroups
-# 0.89-0.93 / 0.99-1.09, in 32-row ones 0.86-0.92 / 1.01-1.09, 24x16 1.20 / 1.19, 6x32 1.43 / 1.54, 4x64 2.77
-# / 2.82; K blocks of 128 (16x16) or 512 (8x16) within 5%.
+# AMD's AVX-512 cores took 16x16 in 32-row workgroups until the im2col GEMM overtook this form there
+# (rules.CPU_CONV_GEMM_FEW_POSITIONS_TARGETS has the runs of both).
 FEW_POSITIONS_GEMM_TILES = {
     ("avx2", "amd"): GemmTile((48, 64), (6, 16), 8, cache_reduction=256),
-    ("avx512", "amd"): GemmTile((32, 64), (16, 16), 8, cache_reduction=256),
 }
 
 

@@ -631,25 +631,24 @@ def test_unknown_conv_lowering_is_refused(monkeypatch):
     [([1, 2048, 7, 7], 768, (1, 1), (1, 1), (0, 0)), ([1, 512, 10, 10], 256, (3, 3), (2, 2), (1, 1))],
     ids=["1x1-49-positions", "3x3-s2-25-positions"],
 )
-@pytest.mark.parametrize("amd", ["znver1", "znver4"])
-def test_few_positions_gemm_on_amd(rng, x_dim, k, kernel, stride, padding, amd):
+def test_few_positions_gemm_on_amd_avx2(rng, x_dim, k, kernel, stride, padding):
     """A forward conv of <= 64 output positions and a >= 4 MiB filter is Y^T[K, positions] = W x
-    patches^T on AMD's cores (rules.CPU_CONV_GEMM_FEW_POSITIONS): the KRSC filter read in place as
-    the GEMM's A, the patches gathered transposed, the result transposed back in a dispatch that
+    patches^T on AMD's AVX2 cores (rules.CPU_CONV_GEMM_FEW_POSITIONS): the KRSC filter read in place
+    as the GEMM's A, the patches gathered transposed, the result transposed back in a dispatch that
     takes the bias + relu (3 dispatches with or without them). The GEMM's workgroups: 48 filter
-    rows on AVX2, 32 on AVX-512 (gemm_config.FEW_POSITIONS_GEMM_TILES). x86-64-v3 code and Intel's
-    cores keep their lowering. Numerics against the reference where this CPU runs that code."""
+    rows (gemm_config.FEW_POSITIONS_GEMM_TILES). x86-64-v3 code, Intel's cores and AMD's AVX-512
+    ones keep their lowering. Numerics against the reference where this CPU runs that code."""
+    amd = "znver1"
     plain = build(x_dim, k, kernel, stride, padding, name=f"few_positions_plain_{amd}")
     g = build(x_dim, k, kernel, stride, padding, epilogue=True, name=f"few_positions_{amd}")
     oh = (x_dim[2] + 2 * padding[0] - kernel[0]) // stride[0] + 1
     positions, depth = oh * oh, kernel[0] * kernel[1] * x_dim[1]
     assert f"cpu-conv-gemm-few-positions (Y^T[{k}, {positions}] = W x patches^T" in g.explain(arch=amd)
-    for other in ("x86-64-v3", "sapphirerapids"):
+    for other in ("x86-64-v3", "sapphirerapids", "znver4", "znver5"):
         assert "few-positions" not in g.explain(arch=other)
     optimized = g.mlir("optimized", fs.Backend.CPU, amd)
     assert f"tensor<{k}x{depth}xf32>, tensor<{depth}x{positions}xf32>) outs(" in optimized  # W x patches^T
-    rows = 48 if amd == "znver1" else 32
-    assert optimized.count("linalg.transpose") == 2 and f"distribution = [{rows}, " in optimized
+    assert optimized.count("linalg.transpose") == 2 and "distribution = [48, " in optimized
     arch = arch_running_here(amd)
     handle = fs.Handle(fs.Backend.CPU, arch=arch)
     run_and_check(g, handle, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)

@@ -10,9 +10,9 @@
 # 512), with the rows in equal workgroup blocks of at most 100 (gemm_config.deep_gemm_rows):
 # batch 1's 49 rows are one block, batch 2's 98 one, batch 8's 392 four of 98. The padded
 # patches are one gather. Elsewhere batch 8's 32 4x4 tiles are Winograd F(4x4)
-# (cpu-conv-winograd's one-pass-filter limit, 16 tiles); batch 2 stays the K-blocked GEMM on AMD
-# Zen 4 (8x32 tile, same K blocks, the same equal row blocks: its 98 rows are one, not 64 + 34),
-# batch 1's 49 positions there the transposed GEMM Y^T = W x patches^T (cpu-conv-gemm-few-positions,
+# (cpu-conv-winograd's one-pass-filter limit, 16 tiles); batches 1 and 2 stay the K-blocked GEMM on
+# AMD Zen 4 (8x32 tile, same K blocks, the same equal row blocks: 98 rows are one, not 64 + 34;
+# AMD's AVX2 cores take batch 1's 49 positions as Y^T = W x patches^T, cpu-conv-gemm-few-positions,
 # test conv_gemm_few_positions.py), and both IREE's linalg conv (im2col + data tiling) on x86-64-v3.
 # The dgrad 1x512x7x7 <- 512 is the GEMM everywhere (cpu-conv-im2col-gemm; as x86-64-v3 code
 # cpu-conv-dgrad-flipped-gemm) over patches laid out (k, r, s) and the KRSC filter as is, its
@@ -57,7 +57,7 @@ print(g.to_json())
 # INTEL: linalg.matmul {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<392x4608xf32>, tensor<4608x512xf32>)
 # INTEL-NOT: linalg.conv_2d_nhwc_hwcf
 # INTEL-NOT: linalg.batch_matmul
-# AMD: linalg.matmul {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<512x4608xf32>, tensor<4608x49xf32>)
+# AMD: linalg.matmul {compilation_info = #{{.*}}} ins(%{{.*}}, %{{.*}} : tensor<49x4608xf32>, tensor<4608x512xf32>)
 # AMD: linalg.matmul {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<98x4608xf32>, tensor<4608x512xf32>)
 # AMD: linalg.batch_matmul {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<36x32x512xf32>, tensor<36x512x512xf32>)
 # AMD-NOT: linalg.conv_2d_nhwc_hwcf
