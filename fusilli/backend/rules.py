@@ -1073,7 +1073,19 @@ CPU_CONV_GEMM_DEEP_STRIDED_MIN_DEPTH = 512
 # 1x256x28x28->256 (2304 deep) 0.64 -> 0.75, 2x256x28x28 0.66 -> 0.50, 1x512x14x14 (4608) 0.83 ->
 # 0.15, 1x512x7x7 1.07 -> 0.82.
 CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED_FEW = 16
-CPU_CONV_GEMM_FEW_ROWS_MAX_DEPTH_AVX2 = 1152
+# That depth limit (1152) is gone: those losses were measured while the GEMM's filter had a strided
+# copy besides its transposition (the pad of its rows for 512 output channels, conv_layout._im2col_gemm)
+# and before 49-row GEMMs took one row block (gemm_config.ONE_BLOCK_SHORT_REMAINDER_ISAS). AVX2 code
+# (not Intel's) takes deeper strided convs from as few rows, and forward stride-1 ones from
+# CPU_CONV_GEMM_MIN_DEPTH_AVX512 (below) as AVX-512 does.
+# Zen 5 VM, python benchmarks/conv_lowerings.py --lowering auto (IREE's data tiling) --lowering gemm,
+# PyTorch held to AVX2, ratio to PyTorch in one process; x86-64-v3 code, two runs: 3x3 s2
+# 1x256x28x28->256 (2304 deep) 0.69, 0.72 -> 0.83, 0.78; s2 1x512x14x14->512 (4608) 0.80, 0.75 ->
+# 1.05, 1.00; s2 8x512x14x14->512 0.75, 0.84 -> 0.86, 0.99; 3x3 1x512x7x7->512 0.84, 0.78 -> 1.09,
+# 1.02; one run: s2 2x256x28x28->256 0.73 -> 0.87, s2 4x256x14x14->256 0.79 -> 0.84, 3x3
+# 2x512x7x7->512 0.76 -> 0.92, 1x256x7x7->256 0.77 -> 0.80; znver3 code, one run: s2 1x256x28x28
+# 0.73 -> 0.81, s2 8x512x14x14 0.75 -> 0.82 (and against cpu-conv-gemm-few-positions: 3x3 1x512x7x7
+# 0.61 -> 1.06, s2 1x512x14x14 0.89 -> 1.09). Stride-1 data gradients keep cpu-conv-dgrad-flipped-gemm.
 # On Intel cores IREE's data-tiled GEMM is the slower one at these shapes too: the
 # explicit GEMM takes 1x1 convs up to this many channels (any stride, either ISA) and
 # stride-2 convs from this many rows (cpu-conv-im2col-gemm's evidence).
@@ -1296,12 +1308,12 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
         min_rows = CPU_CONV_GEMM_MIN_ROWS_STRIDED_INTEL if intel else CPU_CONV_GEMM_MIN_ROWS_STRIDED
         if k_blocked and depth >= CPU_CONV_GEMM_DEEP_STRIDED_MIN_DEPTH:
             amd_avx512 = avx512_k_blocked and vendor == "amd"
-            shallow_avx2 = isa == "avx2" and not intel and depth <= CPU_CONV_GEMM_FEW_ROWS_MAX_DEPTH_AVX2
-            few_rows = amd_avx512 or shallow_avx2
+            few_rows = amd_avx512 or (isa == "avx2" and not intel)
             min_rows = CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED_FEW if few_rows else CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED
     if p.fact("stride") == (2, 2) and rows >= min_rows:
         return f"{kernel[0]}x{kernel[1]} stride 2, {rows} GEMM rows >= {min_rows}, GEMM tuned for {on}{padded}"
-    if avx512_k_blocked and p.fact("stride") == (1, 1) and depth >= CPU_CONV_GEMM_MIN_DEPTH_AVX512:
+    deep_k_blocked = avx512_k_blocked or (isa == "avx2" and not intel and p.kind == "conv_fprop")
+    if deep_k_blocked and p.fact("stride") == (1, 1) and depth >= CPU_CONV_GEMM_MIN_DEPTH_AVX512:
         return (
             f"{kernel[0]}x{kernel[1]}, GEMM depth {depth} >= {CPU_CONV_GEMM_MIN_DEPTH_AVX512}, K-blocked GEMM for {on}"
             + padded

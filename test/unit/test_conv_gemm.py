@@ -308,8 +308,8 @@ def _problem(shape, kernel, stride, padding, channels_last=True, element=F32):
         # from 512 rows at depth >= 512.
         ((24, 128, 28, 28, 256), (3, 3), (2, 2), (1, 1), True),
         ((16, 128, 56, 56, 128), (3, 3), (2, 2), (1, 1), True),
-        # stride 1, not Winograd: IREE's im2col on AVX2, a K-blocked GEMM 4608 deep on AMD AVX-512
-        ((1, 512, 7, 7, 512), (3, 3), (1, 1), (1, 1), {"znver4": True, "x86-64-v3": False}),
+        # stride 1, not Winograd: a K-blocked GEMM 4608 deep (rules.CPU_CONV_GEMM_MIN_DEPTH_AVX512)
+        ((1, 512, 7, 7, 512), (3, 3), (1, 1), (1, 1), True),
         ((1, 8, 8, 8, 16), (1, 1), (1, 1), (0, 0), False),  # below the im2col size
     ],
 )
@@ -509,20 +509,20 @@ def test_intel_avx512_strided_rows(shape, kernel, expected):
 @pytest.mark.parametrize(
     "shape, kernel, znver4, avx2",
     [
-        ((1, 512, 14, 14, 512), (3, 3), True, False),  # 49 rows, 4608 deep (AVX2: 0.83 -> 0.15 as a GEMM)
-        ((1, 256, 28, 28, 256), (3, 3), True, False),  # 196 rows, 2304 deep: deeper than AVX2's 1152
+        ((1, 512, 14, 14, 512), (3, 3), True, True),  # 49 rows, 4608 deep
+        ((1, 256, 28, 28, 256), (3, 3), True, True),  # 196 rows, 2304 deep
         ((1, 64, 28, 28, 128), (3, 3), True, True),  # 196 rows, 576 deep
         ((1, 128, 28, 28, 128), (3, 3), True, True),  # 49 rows, 1152 deep
-        ((1, 512, 7, 7, 512), (3, 3), True, False),  # 16 rows
+        ((1, 512, 7, 7, 512), (3, 3), True, True),  # 16 rows
         ((1, 128, 6, 6, 128), (3, 3), False, False),  # 9 rows: below the 16
         ((1, 32, 28, 28, 128), (3, 3), False, False),  # 288 deep: below the deep-GEMM depth
         ((1, 256, 28, 28, 256), (1, 1), False, False),  # 1x1 stride 2, 196 rows: the 1x1 limits
     ],
 )
 def test_deep_strided_rows_few(shape, kernel, znver4, avx2):
-    """cpu-conv-im2col-gemm takes stride-2 convs >= 512 deep from 16 GEMM rows on AMD AVX-512 and,
-    up to 1152 deep, on AVX2 (K-blocked GEMMs, measured ahead of data tiling there); Intel AVX2
-    and deeper AVX2 GEMMs keep 512 rows."""
+    """cpu-conv-im2col-gemm takes stride-2 convs >= 512 deep from 16 GEMM rows on AMD AVX-512 and
+    AVX2 (K-blocked GEMMs, measured ahead of data tiling there; up to 1152 deep on AVX2 until its
+    filter lost a strided copy); Intel AVX2 keeps 512 rows."""
     problem = _problem(shape, kernel, (2, 2), (1, 1) if kernel == (3, 3) else (0, 0))
     assert conv_layout.im2col_gemm("auto", problem, Target.resolve("cpu", "znver4")) is znver4
     assert conv_layout.im2col_gemm("auto", problem, Target.resolve("cpu", "haswell")) is False
