@@ -1084,8 +1084,8 @@ CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED_FEW = 16
 # 1.05, 1.00; s2 8x512x14x14->512 0.75, 0.84 -> 0.86, 0.99; 3x3 1x512x7x7->512 0.84, 0.78 -> 1.09,
 # 1.02; one run: s2 2x256x28x28->256 0.73 -> 0.87, s2 4x256x14x14->256 0.79 -> 0.84, 3x3
 # 2x512x7x7->512 0.76 -> 0.92, 1x256x7x7->256 0.77 -> 0.80; znver3 code, one run: s2 1x256x28x28
-# 0.73 -> 0.81, s2 8x512x14x14 0.75 -> 0.82 (and against cpu-conv-gemm-few-positions: 3x3 1x512x7x7
-# 0.61 -> 1.06, s2 1x512x14x14 0.89 -> 1.09). Stride-1 data gradients keep cpu-conv-dgrad-flipped-gemm.
+# 0.73 -> 0.81, s2 8x512x14x14 0.75 -> 0.82 (and against the transposed GEMM of few positions, below:
+# 3x3 1x512x7x7 0.61 -> 1.06, s2 1x512x14x14 0.89 -> 1.09). Stride-1 data gradients keep cpu-conv-dgrad-flipped-gemm.
 # On Intel cores IREE's data-tiled GEMM is the slower one at these shapes too: the
 # explicit GEMM takes 1x1 convs up to this many channels (any stride, either ISA) and
 # stride-2 convs from this many rows (cpu-conv-im2col-gemm's evidence).
@@ -1139,90 +1139,18 @@ def conv_out_channels(p: Problem) -> int:
     return int(p.flops) // (2 * rows * depth) if rows and depth else 0
 
 
-# cpu-conv-gemm-few-positions: a forward conv of few output positions and a large filter (ResNet's
-# last stage at batch 1: 7x7 = 49 positions, filters of 4-9 MiB) as Y^T[K, N*Ho*Wo] = W[K, R*S*C] x
-# patches^T on AMD's AVX2 cores. Both other forms spend their time on the filter: the im2col GEMM
-# (and IREE's data tiling alike) reads it as B[R*S*C, K], a transposed copy of the KRSC filter made
-# in a dispatch of its own every call (3x3 1x512x7x7, one thread: 2.4-3.0 ms a call beside the
-# GEMM's 9.7-11.3); here the filter is the GEMM's A, broadcast from in place, and the few positions are its
-# columns (the patch gather writes them transposed, [R*S*C, positions]; the [K, positions] result
-# is transposed back in a small dispatch, with any epilogue). All positions fit one column block
-# of the conv GEMM's tile (64), so each workgroup streams its 48 filter rows once. EPYC Zen 1 VM
-# (znver1), in one process, interleaved with PyTorch, ratio to PyTorch, auto (im2col + data tiling)
-# -> this: 3x3 1x512x7x7->512 0.75 -> 0.96, 0.77 -> 0.97, 0.77 -> 1.19 (K blocks of 256; whole K
-# 0.85, blocks of 128 0.92-1.18, of 64 0.89-1.06), 0.66 -> 0.72, 0.74 -> 0.88; 1x1 1x512x7x7->2048
-# 0.82 -> 1.05, 0.66 -> 0.96; 1x1 1x2048x7x7->512 0.94 -> 1.14, 0.86 -> 1.07; 1x1 s2
-# 1x1024x14x14->2048 0.93 -> 1.25, 1.05 -> 1.42; 3x3 s2 1x512x14x14->512 1.05 -> 1.37, 0.78 -> 1.11.
-# More positions lost, hence the limit: 98 (3x3 2x512x7x7) 0.72 -> 0.46, 0.73 -> 0.50; 196 (1x1
-# 1x1024x14x14->256 0.79 -> 0.26, 3x3 1x256x14x14 1.10 -> 0.52, 3x3 4x512x7x7 0.95 -> 0.57).
-# 1x1 convs whose filter rows the im2col GEMM writes apart (gemm_config.padded_b_columns: 512, 1024,
-# 2048 output channels) are that GEMM's since: znver3 code on the Zen 5 VM, python
-# benchmarks/conv_lowerings.py --lowering auto (this) --lowering gemm, PyTorch held to AVX2, ms, three
-# runs: 1x1 1x512x7x7->2048 1.13, 0.70, 0.69 -> 0.61, 0.54, 0.54; 1x2048x7x7->512 0.65, 0.66, 0.63 ->
-# 0.57, 0.58, 0.56; s2 1x1024x14x14->2048 1.32, 1.32, 1.30 -> 1.13, 1.05, 1.08. The 3x3 1x512x7x7->512
-# stays here (1.50, 1.65 against 1.86, 2.01).
-# AMD's AVX-512 cores take it too (gemm_config.FEW_POSITIONS_GEMM_TILES: 16x16 in 32-row workgroups):
-# the im2col GEMM's filter transposition (9.4 MB each way for 512 channels) there cost more than its
-# GEMM saved. Zen 5 VM (znver5), the graph compiled both ways in one process and run interleaved with
-# PyTorch, ms (ratio to PyTorch), two runs: 3x3 1x512x7x7->512 1.26 -> 0.92 (0.66 -> 0.89), 1.21 ->
-# 0.86 (0.62 -> 0.88); 3x3 s2 1x512x14x14->512 1.24 -> 1.01 (0.64 -> 0.79), 1.39 -> 1.09 (0.70 ->
-# 0.90). Register tiles of 6x16 and 8x16 gained less (1.18-1.28, 1.07-1.18 ms), 6x32, 4x64 and 24x16
-# lost or ran even; 48- and 64-row workgroups and K blocks of 128 measured within 5% of this.
-# Zen 4 (whose 512-bit FMAs issue as two halves) was not measured apart.
-# No longer: that GEMM's filter had a strided copy of its own besides (the pad of its rows, which IREE
-# did not fuse into the 4-D filter transposition across the collapse to [R*S*C, K]); with the filter
-# transposed as a [K, R*S*C] matrix, padded in the same dispatch (conv_layout._im2col_gemm), the
-# K-blocked im2col GEMM is ahead on AMD AVX-512. Zen 5 VM (znver5), python benchmarks/conv_lowerings.py
-# --lowering auto (this) --lowering gemm, ratio to PyTorch in one process, four runs: 3x3 1x512x7x7->512
-# 0.84, 0.83, 0.83, 0.82 -> 0.92, 0.95, 0.96, 0.94; 3x3 s2 1x512x14x14->512 0.79, 0.77, 0.77 -> 0.98,
-# 0.97, 0.97. AMD's AVX2 cores keep this rule: znver3 code on the Zen 5 VM (PyTorch held to AVX2) ran the
-# GEMM faster too (3x3 1x512x7x7 0.77-0.87 -> 1.11-1.12 in three runs of four, 0.82 -> 0.71 in one;
-# s2 1x512x14x14 0.86-0.88 -> 1.06-1.18), but AVX2 code takes those convs to data tiling, not the GEMM
-# (CPU_CONV_IM2COL_GEMM's depth limits), and Zen 1, where this rule was measured, was not re-measured.
-CPU_CONV_GEMM_FEW_POSITIONS_TARGETS = {("avx2", "amd")}
-CPU_CONV_GEMM_FEW_POSITIONS_MAX = 64
-CPU_CONV_GEMM_FEW_POSITIONS_MIN_FILTER_BYTES = 4 << 20  # the smallest measured: 1x1 512x2048 f32
-
-
-@rule(
-    "cpu-conv-gemm-few-positions",
-    Backend.CPU,
-    ("conv_fprop",),
-    "algorithm",
-    evidence=(
-        "EPYC Zen 1 VM (znver1), in one process, interleaved, ratio to PyTorch, im2col + data tiling -> "
-        "Y^T = W x patches^T: 3x3 1x512x7x7->512 0.66-0.77 -> 0.72-1.19, 1x1 1x512x7x7->2048 0.66-0.82 -> "
-        "0.96-1.05, 1x1 1x2048x7x7->512 0.86-0.94 -> 1.07-1.14, 1x1 s2 1x1024x14x14->2048 0.93-1.05 -> "
-        "1.25-1.42, 3x3 s2 1x512x14x14->512 0.78-1.05 -> 1.11-1.37; lost from 98 positions (the limits: "
-        "rules.py). Zen 5 VM (znver5), AVX-512, im2col GEMM -> this, two runs: 3x3 1x512x7x7->512 0.62-0.66 -> "
-        "0.88-0.89, 3x3 s2 1x512x14x14->512 0.64-0.70 -> 0.79-0.90"
-    ),
-)
-def CPU_CONV_GEMM_FEW_POSITIONS(p: Problem, t: Target) -> str | None:
-    if p.kind != "conv_fprop":
-        return (
-            None  # other rules ask this predicate directly, which skips the rule's kinds (a dgrad's filter is flipped)
-        )
-    if not p.fact("channels_last") or p.fact("groups") != 1 or p.element != DataType.FLOAT:
-        return None
-    if (vector_isa(t), cpu_vendor(t.cpu)) not in CPU_CONV_GEMM_FEW_POSITIONS_TARGETS:
-        return None
-    if any(int(d) != 1 for d in p.fact("dilation", ())):
-        return None
-    positions, depth, out_channels = conv_gemm_rows(p), conv_gemm_depth(p), conv_out_channels(p)
-    filter_bytes = 4 * depth * out_channels
-    if (
-        not 0 < positions <= CPU_CONV_GEMM_FEW_POSITIONS_MAX
-        or filter_bytes < CPU_CONV_GEMM_FEW_POSITIONS_MIN_FILTER_BYTES
-    ):
-        return None
-    if p.fact("kernel") == (1, 1) and _padded_filter_columns(t, out_channels, positions, copied=False) is not None:
-        return None  # the im2col GEMM over a filter with rows written apart (see above)
-    return (
-        f"Y^T[{out_channels}, {positions}] = W x patches^T: {positions} output positions <= "
-        f"{CPU_CONV_GEMM_FEW_POSITIONS_MAX}, the {filter_bytes / (1 << 20):.1f} MiB filter read in place, "
-        f"GEMM tuned for {vector_isa(t)}, AMD"
-    )
+# A forward conv of few output positions and a large filter (ResNet's last stage at batch 1: 7x7 = 49
+# positions, filters of 4-9 MiB) was, on AMD cores, the transposed GEMM Y^T[K, positions] = W[K, R*S*C]
+# x patches^T (cpu-conv-gemm-few-positions, the KRSC filter read in place as the GEMM's A), measured
+# ahead of the im2col GEMM while that GEMM's filter had a strided copy besides its transposition (the
+# pad of its rows; 3x3 1x512x7x7 on Zen 1 0.66-0.77 -> 0.72-1.19 of PyTorch, on Zen 5 0.62-0.66 ->
+# 0.88-0.89). With the filter transposed as a [K, R*S*C] matrix and padded in one dispatch
+# (conv_layout._im2col_gemm) the K-blocked im2col GEMM is ahead: Zen 5 VM, python
+# benchmarks/conv_lowerings.py --lowering auto (that rule) --lowering gemm, ratio to PyTorch in one
+# process; AVX-512, four runs: 3x3 1x512x7x7->512 0.82-0.84 -> 0.92-0.96, 3x3 s2 1x512x14x14->512
+# 0.77-0.79 -> 0.97-0.98; znver3 code (PyTorch held to AVX2), seven runs: 0.61-0.89 -> 1.03-1.12 in
+# six and 0.82 -> 0.71 in one, s2 0.86-0.89 -> 1.06-1.18. Zen 1, where the rule was first measured,
+# was not re-measured. The rule and its emitter are gone; BENCHMARKS.md keeps their measurements.
 
 
 @rule(
@@ -1350,7 +1278,7 @@ def CPU_CONV_DGRAD_FLIPPED_GEMM(p: Problem, t: Target) -> str | None:
 
 # The algorithm rules whose choice makes a conv the im2col GEMM with an explicit lowering config
 # (fusilli-conv-layout's im2col_gemm; the split executor keeps such GEMMs over spatial filters whole).
-CPU_CONV_GEMM_RULES = (CPU_CONV_GEMM_FEW_POSITIONS, CPU_CONV_IM2COL_GEMM, CPU_CONV_DGRAD_FLIPPED_GEMM)
+CPU_CONV_GEMM_RULES = (CPU_CONV_IM2COL_GEMM, CPU_CONV_DGRAD_FLIPPED_GEMM)
 
 
 # Weight gradients Winograd leaves are one GEMM DW[K, R*S*C] = DY^T x patches over the N*Ho*Wo
@@ -2033,10 +1961,7 @@ def CPU_LAYERNORM_FUSED_TWO_PASS(p: Problem, t: Target) -> str | None:
 def CPU_CONV_IM2COL_DATA_TILING(p: Problem, t: Target) -> str | None:
     if CPU_CONV_DEPTHWISE.applies(p, t) is not None:
         return None  # IREE's im2col fails on a depthwise conv (see compile_flags)
-    if any(
-        r.applies(p, t) is not None
-        for r in (CPU_CONV_GEMM_FEW_POSITIONS, CPU_CONV_IM2COL_GEMM, CPU_CONV_WINOGRAD_STRIDED)
-    ):
+    if any(r.applies(p, t) is not None for r in (CPU_CONV_IM2COL_GEMM, CPU_CONV_WINOGRAD_STRIDED)):
         return None  # its GEMM carries its own lowering config: data tiling would add dispatches
     if CPU_CONV_DIRECT_FEW_CHANNELS.applies(p, t) is not None:
         return None  # IREE's im2col would turn the direct conv back into a GEMM

@@ -396,8 +396,8 @@ def test_strided_conv_gemm_threshold_is_per_vendor():
         # enough for F(4x4) with the one-pass filter transform (not measured on Intel).
         (1, 256, 14, "cpu-conv-winograd (F(2x2, 3x3)", "cpu-conv-winograd (F(4x4, 3x3)"),
         (8, 512, 7, "cpu-conv-im2col-gemm (3x3, GEMM depth 4608 >= 2304", "32 4x4 tiles >= 16"),  # 16 MiB filter
-        # 16 2x2 tiles; on AMD its 49 positions the transposed GEMM (cpu-conv-gemm-few-positions)
-        (1, 512, 7, "cpu-conv-im2col-gemm (3x3, GEMM depth 4608 >= 2304", "Y^T[512, 49] = W x patches^T"),
+        # 16 2x2 tiles: the K-blocked GEMM on both
+        (1, 512, 7, "cpu-conv-im2col-gemm (3x3, GEMM depth 4608 >= 2304", "cpu-conv-im2col-gemm (3x3, GEMM depth 4608"),
         (8, 256, 14, "cpu-conv-winograd (F(4x4, 3x3)", "cpu-conv-winograd (F(4x4, 3x3)"),  # 128 4x4 tiles
     ],
 )

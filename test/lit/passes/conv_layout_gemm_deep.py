@@ -12,8 +12,7 @@
 # patches are one gather. Elsewhere batch 8's 32 4x4 tiles are Winograd F(4x4)
 # (cpu-conv-winograd's one-pass-filter limit, 16 tiles); batches 1 and 2 stay the K-blocked GEMM on
 # AMD Zen 4 (8x32 tile, same K blocks, the same equal row blocks: 98 rows are one, not 64 + 34;
-# AMD's AVX2 cores take batch 1's 49 positions as Y^T = W x patches^T, cpu-conv-gemm-few-positions,
-# test conv_gemm_few_positions.py), and so does AVX2 code (x86-64-v3: its 6x16 tile in one and two
+# test conv_gemm_last_stage.py), and so does AVX2 code (x86-64-v3: its 6x16 tile in one and two
 # blocks of 49 rows, rules.CPU_CONV_GEMM_MIN_DEPTH_AVX512), where IREE's linalg conv (im2col + data
 # tiling) took them until the GEMM's filter lost its strided copy.
 # The dgrad 1x512x7x7 <- 512 is the GEMM everywhere (cpu-conv-im2col-gemm; as x86-64-v3 code
