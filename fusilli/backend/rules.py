@@ -956,6 +956,23 @@ def _core_conv_gemm_tile_text(t: Target, columns: int, rows: int, depth: int) ->
     return _core_tile_text(t, lambda core: gemm_config.conv_gemm_tile(isa, columns, vendor, False, rows, depth, core))
 
 
+def _patch_rows_text(t: Target, columns: int, rows: int, depth: int, strided_patches: bool) -> str:
+    """``", its 196 rows in workgroups of 49 (...)"`` where the GEMM of a gathered patch matrix takes
+    rows that leave no masked last register tile (gemm_config.patch_matrix_rows), else ``""``."""
+    from fusilli.passes import gemm_config  # the tile tables (they import this module)
+
+    isa, vendor = vector_isa(t), cpu_vendor(t.cpu)
+    if (isa, vendor or "") not in gemm_config.PATCH_MATRIX_ROWS_TARGETS:
+        return ""
+    tile = gemm_config.conv_gemm_tile(isa, columns, vendor, strided_patches, rows, depth, cpu_core(t.cpu))
+    if tile is None:
+        return ""
+    block = gemm_config.patch_matrix_rows(rows, tile.distribution[0], tile.vector[0])
+    if block == tile.distribution[0]:
+        return ""
+    return f", its {rows} rows in workgroups of {block} (no masked register tile past the patch matrix)"
+
+
 def _core_winograd_tile_text(t: Target, rows: int, depth: int) -> str:
     """``" (znver5: 6x64 register tile in 60x64 workgroups)"`` where the CPU core's own Winograd GEMM
     tile (gemm_config.WINOGRAD_GEMM_TILES_BY_CORE) replaces its vendor's, else ``""``."""
@@ -1239,11 +1256,15 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
             few_rows = amd_avx512 or (isa == "avx2" and not intel)
             min_rows = CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED_FEW if few_rows else CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED
     if p.fact("stride") == (2, 2) and rows >= min_rows:
-        return f"{kernel[0]}x{kernel[1]} stride 2, {rows} GEMM rows >= {min_rows}, GEMM tuned for {on}{padded}"
+        patch_rows = _patch_rows_text(t, out_channels, rows, depth, strided_patches=True)
+        return (
+            f"{kernel[0]}x{kernel[1]} stride 2, {rows} GEMM rows >= {min_rows}, GEMM tuned for {on}{patch_rows}{padded}"
+        )
     deep_k_blocked = avx512_k_blocked or (isa == "avx2" and not intel and p.kind == "conv_fprop")
     if deep_k_blocked and p.fact("stride") == (1, 1) and depth >= CPU_CONV_GEMM_MIN_DEPTH_AVX512:
         return (
             f"{kernel[0]}x{kernel[1]}, GEMM depth {depth} >= {CPU_CONV_GEMM_MIN_DEPTH_AVX512}, K-blocked GEMM for {on}"
+            + _patch_rows_text(t, out_channels, rows, depth, strided_patches=False)
             + padded
         )
     return None

@@ -464,6 +464,10 @@ def test_patch_matrix_gemm_rows_on_amd_avx512():
     strided = build([1, 256, 28, 28], 256, (3, 3), (2, 2), (1, 1), name="patch_rows_strided")
     for arch in ("znver5", "znver4"):
         assert "distribution = [49, 64, 0]" in strided.mlir("optimized", fs.Backend.CPU, arch)
+        assert "its 196 rows in workgroups of 49 (no masked register tile past the patch matrix)" in strided.explain(
+            fs.Backend.CPU, arch
+        )
+    assert "workgroups of 49" not in strided.explain(fs.Backend.CPU, "sapphirerapids")
     assert "distribution = [24, 256, 0]" in strided.mlir("optimized", fs.Backend.CPU, "sapphirerapids")
     # 392 rows: 6 x 64 and a last 8 (a whole register tile) on AMD AVX-512; 8 x 48 and a masked 8 on AVX2.
     batch2 = build([2, 128, 28, 28], 256, (3, 3), (2, 2), (1, 1), name="patch_rows_strided_392")
