@@ -533,6 +533,31 @@ def test_deep_strided_rows_few(shape, kernel, znver4, avx2):
     assert conv_layout.im2col_gemm("auto", problem, Target.resolve("cpu", "x86-64-v3")) is avx2
 
 
+@pytest.mark.parametrize(
+    "x_dim, k, stride, fact",
+    [
+        ([1, 256, 7, 7], 40, (1, 1), "3x3, GEMM depth 2304 >= 2304, K-blocked GEMM for avx2"),
+        ([1, 256, 13, 13], 40, (2, 2), "3x3 stride 2, 49 GEMM rows >= 16, GEMM tuned for avx2"),
+    ],
+    ids=["stride-1-2304-deep", "stride-2-2304-deep"],
+)
+def test_numerics_avx2_deep_gemm_by_the_rules(rng, x_dim, k, stride, fact):
+    """Deep 3x3 convs (2304 deep, 49 GEMM rows) that AVX2 code takes to the K-blocked GEMM by the
+    rules (rules.CPU_CONV_GEMM_MIN_DEPTH_AVX512 for stride 1, no depth limit for stride 2), run as
+    x86-64-v3 code with bias + relu: the GEMM's one 49-row block, its K blocks of 256, 3 dispatches."""
+    try:
+        Target.resolve("cpu", "x86-64-v3").check_runs_here("x86-64-v3 code")
+    except fs.FusilliError:
+        pytest.skip("this CPU cannot run x86-64-v3 code")
+    g = build(x_dim, k, (3, 3), stride, (1, 1), (1, 1), epilogue=True, name=f"gemm_avx2_deep_rules_{stride[0]}")
+    assert f"cpu-conv-im2col-gemm ({fact}" in g.explain(fs.Backend.CPU, "x86-64-v3")
+    optimized = g.mlir("optimized", fs.Backend.CPU, "x86-64-v3")
+    assert "distribution = [49, 40, 0]" in optimized and "cache_reduction = [0, 0, 256]" in optimized
+    handle = fs.Handle(fs.Backend.CPU, arch="x86-64-v3")
+    run_and_check(g, handle, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
+    assert g.compile_stats.dispatch_count == 3
+
+
 def test_numerics_avx2_gemm_tile(rng, gemm_lowering):
     """The AVX2 conv GEMM (6x16 in 48x64 workgroups, K blocks of 256 from depth 512) run as
     x86-64-v3 code: a 3x3 conv 576 deep (K-blocked), a 1x1 one 64 deep (whole K), a 1x1 one
