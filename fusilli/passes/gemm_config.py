@@ -213,8 +213,9 @@ STRIDED_PATCH_GEMM_TILES_BY_VENDOR = {
 # the Zen 4 VM (znver4), PyTorch held to AVX2, in one process, ratio to PyTorch, table ->
 # equal blocks: dgrad 1x512x7x7 0.62 -> 1.14 (0.67 -> 1.08-1.09 with 49- or 54-row blocks as
 # benchmarks/conv_gemm_tiles.py variants); 2x512x7x7 (two blocks of 49) 0.98 -> 0.97, 2x256x7x7
-# 0.82 -> 0.86, within noise. Forward convs this deep stay on data tiling on AVX2
-# (rules.CPU_CONV_IM2COL_GEMM); forced to the GEMM they gain as well (1x512x7x7 0.40 -> 0.69).
+# 0.82 -> 0.86, within noise. Forward convs this deep stayed on data tiling on AVX2 until the
+# twenty-fifth session (rules.CPU_CONV_IM2COL_GEMM); forced to the GEMM they gained as well (1x512x7x7
+# 0.40 -> 0.69), and take it since.
 # AMD AVX2 code (znver3 and older as named) takes the same tile and rule, not measured as such.
 DEEP_GEMM_MAX_ROWS = {"avx512": 100, "avx2": 60}
 DEEP_GEMM_VENDORS = {("avx512", "intel"), ("avx512", "amd"), ("avx2", "amd"), ("avx2", "")}
