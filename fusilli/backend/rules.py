@@ -958,16 +958,14 @@ def _core_conv_gemm_tile_text(t: Target, columns: int, rows: int, depth: int) ->
 
 def _patch_rows_text(t: Target, columns: int, rows: int, depth: int, strided_patches: bool) -> str:
     """``", its 196 rows in workgroups of 49 (...)"`` where the GEMM of a gathered patch matrix takes
-    rows that leave no masked last register tile (gemm_config.patch_matrix_rows), else ``""``."""
+    rows that leave no masked last register tile (gemm_config.patch_matrix_tile), else ``""``."""
     from fusilli.passes import gemm_config  # the tile tables (they import this module)
 
     isa, vendor = vector_isa(t), cpu_vendor(t.cpu)
-    if (isa, vendor or "") not in gemm_config.PATCH_MATRIX_ROWS_TARGETS:
-        return ""
     tile = gemm_config.conv_gemm_tile(isa, columns, vendor, strided_patches, rows, depth, cpu_core(t.cpu))
     if tile is None:
         return ""
-    block = gemm_config.patch_matrix_rows(rows, tile.distribution[0], tile.vector[0])
+    block = gemm_config.patch_matrix_tile(tile, isa, vendor, rows).distribution[0]
     if block == tile.distribution[0]:
         return ""
     return f", its {rows} rows in workgroups of {block} (no masked register tile past the patch matrix)"
@@ -1212,6 +1210,7 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
     # Whose conv GEMM tile has K blocks (gemm_config): AVX2's, and these vendors' AVX-512 ones.
     avx512_k_blocked = isa == "avx512" and vendor in CPU_CONV_GEMM_DEEP_VENDORS
     k_blocked = isa == "avx2" or avx512_k_blocked
+    avx2_not_intel = isa == "avx2" and not intel  # AVX2's deep GEMMs (measured on AMD and generic AVX2 code)
     on = f"{isa}, Intel" if intel else f"{isa}, AMD" if vendor == "amd" else isa
     # The GEMM's B: a dgrad's filter as it is (padding it a copy), a forward conv's transposed.
     out_channels = conv_out_channels(p)
@@ -1253,14 +1252,14 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
         min_rows = CPU_CONV_GEMM_MIN_ROWS_STRIDED_INTEL if intel else CPU_CONV_GEMM_MIN_ROWS_STRIDED
         if k_blocked and depth >= CPU_CONV_GEMM_DEEP_STRIDED_MIN_DEPTH:
             amd_avx512 = avx512_k_blocked and vendor == "amd"
-            few_rows = amd_avx512 or (isa == "avx2" and not intel)
+            few_rows = amd_avx512 or avx2_not_intel
             min_rows = CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED_FEW if few_rows else CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED
     if p.fact("stride") == (2, 2) and rows >= min_rows:
         patch_rows = _patch_rows_text(t, out_channels, rows, depth, strided_patches=True)
         return (
             f"{kernel[0]}x{kernel[1]} stride 2, {rows} GEMM rows >= {min_rows}, GEMM tuned for {on}{patch_rows}{padded}"
         )
-    deep_k_blocked = avx512_k_blocked or (isa == "avx2" and not intel and p.kind == "conv_fprop")
+    deep_k_blocked = avx512_k_blocked or (avx2_not_intel and p.kind == "conv_fprop")
     if deep_k_blocked and p.fact("stride") == (1, 1) and depth >= CPU_CONV_GEMM_MIN_DEPTH_AVX512:
         return (
             f"{kernel[0]}x{kernel[1]}, GEMM depth {depth} >= {CPU_CONV_GEMM_MIN_DEPTH_AVX512}, K-blocked GEMM for {on}"

@@ -737,11 +737,17 @@ def _im2col_matmul(b: ir.TorchBuilder, x_nhwc, w_krsc, out_dims, stride, padding
     return b.op("torch_c.from_builtin_tensor", [y], ir.vtensor_type([n, oh, ow, k], "f32"))
 
 
+def _patches_are_x(kernel, stride, padding) -> bool:
+    """Whether a conv's patch matrix is its NHWC input reshaped (1x1, unit stride, unpadded), not
+    a gather the graph materializes."""
+    return tuple(kernel) == (1, 1) and list(stride) == [1, 1] and not any(padding)
+
+
 def _gemm_patches(x_nhwc: ir.Value, out_hw, kernel, stride, padding, dilation, flipped_taps: bool = False) -> ir.Value:
     """The ``[N*Ho*Wo, R*S*C]`` patch matrix the explicit conv GEMMs read: a reshape of the NHWC
     input for 1x1 unit-stride unpadded convs, else ``conv_direct.padded_patches`` (read through
     the padding; ``flipped_taps``: dgrad's flipped taps, laid out ``(c, r, s)``)."""
-    if tuple(kernel) == (1, 1) and list(stride) == [1, 1] and not any(padding):
+    if _patches_are_x(kernel, stride, padding):
         return _collapse(x_nhwc, [[0, 1, 2], [3]])
     gathered = conv_direct.padded_patches(x_nhwc, out_hw, kernel, stride, padding, dilation, flipped_taps, flipped_taps)
     return _collapse(gathered, [[0, 1, 2], [3, 4, 5]])
@@ -802,7 +808,7 @@ def _im2col_gemm(
         return ir.expand_shape(mm, [[0, 1], [2], [3]], [n, oh, ow, k])
     mm = _matmul(patches, filt, rows, k, _mnk_map(M, K), _mnk_map(K, N))
     strided_patches = (fy, fx) != (1, 1) and list(stride) != [1, 1]
-    gathered = (fy, fx) != (1, 1) or list(stride) != [1, 1] or any(padding)  # see _gemm_patches
+    gathered = not _patches_are_x((fy, fx), stride, padding)
     info = gemm_config.matmul_compilation_info(isa, rows, k, depth, vendor, strided_patches, core, gathered)
     if info is not None:
         mm.owner.attributes["compilation_info"] = info

@@ -482,6 +482,15 @@ def conv_gemm_tile(
 PATCH_MATRIX_ROWS_TARGETS = {("avx512", "amd")}
 
 
+def patch_matrix_tile(tile: GemmTile, isa: str, vendor: str | None, m: int) -> GemmTile:
+    """``tile`` for the GEMM of a materialized A of ``m`` rows: its workgroup rows from
+    ``patch_matrix_rows`` on PATCH_MATRIX_ROWS_TARGETS, else as it is."""
+    if (isa, vendor or "") not in PATCH_MATRIX_ROWS_TARGETS:
+        return tile
+    rows = patch_matrix_rows(m, tile.distribution[0], tile.vector[0])
+    return replace(tile, distribution=(rows, tile.distribution[1]))
+
+
 def patch_matrix_rows(m: int, rows: int, vector_rows: int) -> int:
     """Workgroup rows near ``rows`` for a materialized A of ``m`` rows that leave no masked
     last register tile (see above)."""
@@ -507,13 +516,12 @@ def matmul_compilation_info(
     """The ``compilation_info`` for an f32 conv-as-GEMM ``linalg.matmul`` on ``isa`` (and the
     CPU ``vendor`` and ``core``, ``targets.cpu_vendor`` / ``cpu_core``; ``strided_patches`` as in
     ``conv_gemm_tile``; ``materialized_a``: A is a matrix the graph writes, see
-    ``patch_matrix_rows`` and PATCH_MATRIX_ROWS_TARGETS), or None."""
+    ``patch_matrix_tile``), or None."""
     tile = conv_gemm_tile(isa, n, vendor, strided_patches, m, k, core)
     if tile is None:
         return None
-    if materialized_a and (isa, vendor or "") in PATCH_MATRIX_ROWS_TARGETS:
-        rows = patch_matrix_rows(m, tile.distribution[0], tile.vector[0])
-        tile = replace(tile, distribution=(rows, tile.distribution[1]))
+    if materialized_a:
+        tile = patch_matrix_tile(tile, isa, vendor, m)
     return _compilation_info(tile, None, m, n, k)
 
 
