@@ -1099,8 +1099,8 @@ CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED_FEW = 16
 # 1.05, 1.00; s2 8x512x14x14->512 0.75, 0.84 -> 0.86, 0.99; 3x3 1x512x7x7->512 0.84, 0.78 -> 1.09,
 # 1.02; one run: s2 2x256x28x28->256 0.73 -> 0.87, s2 4x256x14x14->256 0.79 -> 0.84, 3x3
 # 2x512x7x7->512 0.76 -> 0.92, 1x256x7x7->256 0.77 -> 0.80; znver3 code, one run: s2 1x256x28x28
-# 0.73 -> 0.81, s2 8x512x14x14 0.75 -> 0.82 (and against the transposed GEMM of few positions, below:
-# 3x3 1x512x7x7 0.61 -> 1.06, s2 1x512x14x14 0.89 -> 1.09). Stride-1 data gradients keep cpu-conv-dgrad-flipped-gemm.
+# 0.73 -> 0.81, s2 8x512x14x14 0.75 -> 0.82 (and against cpu-conv-gemm-few-positions: 3x3 1x512x7x7
+# 0.61 -> 1.06, s2 1x512x14x14 0.89 -> 1.09). Stride-1 data gradients keep cpu-conv-dgrad-flipped-gemm.
 # On Intel cores IREE's data-tiled GEMM is the slower one at these shapes too: the
 # explicit GEMM takes 1x1 convs up to this many channels (any stride, either ISA) and
 # stride-2 convs from this many rows (cpu-conv-im2col-gemm's evidence).
@@ -1154,18 +1154,79 @@ def conv_out_channels(p: Problem) -> int:
     return int(p.flops) // (2 * rows * depth) if rows and depth else 0
 
 
-# A forward conv of few output positions and a large filter (ResNet's last stage at batch 1: 7x7 = 49
-# positions, filters of 4-9 MiB) was, on AMD cores, the transposed GEMM Y^T[K, positions] = W[K, R*S*C]
-# x patches^T (cpu-conv-gemm-few-positions, the KRSC filter read in place as the GEMM's A), measured
-# ahead of the im2col GEMM while that GEMM's filter had a strided copy besides its transposition (the
-# pad of its rows; 3x3 1x512x7x7 on Zen 1 0.66-0.77 -> 0.72-1.19 of PyTorch, on Zen 5 0.62-0.66 ->
-# 0.88-0.89). With the filter transposed as a [K, R*S*C] matrix and padded in one dispatch
-# (conv_layout._im2col_gemm) the K-blocked im2col GEMM is ahead: Zen 5 VM, python
-# benchmarks/conv_lowerings.py --lowering auto (that rule) --lowering gemm, ratio to PyTorch in one
-# process; AVX-512, four runs: 3x3 1x512x7x7->512 0.82-0.84 -> 0.92-0.96, 3x3 s2 1x512x14x14->512
-# 0.77-0.79 -> 0.97-0.98; znver3 code (PyTorch held to AVX2), seven runs: 0.61-0.89 -> 1.03-1.12 in
-# six and 0.82 -> 0.71 in one, s2 0.86-0.89 -> 1.06-1.18. Zen 1, where the rule was first measured,
-# was not re-measured. The rule and its emitter are gone; BENCHMARKS.md keeps their measurements.
+# cpu-conv-gemm-few-positions: a forward conv of few output positions and a large filter (ResNet's
+# last stage at batch 1: 7x7 = 49 positions, filters of 4-9 MiB) as Y^T[K, N*Ho*Wo] = W[K, R*S*C] x
+# patches^T on Zen 1 (znver1), whose 256-bit FMAs issue as two 128-bit halves. Both other forms
+# spend their time on the filter: the im2col GEMM (and IREE's data tiling alike) reads it as
+# B[R*S*C, K], a transposed copy of the KRSC filter made in a dispatch of its own every call (3x3
+# 1x512x7x7, one thread: 2.6-3.2 ms a call beside the GEMM's 8.5-10); here the filter is the GEMM's
+# A, broadcast from in place, and the few positions are its columns (the patch gather writes them
+# transposed, [R*S*C, positions]; the [K, positions] result is transposed back in a small
+# dispatch, with any epilogue). All positions fit one column block of the conv GEMM's tile (64),
+# so each workgroup streams its 48 filter rows once. First measured against IREE's data tiling:
+# EPYC Zen 1 VM, in one process, interleaved with PyTorch, ratio to PyTorch, 3x3 1x512x7x7->512
+# 0.66-0.77 -> 0.72-1.19 (K blocks of 256; whole K 0.85, blocks of 128 0.92-1.18, of 64
+# 0.89-1.06), 1x1 1x512x7x7->2048 0.66-0.82 -> 0.96-1.05, 1x1 1x2048x7x7->512 0.86-0.94 -> 1.07-1.14,
+# 1x1 s2 1x1024x14x14->2048 0.93-1.05 -> 1.25-1.42, 3x3 s2 1x512x14x14->512 1.05 -> 1.37, 0.78 ->
+# 1.11. More positions lost, hence the limit: 98 (3x3 2x512x7x7) 0.72 -> 0.46, 0.73 -> 0.50; 196
+# (1x1 1x1024x14x14->256 0.79 -> 0.26, 3x3 1x256x14x14 1.10 -> 0.52, 3x3 4x512x7x7 0.95 -> 0.57).
+# Against the K-blocked im2col GEMM as it is now (its filter transposed as a [K, R*S*C] matrix and
+# its rows padded in one dispatch; what the other cores take, below), on the Zen 1 VM, python
+# benchmarks/conv_lowerings.py --lowering auto (this) --lowering gemm --lowering im2col (IREE's
+# data tiling), ratio to PyTorch in one process, two runs: 3x3 1x512x7x7->512 1.49, 1.18 / 0.84,
+# 0.71 / 0.65, 0.66; 3x3 s2 1x512x14x14->512 1.39, 1.24 / 0.83, 0.73 / 0.70, 0.69; 1x1 1x512x7x7->2048
+# 0.84, 1.00 / 0.64, 0.76 / 0.51, 0.78; 1x1 1x2048x7x7->512 1.43, 1.06 / 0.84, 0.81 / 0.59, 0.64; 1x1 s2
+# 1x1024x14x14->2048 1.21, 1.19 / 0.78, 0.77 / 0.87, 0.86 (1x1 convs with padded filter rows
+# included: the GEMM's pad of B is one more copy of the filter).
+# Other cores take the K-blocked im2col GEMM: AMD's AVX-512 ones took this rule until that GEMM's
+# filter lost its strided copy, then measured the GEMM ahead (Zen 5 VM, the same script, four
+# runs: 3x3 1x512x7x7->512 0.82-0.84 -> 0.92-0.96, 3x3 s2 1x512x14x14->512 0.77-0.79 -> 0.97-0.98);
+# so did znver3 code on that VM, PyTorch held to AVX2 (full-width 256-bit FMAs, as Zen 2 and 3 have;
+# seven runs: 3x3 1x512x7x7 0.61-0.89 -> 1.03-1.12 in six, 0.82 -> 0.71 in one; s2 1x512x14x14
+# 0.86-0.89 -> 1.06-1.18; 1x1 1x512x7x7->2048 1.13, 0.70, 0.69 -> 0.61, 0.54, 0.54 ms). Zen 2 and 3
+# themselves were not measured. Intel cores and AVX2 code for no named CPU never took it.
+CPU_CONV_GEMM_FEW_POSITIONS_CORES = {("avx2", "znver1")}
+CPU_CONV_GEMM_FEW_POSITIONS_MAX = 64
+CPU_CONV_GEMM_FEW_POSITIONS_MIN_FILTER_BYTES = 4 << 20  # the smallest measured: 1x1 512x2048 f32
+
+
+@rule(
+    "cpu-conv-gemm-few-positions",
+    Backend.CPU,
+    ("conv_fprop",),
+    "algorithm",
+    evidence=(
+        "EPYC Zen 1 VM (znver1), in one process, interleaved, ratio to PyTorch, K-blocked im2col GEMM / IREE's "
+        "data tiling -> Y^T = W x patches^T, two runs: 3x3 1x512x7x7->512 0.71-0.84 / 0.65-0.66 -> 1.18-1.49, "
+        "3x3 s2 1x512x14x14->512 0.73-0.83 / 0.69-0.70 -> 1.24-1.39, 1x1 1x512x7x7->2048 0.64-0.76 / 0.51-0.78 -> "
+        "0.84-1.00, 1x1 1x2048x7x7->512 0.81-0.84 / 0.59-0.64 -> 1.06-1.43, 1x1 s2 1x1024x14x14->2048 0.77-0.78 / "
+        "0.86-0.87 -> 1.19-1.21; lost from 98 positions (the limits: rules.py). Other cores take the im2col "
+        "GEMM, measured ahead there (Zen 5: 3x3 1x512x7x7->512 0.82-0.84 -> 0.92-0.96 against this)"
+    ),
+)
+def CPU_CONV_GEMM_FEW_POSITIONS(p: Problem, t: Target) -> str | None:
+    if p.kind != "conv_fprop":
+        return (
+            None  # other rules ask this predicate directly, which skips the rule's kinds (a dgrad's filter is flipped)
+        )
+    if not p.fact("channels_last") or p.fact("groups") != 1 or p.element != DataType.FLOAT:
+        return None
+    if (vector_isa(t), cpu_core(t.cpu)) not in CPU_CONV_GEMM_FEW_POSITIONS_CORES:
+        return None
+    if any(int(d) != 1 for d in p.fact("dilation", ())):
+        return None
+    positions, depth, out_channels = conv_gemm_rows(p), conv_gemm_depth(p), conv_out_channels(p)
+    filter_bytes = 4 * depth * out_channels
+    if (
+        not 0 < positions <= CPU_CONV_GEMM_FEW_POSITIONS_MAX
+        or filter_bytes < CPU_CONV_GEMM_FEW_POSITIONS_MIN_FILTER_BYTES
+    ):
+        return None
+    return (
+        f"Y^T[{out_channels}, {positions}] = W x patches^T: {positions} output positions <= "
+        f"{CPU_CONV_GEMM_FEW_POSITIONS_MAX}, the {filter_bytes / (1 << 20):.1f} MiB filter read in place, "
+        f"GEMM tuned for {vector_isa(t)}, {cpu_core(t.cpu)}"
+    )
 
 
 @rule(
@@ -1298,7 +1359,7 @@ def CPU_CONV_DGRAD_FLIPPED_GEMM(p: Problem, t: Target) -> str | None:
 
 # The algorithm rules whose choice makes a conv the im2col GEMM with an explicit lowering config
 # (fusilli-conv-layout's im2col_gemm; the split executor keeps such GEMMs over spatial filters whole).
-CPU_CONV_GEMM_RULES = (CPU_CONV_IM2COL_GEMM, CPU_CONV_DGRAD_FLIPPED_GEMM)
+CPU_CONV_GEMM_RULES = (CPU_CONV_GEMM_FEW_POSITIONS, CPU_CONV_IM2COL_GEMM, CPU_CONV_DGRAD_FLIPPED_GEMM)
 
 
 # Weight gradients Winograd leaves are one GEMM DW[K, R*S*C] = DY^T x patches over the N*Ho*Wo
@@ -1981,7 +2042,10 @@ def CPU_LAYERNORM_FUSED_TWO_PASS(p: Problem, t: Target) -> str | None:
 def CPU_CONV_IM2COL_DATA_TILING(p: Problem, t: Target) -> str | None:
     if CPU_CONV_DEPTHWISE.applies(p, t) is not None:
         return None  # IREE's im2col fails on a depthwise conv (see compile_flags)
-    if any(r.applies(p, t) is not None for r in (CPU_CONV_IM2COL_GEMM, CPU_CONV_WINOGRAD_STRIDED)):
+    if any(
+        r.applies(p, t) is not None
+        for r in (CPU_CONV_GEMM_FEW_POSITIONS, CPU_CONV_IM2COL_GEMM, CPU_CONV_WINOGRAD_STRIDED)
+    ):
         return None  # its GEMM carries its own lowering config: data tiling would add dispatches
     if CPU_CONV_DIRECT_FEW_CHANNELS.applies(p, t) is not None:
         return None  # IREE's im2col would turn the direct conv back into a GEMM

@@ -211,6 +211,10 @@ def _rewrite(op: ir.Operation, target: Target) -> bool:
         lowering = "auto"
     im2col = wino is None and (lowering == "im2col" or (lowering == "auto" and bf16_matmul))
     gemm = wino is None and not im2col and im2col_gemm(lowering, problem, target)
+    # The transposed GEMM of few positions reads the KRSC filter in place (rules.CPU_CONV_GEMM_FEW_POSITIONS).
+    # (A forward conv's choice only: a dgrad, which reads its filter flipped, is never one.)
+    choice = rules.choose(problem, target, "algorithm") if gemm and lowering == "auto" else None
+    few_positions = choice is not None and choice.rule is rules.CPU_CONV_GEMM_FEW_POSITIONS
     direct_info = None
     row_bands = 1
     if lowering == "auto" and not (wino or im2col or gemm):
@@ -238,7 +242,7 @@ def _rewrite(op: ir.Operation, target: Target) -> bool:
         else:
             # The im2col matmul and the GEMMs read the filter as KRSC (this permute cancels a
             # channels-last filter's; _im2col_gemm transposes it as a matrix), the linalg conv as HWCF.
-            w_t = b.permute(w, TO_NHWC if im2col or gemm else TO_HWCF)
+            w_t = b.permute(w, TO_NHWC if im2col or few_positions or gemm else TO_HWCF)
         if element != "f32" and not keep_bf16:
             w_t = b.to_dtype(w_t, "f32", _FLOAT_CODES["f32"])
         if wino is not None:
@@ -250,6 +254,11 @@ def _rewrite(op: ir.Operation, target: Target) -> bool:
             y_nhwc = b.op("torch_c.from_builtin_tensor", [y], ir.vtensor_type([n, oh, ow, k], "f32"))
         elif im2col:
             y_nhwc = _im2col_matmul(b, x_nhwc, w_t, (n, oh, ow, k), stride, padding, dilation, (fy, fx))
+        elif few_positions:
+            y = _few_positions_gemm(
+                b.to_builtin(x_nhwc), b.to_builtin(w_t), (n, oh, ow, k), stride, padding, dilation, target
+            )
+            y_nhwc = b.op("torch_c.from_builtin_tensor", [y], ir.vtensor_type([n, oh, ow, k], "f32"))
         elif gemm:
             y = _im2col_gemm(
                 b.to_builtin(x_nhwc),
@@ -758,6 +767,35 @@ def _transpose_2d(value: ir.Value) -> ir.Value:
     rows, cols = ir.RankedTensorType(value.type).shape
     init = ir.tensor.EmptyOp([cols, rows], builtin_element_type("f32")).result
     return ir.linalg.transpose(value, outs=[init], permutation=[1, 0]).results[0]
+
+
+def _few_positions_gemm(
+    x_nhwc: ir.Value, w_krsc: ir.Value, out_dims, stride, padding, dilation, target: Target
+) -> ir.Value:
+    """``y^T[K, N*Ho*Wo] = w[K, R*S*C] x patches(x)^T``, transposed back to ``y[N*Ho*Wo, K]``
+    (rules.CPU_CONV_GEMM_FEW_POSITIONS), the filter's K rows in the workgroups of
+    gemm_config.FEW_POSITIONS_GEMM_TILES and every position in one column block.
+
+    The KRSC filter is the GEMM's A, read where it lies (no transposed copy of it, which the
+    other forms make every call). The barriers keep the forms IREE would otherwise fold back:
+    the patch gather writes ``[R*S*C, positions]`` in its dispatch (not read transposed along
+    the vectorized columns), and the result's transposition stays a small dispatch of its own
+    (folded into the GEMM, it makes both operands reduction-innermost, shuffled in registers).
+    """
+    n, oh, ow, k = out_dims
+    _, fy, fx, c = ir.RankedTensorType(w_krsc.type).shape
+    positions, depth = n * oh * ow, fy * fx * c
+    patches = _gemm_patches(x_nhwc, (oh, ow), (fy, fx), stride, padding, dilation)
+    patches_t = ir.fusion_barrier(_transpose_2d(patches))
+    filt = _collapse(w_krsc, [[0], [1, 2, 3]])
+    mm = _matmul(filt, patches_t, k, positions, _mnk_map(M, K), _mnk_map(K, N))
+    info = gemm_config.few_positions_compilation_info(
+        rules.vector_isa(target), cpu_vendor(target.cpu), k, positions, depth
+    )
+    if info is not None:
+        mm.owner.attributes["compilation_info"] = info
+    y = _transpose_2d(ir.fusion_barrier(mm))
+    return ir.expand_shape(y, [[0, 1, 2], [3]], [n, oh, ow, k])
 
 
 def _im2col_gemm(

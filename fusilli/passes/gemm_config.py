@@ -711,6 +711,28 @@ def wgrad_matmul_compilation_info(isa: str, m: int, n: int, k: int, vendor: str 
     return None if tile is None else _compilation_info(tile, None, m, n, k)
 
 
+# The transposed GEMM of a forward conv with few output positions (rules.CPU_CONV_GEMM_FEW_POSITIONS),
+# Y^T[K, positions] = W[K, R*S*C] x patches^T, per (ISA, CPU vendor): the filter's K rows in
+# 48-row workgroups (not the deep GEMMs' equal blocks: 512 rows as 57-row blocks lost, 3x3
+# 1x512x7x7->512 0.76 -> 0.78 and 0.73 -> 0.62 of PyTorch, 3x3 s2 1x512x14x14->512 0.86 -> 0.75, 0.79
+# -> 0.75), every position in one column block, K in blocks of 256. EPYC Zen 1 VM (znver1), 3x3
+# 1x512x7x7->512, in one process, two runs, ratio to PyTorch: K blocks of 256 0.97, 1.19; of 128
+# 0.92, 1.18; of 64 0.89, 1.06; whole K 0.85 (one run); 24-row workgroups 0.96, 1.08; 48 rows x 32
+# columns 0.44, 0.53.
+# Only Zen 1 takes that rule now (rules.CPU_CONV_GEMM_FEW_POSITIONS_CORES); AMD's AVX-512 cores took
+# 16x16 in 32-row workgroups until the im2col GEMM overtook this form there.
+FEW_POSITIONS_GEMM_TILES = {
+    ("avx2", "amd"): GemmTile((48, 64), (6, 16), 8, cache_reduction=256),
+}
+
+
+def few_positions_compilation_info(isa: str, vendor: str | None, m: int, n: int, k: int) -> ir.Attribute | None:
+    """The ``compilation_info`` of a few-positions conv's transposed f32 GEMM ``Y^T[m = K, n =
+    positions]`` over ``k`` = R*S*C on ``isa`` and the CPU ``vendor``, or None where not measured."""
+    tile = FEW_POSITIONS_GEMM_TILES.get((isa, vendor or ""))
+    return None if tile is None else _compilation_info(tile, None, m, n, k)
+
+
 # A 1x1 weight gradient over many output positions sums them in chunks: partial[c, K, C] over
 # about WGRAD_CHUNK_POSITIONS positions each (a batched GEMM, a chunk per row of workgroups), then
 # the partials (a reduction, a dispatch of its own). As one GEMM, DW[K, C] has few workgroups

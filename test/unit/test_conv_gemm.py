@@ -478,8 +478,10 @@ def test_patch_matrix_gemm_rows_on_amd_avx512():
 
 
 def test_numerics_patch_matrix_rows(cpu, rng, gemm_lowering, monkeypatch):
-    """The patch-matrix GEMM in workgroups of a divisor of its rows (147 = 3 x 49), with bias +
-    relu, on this host's tile (its ISA and vendor put in PATCH_MATRIX_ROWS_TARGETS)."""
+    """The patch-matrix GEMM in workgroups of patch_matrix_rows (147 rows: 3 x 49 under AVX-512's
+    64-row table; under AVX2's 48 rows no divisor is near, so 3 x 47 and a last 6, one whole 6x16
+    register tile), with bias + relu, on this host's tile (its ISA and vendor put in
+    PATCH_MATRIX_ROWS_TARGETS)."""
     target = Target.resolve("cpu", None)
     isa, vendor = rules.vector_isa(target), targets.cpu_vendor(target.cpu)
     tile = gemm_config.conv_gemm_tile(isa, 32, vendor, strided_patches=True, rows=147, depth=576)
@@ -489,7 +491,7 @@ def test_numerics_patch_matrix_rows(cpu, rng, gemm_lowering, monkeypatch):
     monkeypatch.setenv("FUSILLI_DISABLE_CACHE", "1")  # the rule's targets are not in the cache key
     g = build([3, 64, 14, 14], 32, (3, 3), (2, 2), (1, 1), (1, 1), epilogue=True, name="gemm_patch_rows")
     rows = gemm_config.patch_matrix_rows(147, tile.distribution[0], tile.vector[0])
-    assert 147 % rows == 0 and f"distribution = [{rows}, 32, 0]" in g.mlir("optimized")
+    assert 147 % rows % tile.vector[0] == 0 and f"distribution = [{rows}, 32, 0]" in g.mlir("optimized")
     run_and_check(g, cpu, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
 
 
@@ -656,16 +658,66 @@ def test_unknown_conv_lowering_is_refused(monkeypatch):
 
 
 @pytest.mark.parametrize(
+    "x_dim, k, kernel, stride, padding",
+    [
+        ([1, 2048, 7, 7], 768, (1, 1), (1, 1), (0, 0)),
+        ([1, 512, 10, 10], 256, (3, 3), (2, 2), (1, 1)),
+        ([1, 1024, 14, 14], 2048, (1, 1), (2, 2), (0, 0)),
+    ],
+    ids=["1x1-49-positions", "3x3-s2-25-positions", "1x1-s2-2048-channels"],
+)
+def test_few_positions_gemm_on_zen1(rng, x_dim, k, kernel, stride, padding):
+    """A forward conv of <= 64 output positions and a >= 4 MiB filter is Y^T[K, positions] = W x
+    patches^T on Zen 1 (rules.CPU_CONV_GEMM_FEW_POSITIONS): the KRSC filter read in place as the
+    GEMM's A, the patches gathered transposed, the result transposed back in a dispatch that takes
+    the bias + relu (3 dispatches with or without them). The GEMM's workgroups: 48 filter rows
+    (gemm_config.FEW_POSITIONS_GEMM_TILES). 2048 output channels too, whose filter the im2col GEMM
+    would write with padded rows. Other AMD cores, x86-64-v3 code and Intel's cores keep their
+    lowering. Numerics against the reference where this CPU runs that code."""
+    amd = "znver1"
+    plain = build(x_dim, k, kernel, stride, padding, name=f"few_positions_plain_{amd}")
+    g = build(x_dim, k, kernel, stride, padding, epilogue=True, name=f"few_positions_{amd}")
+    oh = (x_dim[2] + 2 * padding[0] - kernel[0]) // stride[0] + 1
+    positions, depth = oh * oh, kernel[0] * kernel[1] * x_dim[1]
+    assert f"cpu-conv-gemm-few-positions (Y^T[{k}, {positions}] = W x patches^T" in g.explain(arch=amd)
+    for other in ("x86-64-v3", "sapphirerapids", "znver2", "znver3", "znver4", "znver5"):
+        assert "few-positions" not in g.explain(arch=other)
+    optimized = g.mlir("optimized", fs.Backend.CPU, amd)
+    assert f"tensor<{k}x{depth}xf32>, tensor<{depth}x{positions}xf32>) outs(" in optimized  # W x patches^T
+    assert optimized.count("linalg.transpose") == 2 and "distribution = [48, " in optimized
+    arch = arch_running_here(amd)
+    handle = fs.Handle(fs.Backend.CPU, arch=arch)
+    run_and_check(g, handle, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
+    plain.compile(handle)
+    assert g.compile_stats.dispatch_count == plain.compile_stats.dispatch_count == 3
+
+
+@pytest.mark.parametrize(
+    "x_dim, k, kernel, dilation, dtype, why",
+    [
+        ([2, 512, 7, 7], 512, (3, 3), (1, 1), F32, "98 positions"),
+        ([1, 512, 7, 7], 1024, (1, 1), (1, 1), F32, "a 2 MiB filter"),
+        ([1, 1024, 7, 7], 1024, (1, 1), (1, 1), BF16, "bf16"),
+        ([1, 512, 7, 7], 512, (3, 3), (2, 2), F32, "dilation 2"),
+    ],
+)
+def test_few_positions_gemm_only_where_measured(x_dim, k, kernel, dilation, dtype, why):
+    padding = tuple(d * (s // 2) for d, s in zip(dilation, kernel))
+    g = build(x_dim, k, kernel, (1, 1), padding, dilation, dtype=dtype, name="few_positions_not")
+    assert "few-positions" not in g.explain(arch="znver1"), why
+
+
+@pytest.mark.parametrize(
     "x_dim, kernel, stride",
     [([1, 512, 7, 7], (3, 3), (1, 1)), ([1, 512, 14, 14], (3, 3), (2, 2))],
     ids=["3x3-49-positions", "3x3-s2-49-positions"],
 )
-@pytest.mark.parametrize("arch", ["znver1", "znver3", "znver4", "znver5", "x86-64-v3"])
+@pytest.mark.parametrize("arch", ["znver3", "znver4", "znver5", "x86-64-v3"])
 def test_last_stage_convs_take_the_k_blocked_gemm(x_dim, kernel, stride, arch):
     """ResNet-50's 512-channel 3x3 convs of 49 output positions (a 9 MiB filter) are the K-blocked
-    im2col GEMM on AMD and AVX2 code: its B the filter's [K, R*S*C] matrix transposed and padded to
-    rows of 528 in one dispatch, the GEMM's rows one block of 49 (the transposed GEMM of few
-    positions these took on AMD before, rules.py, lost to it once the padding lost its copy)."""
+    im2col GEMM on AMD cores other than Zen 1 and on AVX2 code: its B the filter's [K, R*S*C] matrix
+    transposed and padded to rows of 528 in one dispatch, the GEMM's rows one block of 49 (the
+    transposed GEMM of few positions, which Zen 1 keeps, lost to it there, rules.py)."""
     g = build(x_dim, 512, kernel, stride, (1, 1), epilogue=True, name=f"last_stage_{stride[0]}")
     assert "cpu-conv-im2col-gemm (3x3" in g.explain(arch=arch)
     optimized = g.mlir("optimized", fs.Backend.CPU, arch)

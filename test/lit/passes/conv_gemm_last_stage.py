@@ -1,13 +1,14 @@
-# RUN: env FUSILLI_LIT_TARGET=cpu:znver1 %python %s | filecheck %s --check-prefixes=CHECK,AMD,AVX2
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver3 %python %s | filecheck %s --check-prefixes=CHECK,AMD,AVX2
 # RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,AMD,AVX512
 # RUN: env FUSILLI_LIT_TARGET=cpu:x86-64-v3 %python %s | filecheck %s --check-prefixes=CHECK,AVX2
 
 # ResNet-50's last stage at batch 1: forward 3x3 convs of 49 output positions with a 9 MiB filter
-# are the K-blocked im2col GEMM on AMD and AVX2 code (cpu-conv-im2col-gemm: GEMM depth 4608, or
+# are the K-blocked im2col GEMM on AMD cores other than Zen 1 (which takes the transposed GEMM of
+# few positions: conv_gemm_few_positions.py) and AVX2 code (cpu-conv-im2col-gemm: GEMM depth 4608, or
 # stride 2 from 16 rows). Its B is the KRSC filter's [K, R*S*C] matrix transposed, its rows
 # padded to 528 columns in the same dispatch behind the compute barrier (512 would alias in L1;
 # conv_layout._im2col_gemm, gemm_config.padded_b_columns), the GEMM's 49 rows one workgroup block,
-# and the bias + relu fuse into the GEMM. (AMD cores took these convs as the transposed GEMM
+# and the bias + relu fuse into the GEMM. (These AMD cores took these convs as the transposed GEMM
 # Y^T = W x patches^T until the padding lost its strided copy: rules.py has the runs.) A data
 # gradient of those positions reads its KRSC filter as it is (no transposition).
 
