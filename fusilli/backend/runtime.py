@@ -55,7 +55,15 @@ import numpy as np
 from fusilli import tensor as _tensor_module
 from fusilli.arrays import torch_tensor_type
 from fusilli.backend.cache import Artifact
-from fusilli.backend.targets import Backend, Target, cpu_vendor, default_cpu_arch, named_cpu, resolve_amdgpu_arch
+from fusilli.backend.targets import (
+    Backend,
+    Target,
+    cpu_core,
+    cpu_vendor,
+    default_cpu_arch,
+    named_cpu,
+    resolve_amdgpu_arch,
+)
 from fusilli.batch_split import BatchSplitPlan, plan_batch_split, plan_row_split, tensor_bytes
 from fusilli.errors import ErrorCode, FusilliError, fail
 from fusilli.log import logger
@@ -304,7 +312,7 @@ def cpu_execution(graph: Any, arch: str | None = None) -> CpuExecution:
     tensors both halves read whole hold at most ``SPLIT_MAX_WHOLE_FRACTION`` of the bytes
     of the split ones, and the half graph gets the same lowering rules as the whole one (a
     row split's half is lowered as its whole on ``rules.LOWERED_AS_WHOLE_TARGETS``); else the
-    pool. A batch-1 graph whose rows split (``plan_row_split``) splits them without the byte
+    pool, which Zen 1 always takes (``SPLIT_EXCLUDED_CORES``). A batch-1 graph whose rows split (``plan_row_split``) splits them without the byte
     limits, unless it writes more than it reads (``ROW_SPLIT_MAX_WRITE_RATIO``):
     measured on the 2-core Zen 5 VM, ResNet-50's batch-1 1x1 convs, row split against the
     pool, three in-process runs (benchmarks/conv_lowerings.py, ``auto`` against
@@ -334,6 +342,9 @@ def cpu_execution(graph: Any, arch: str | None = None) -> CpuExecution:
         cpus = usable_cpus()
         if cpus != SPLIT_CPUS:
             return CpuExecution("local-task", f"{cpus} CPUs (the split executor is for {SPLIT_CPUS})")
+        core = cpu_core(graph.target(Backend.CPU, arch).cpu)
+        if core in SPLIT_EXCLUDED_CORES:
+            return CpuExecution("local-task", f"{core}: the split executor measured no faster than the pool there")
     plan, why = plan_batch_split(graph)
     if plan is None and all(t.rank == 4 and t.dim[0] == 1 for t in graph.output_tensors()):  # its rows may split
         row_plan, row_why = plan_row_split(graph)
@@ -397,6 +408,23 @@ def _split_rounds(graph: Any, plan: BatchSplitPlan, arch: str | None) -> tuple[B
     part = rounds.half_graph(graph)
     whole_lowering, part_lowering = split_lowerings(graph, part, arch)
     return (rounds, part) if part_lowering == whole_lowering else None
+
+
+# Zen 1 (znver1) runs graphs on the pool: there the split executor measured no faster anywhere and
+# slower where a deep GEMM's filter is read by both halves. 2-core EPYC Zen 1 VM, ResNet-50's rows
+# that ``auto`` split, each compiled for both executors in one process and run interleaved with
+# PyTorch, ratio to PyTorch, three runs, pool / split: 1x1 1x1024x14x14->512 (row split) 0.89, 0.77,
+# 0.62 / 0.59, 0.73, 0.49; s2 1x512x28x28->1024 0.96, 0.84, 1.09 / 0.56, 0.66, 0.53; 1x1024x14x14->256
+# 0.94, 0.74, 0.82 / 0.84, 0.81, 0.75; 1x256x56x56->128 1.27, 1.05, 1.30 / 1.06, 1.06, 1.07; batch
+# 8: 1x1 8x1024x14x14->512 0.85, 1.02, 0.71 / 0.76, 0.80, 0.67; 8x256x14x14->1024 1.10, 1.07, 0.92 /
+# 0.93, 0.80, 0.91; stem 7x7 s2 1.27, 1.30, 1.07 / 0.93, 1.23, 1.07; even (within 0.05) on 1x1
+# 8x512x28x28->128/256, 8x256x56x56->128, 3x3 8x128x28x28->128, 3x3 s2 8x128x56x56->128; the split
+# ahead only on 3x3 8x64x56x56->64 (1.70, 1.71, 1.65 / 1.78, 1.79, 1.75). benchmarks/cpu_split.py
+# over benchmarks/cpu.txt, pool / split ms: even (0.95-1.03) but layernorm 4096x768 3.14 / 3.67.
+# In alternating fusilli-benchmark processes (auto against FUSILLI_CPU_EXECUTOR=local-task, three
+# rounds) the pool ran as fast or faster on those rows. The Zen 4 and Zen 5 VMs measured the split
+# ahead (above and cpu_execution); Zen 2 and 3 were not measured and keep it.
+SPLIT_EXCLUDED_CORES = frozenset({"znver1"})
 
 
 # ``auto`` splits a graph only while the tensors both halves read whole (a conv's filter,

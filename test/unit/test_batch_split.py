@@ -270,13 +270,30 @@ def test_auto_splits_only_on_two_cpus(monkeypatch):
     monkeypatch.delenv("FUSILLI_CPU_EXECUTOR", raising=False)
     g = big_matmul("split_auto")
     monkeypatch.setattr(runtime, "usable_cpus", lambda: 2)
-    assert runtime.choose_cpu_executor(g) == "split"
+    assert runtime.choose_cpu_executor(g, "znver4") == "split"
     monkeypatch.setattr(runtime, "usable_cpus", lambda: 8)
-    assert runtime.choose_cpu_executor(g) == "local-task"
+    assert runtime.choose_cpu_executor(g, "znver4") == "local-task"
     tiny = fs.Graph(name="split_tiny")
     tiny.relu(tiny.tensor(name="x", dim=[4, 16]), name="r").set_output(True).set_name("y")
     monkeypatch.setattr(runtime, "usable_cpus", lambda: 2)
     assert runtime.choose_cpu_executor(tiny.validate()) == "local-sync"
+
+
+def test_zen1_runs_on_the_pool(monkeypatch):
+    """Zen 1 measured the split executor no faster than IREE's pool anywhere, slower on deep GEMMs
+    (runtime.SPLIT_EXCLUDED_CORES): auto keeps its graphs on the pool and explain says why; the
+    environment variable still forces the split."""
+    monkeypatch.delenv("FUSILLI_CPU_EXECUTOR", raising=False)
+    monkeypatch.setattr(runtime, "usable_cpus", lambda: 2)
+    g = big_matmul("split_zen1")
+    execution = runtime.cpu_execution(g, "znver1")
+    assert execution.executor == "local-task" and "znver1: the split executor measured no faster" in execution.why
+    assert g.explain(fs.Backend.CPU, "znver1").splitlines()[-1].startswith("execution: local-task (znver1:")
+    rows = channels_last_conv_graph([1, 1024, 14, 14], 512, (1, 1), (1, 1), (0, 0), name="split_zen1_rows")
+    assert runtime.cpu_execution(rows, "znver1").executor == "local-task"
+    assert runtime.cpu_execution(rows, "znver3").executor == "split"  # a row split elsewhere
+    monkeypatch.setenv("FUSILLI_CPU_EXECUTOR", "split")
+    assert runtime.cpu_execution(g, "znver1").executor == "split"
 
 
 @pytest.mark.parametrize(
@@ -356,9 +373,11 @@ def test_an_unknown_executor_setting_is_refused_by_name(monkeypatch, cpu):
 # ----------------------------------------------------------------------------- rounds
 @pytest.fixture
 def auto_rounds(monkeypatch):
-    """``auto`` on two CPUs, with the split's and the rounds' byte floors lowered to small graphs."""
+    """``auto`` on two CPUs of a core that splits (this host may be a Zen 1), with the split's and
+    the rounds' byte floors lowered to small graphs."""
     monkeypatch.delenv("FUSILLI_CPU_EXECUTOR", raising=False)
     monkeypatch.setattr(runtime, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(runtime, "SPLIT_EXCLUDED_CORES", frozenset())
     monkeypatch.setattr(runtime, "SPLIT_MIN_BYTES", 0)
     monkeypatch.setattr(runtime, "SPLIT_ROUNDS_MIN_BYTES", 0)
 
