@@ -312,8 +312,9 @@ def cpu_execution(graph: Any, arch: str | None = None) -> CpuExecution:
     tensors both halves read whole hold at most ``SPLIT_MAX_WHOLE_FRACTION`` of the bytes
     of the split ones, and the half graph gets the same lowering rules as the whole one (a
     row split's half is lowered as its whole on ``rules.LOWERED_AS_WHOLE_TARGETS``); else the
-    pool, which Zen 1 always takes (``SPLIT_EXCLUDED_CORES``). A batch-1 graph whose rows split (``plan_row_split``) splits them without the byte
-    limits, unless it writes more than it reads (``ROW_SPLIT_MAX_WRITE_RATIO``):
+    pool, which Zen 1 always takes (``SPLIT_EXCLUDED_CORES``). A batch-1 graph whose rows split
+    (``plan_row_split``) splits them without the byte limits, unless it writes more than it
+    reads (``ROW_SPLIT_MAX_WRITE_RATIO``):
     measured on the 2-core Zen 5 VM, ResNet-50's batch-1 1x1 convs, row split against the
     pool, three in-process runs (benchmarks/conv_lowerings.py, ``auto`` against
     ``auto@local-task``), ms: 1x64x56x56->64 0.082-0.099 / 0.109-0.121, 1x256x56x56->64
@@ -420,7 +421,8 @@ def _split_rounds(graph: Any, plan: BatchSplitPlan, arch: str | None) -> tuple[B
 # 0.93, 0.80, 0.91; stem 7x7 s2 1.27, 1.30, 1.07 / 0.93, 1.23, 1.07; even (within 0.05) on 1x1
 # 8x512x28x28->128/256, 8x256x56x56->128, 3x3 8x128x28x28->128, 3x3 s2 8x128x56x56->128; the split
 # ahead only on 3x3 8x64x56x56->64 (1.70, 1.71, 1.65 / 1.78, 1.79, 1.75). benchmarks/cpu_split.py
-# over benchmarks/cpu.txt, pool / split ms: even (0.95-1.03) but layernorm 4096x768 3.14 / 3.67.
+# over benchmarks/cpu.txt, pool / split ms: the pool at most 3% slower on the rows auto split there,
+# faster on layernorm 4096x768 (3.14 / 3.67) and the bf16 pointwise row (2.77 / 3.00).
 # In alternating fusilli-benchmark processes (auto against FUSILLI_CPU_EXECUTOR=local-task, three
 # rounds) the pool ran as fast or faster on those rows. The Zen 4 and Zen 5 VMs measured the split
 # ahead (above and cpu_execution); Zen 2 and 3 were not measured and keep it.
