@@ -8,8 +8,8 @@
 # stride 2 from 16 rows). Its B is the KRSC filter's [K, R*S*C] matrix transposed, its rows
 # padded to 528 columns in the same dispatch behind the compute barrier (512 would alias in L1;
 # conv_layout._im2col_gemm, gemm_config.padded_b_columns), the GEMM's 49 rows one workgroup block,
-# and the bias + relu fuse into the GEMM. (These AMD cores took these convs as the transposed GEMM
-# Y^T = W x patches^T until the padding lost its strided copy: rules.py has the runs.) A data
+# and the bias + relu fuse into the GEMM. (AMD's cores all took these convs as the transposed GEMM
+# Y^T = W x patches^T until the padding lost its strided copy, Zen 1 still does: rules.py has the runs.) A data
 # gradient of those positions reads its KRSC filter as it is (no transposition).
 
 from lit_helpers import explained_and_optimized, run
