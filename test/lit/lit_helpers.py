@@ -75,3 +75,20 @@ def nhwc_wgrad_graph(name: str, n: int, c: int, hw: int, k: int, kernel: int, st
     dw = g.conv_wgrad(dy, x, padding=[padding] * 2, stride=[stride] * 2, dilation=[1, 1], name="wgrad")
     dw.set_dim([k, c, kernel, kernel]).set_stride(fs.strides([k, c, kernel, kernel], "NHWC")).set_output(True)
     return g.validate()
+
+
+def square_conv_graph(
+    name: str, n: int, c: int, hw: int, k: int, kernel: int, stride: int, epilogue: bool = False
+) -> fs.Graph:
+    """A channels-last forward conv of an n x c x hw x hw input to k channels, a square filter
+    padded to keep its center, optionally + bias + relu (the lit tests of ResNet-50's last stage)."""
+    g = fs.Graph(name=name)
+    x = g.tensor(name="x", dim=[n, c, hw, hw], stride=fs.strides([n, c, hw, hw], "NHWC"))
+    w = g.tensor(name="w", dim=[k, c, kernel, kernel], stride=fs.strides([k, c, kernel, kernel], "NHWC"))
+    pad = kernel // 2
+    y = g.conv_fprop(x, w, padding=[pad] * 2, stride=[stride] * 2, dilation=[1, 1], name="conv")
+    if epilogue:
+        b = g.tensor(name="b", dim=[1, k, 1, 1], stride=fs.strides([1, k, 1, 1], "NHWC"))
+        y = g.relu(g.add(y, b, name="bias"), name="relu")
+    y.set_output(True)
+    return g.validate()

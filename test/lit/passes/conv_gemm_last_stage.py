@@ -13,21 +13,9 @@
 # gradient of those positions reads its KRSC filter as it is (no transposition).
 
 from lit_helpers import explained_and_optimized, run
+from lit_helpers import square_conv_graph as build
 
 import fusilli as fs
-
-
-def build(name, n, c, hw, k, kernel, stride, epilogue=False):
-    g = fs.Graph(name=name)
-    x = g.tensor(name="x", dim=[n, c, hw, hw], stride=fs.strides([n, c, hw, hw], "NHWC"))
-    w = g.tensor(name="w", dim=[k, c, kernel, kernel], stride=fs.strides([k, c, kernel, kernel], "NHWC"))
-    pad = kernel // 2
-    y = g.conv_fprop(x, w, padding=[pad] * 2, stride=[stride] * 2, dilation=[1, 1], name="conv")
-    if epilogue:
-        b = g.tensor(name="b", dim=[1, k, 1, 1], stride=fs.strides([1, k, 1, 1], "NHWC"))
-        y = g.relu(g.add(y, b, name="bias"), name="relu")
-    y.set_output(True)
-    return g.validate()
 
 
 @run
