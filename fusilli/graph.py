@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from fusilli.backend.rules import lowered_as_parts
+from fusilli.backend.runtime import raise_pending_signals
 from fusilli.backend.targets import Backend, Target
 from fusilli.errors import ErrorCode, FusilliError, fail
 from fusilli.graph_json import INT64_MAX, JSON_FORMAT_VERSION, load_graph_document
@@ -728,6 +729,7 @@ class Graph:
                 discard(artifact.graph_key, str(e))
                 artifact = builder._build_artifact(handle.backend, handle.arch, use_cached=False)
                 self._compiled = CompiledGraph(handle, artifact, self, execution)
+        raise_pending_signals()  # a Ctrl-C during the compile (fusilli/backend/runtime.py)
         return self
 
     def _cpu_execution(self, handle: Any) -> CpuExecution | None:
@@ -792,6 +794,7 @@ class Graph:
         if compiled is None:
             compiled = self._require_compiled()  # raises NOT_COMPILED
         compiled.execute(variant_pack, workspace)
+        raise_pending_signals()  # a Ctrl-C during the call (fusilli/backend/runtime.py)
 
     # ------------------------------------------------------------------ serialization
     def to_dict(self) -> dict[str, Any]:
