@@ -889,6 +889,19 @@ CPU_CONV_POLYPHASE_MAX_FILTER_BYTES_PER_TILE = 40 << 10
 # Measured on AMD cores (AVX-512, and AVX2 as x86-64-v3 code, whose Winograd GEMM tiles are the
 # vendor-free ones); not on Intel's, whose strided GEMMs have tiles of their own.
 CPU_CONV_POLYPHASE_EXCLUDED_VENDORS = ("intel",)
+# Zen 1 (znver1: its 256-bit FMAs issued as two 128-bit halves, the GEMM's share of the time
+# larger than on the cores above) repays the filter transform from fewer tiles, and of any filter
+# measured. EPYC Zen 1 VM, python benchmarks/conv_lowerings.py SUITE --lowering auto (the
+# K-blocked im2col GEMM) --lowering polyphase2, ratio to PyTorch in one process: 3x3 s2
+# 1x256x28x28->256 (49 tiles, 6.5 MB transformed filter) 0.57, 0.59, 0.71 -> 0.75, 0.77, 0.99;
+# 1x256x28x28->512 (49, 13 MB) 0.54 -> 0.72; 1x128x28x28->256 (49) 0.75, 0.77 -> 0.80, 0.85;
+# 2x128x28x28->256 (98) 0.79, 0.65 -> 1.00, 0.81; 2x256x28x28->256 (98) 0.79, 0.83 -> 1.21, 1.08;
+# 1x64x28x28->128 (49) even, 0.94, 0.70 -> 0.96, 0.71; 4x512x14x14->512 (64, 26 MB) 0.53, 0.68,
+# 0.52 -> 0.60, 0.70, 0.58; 8x512x14x14->512 (128, 26 MB) 0.58, 0.60, 0.53 -> 0.59, 0.63, 0.58.
+# Where it lost, hence the limit: 16 tiles (1x256x14x14->256 0.91 -> 0.55, 1x128x14x14->256
+# 0.84 -> 0.50; 1x512x14x14->512 1.41, 1.20 with the few-positions GEMM -> 0.55, 0.49).
+CPU_CONV_POLYPHASE_MIN_TILES_BY_CORE = {"znver1": 49}
+CPU_CONV_POLYPHASE_ANY_FILTER_CORES = {"znver1"}
 
 
 def _polyphase_applies(p: Problem, t: Target) -> bool:
@@ -901,6 +914,11 @@ def _polyphase_applies(p: Problem, t: Target) -> bool:
     return vector_isa(t) != "generic" and cpu_vendor(t.cpu) not in CPU_CONV_POLYPHASE_EXCLUDED_VENDORS
 
 
+def polyphase_min_tiles(t: Target) -> int:
+    """The fewest 2x2 output tiles cpu-conv-winograd-strided takes a conv with on ``t``."""
+    return CPU_CONV_POLYPHASE_MIN_TILES_BY_CORE.get(cpu_core(t.cpu) or "", CPU_CONV_POLYPHASE_MIN_TILES)
+
+
 def polyphase_output_tile(p: Problem, t: Target) -> int | None:
     """m of the polyphase Winograd F(m, 2) cpu-conv-winograd-strided computes this conv with, or None."""
     if not _polyphase_applies(p, t):
@@ -908,10 +926,12 @@ def polyphase_output_tile(p: Problem, t: Target) -> int | None:
     tiles, channels = winograd_tiles(p, 2), int(p.fact("channels", 0))
     if channels <= 0:
         return None  # (not known: the transformed sizes cannot be checked)
-    filter_bytes = 25 * conv_filter_elements(p) * 4
-    if tiles < CPU_CONV_POLYPHASE_MIN_TILES:
+    filter_bytes, core = 25 * conv_filter_elements(p) * 4, cpu_core(t.cpu)
+    if tiles < polyphase_min_tiles(t):
         return None
-    if filter_bytes > max(CPU_CONV_POLYPHASE_MAX_FILTER_BYTES, tiles * CPU_CONV_POLYPHASE_MAX_FILTER_BYTES_PER_TILE):
+    if core not in CPU_CONV_POLYPHASE_ANY_FILTER_CORES and filter_bytes > max(
+        CPU_CONV_POLYPHASE_MAX_FILTER_BYTES, tiles * CPU_CONV_POLYPHASE_MAX_FILTER_BYTES_PER_TILE
+    ):
         return None
     if 25 * tiles * (channels + conv_out_channels(p)) * 4 > CPU_CONV_POLYPHASE_MAX_TRANSFORMED_BYTES:
         return None
@@ -932,7 +952,9 @@ def polyphase_output_tile(p: Problem, t: Target) -> int | None:
         "4x96x28x28->192 0.69-0.73 -> 0.77-0.94, 2x64x56x56->128 0.77 -> 0.86; one thread (iree-benchmark-module "
         "local-sync, dispatches summed) 2.25 -> 1.80 ms; x86-64-v3 code, PyTorch held to AVX2 (6x16 GEMM tile): "
         "0.82-0.89 -> 0.93-0.97, 1x128x56x56->256 0.87 -> 0.97, 1x128x56x56->128 0.83-0.88 -> 0.85-1.00, "
-        "1x64x56x56->128 0.83-0.89 -> 0.84-0.88"
+        "1x64x56x56->128 0.83-0.89 -> 0.84-0.88; EPYC Zen 1 (znver1), from 49 tiles and of any filter: "
+        "1x256x28x28->256 0.57-0.71 -> 0.75-0.99, 2x256x28x28->256 0.79-0.83 -> 1.08-1.21, 1x256x28x28->512 "
+        "0.54 -> 0.72, 8x512x14x14->512 0.53-0.60 -> 0.58-0.63"
     ),
 )
 def CPU_CONV_WINOGRAD_STRIDED(p: Problem, t: Target) -> str | None:
@@ -943,7 +965,7 @@ def CPU_CONV_WINOGRAD_STRIDED(p: Problem, t: Target) -> str | None:
     on = f"{isa}, AMD" if vendor == "amd" else isa
     return (
         f"F({m}x{m}, 2x2) over the input's 4 phases, 3x3 stride 2, {tiles} {m}x{m} tiles >= "
-        f"{CPU_CONV_POLYPHASE_MIN_TILES}, transformed data <= {CPU_CONV_POLYPHASE_MAX_TRANSFORMED_BYTES >> 20} MiB, "
+        f"{polyphase_min_tiles(t)}, transformed data <= {CPU_CONV_POLYPHASE_MAX_TRANSFORMED_BYTES >> 20} MiB, "
         f"GEMM tuned for {on}" + _core_winograd_tile_text(t, tiles, int(p.fact("channels", 0)))
     )
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import channels_last_conv_graph, random_array, run_and_check, run_checked
+from conftest import arch_running_here, channels_last_conv_graph, random_array, run_and_check, run_checked
 
 import fusilli as fs
 from fusilli import pipeline, reference
@@ -249,6 +249,24 @@ def test_polyphase_numerics_f32(cpu, rng, lowering, m, case):
     assert np.linalg.norm(got - want) / np.linalg.norm(want) < 1e-5
 
 
+def test_polyphase_zen1_from_49_tiles_numerics(rng):
+    # ResNet-50's 3x3 s2 1x256x28x28->256 as the rules lower it for Zen 1 (C = 256, where the
+    # transforms' error grows), run here as znver1 code.
+    handle = fs.Handle(fs.Backend.CPU, arch=arch_running_here("znver1"))
+    g = channels_last_conv_graph([1, 256, 28, 28], 256, (3, 3), (2, 2), (1, 1), epilogue=True, name="pp_zen1_49")
+    assert "cpu-conv-winograd-strided (F(2x2, 2x2) over the input's 4 phases, 3x3 stride 2, 49 2x2 tiles >= 49" in (
+        g.explain(fs.Backend.CPU, arch="znver1")
+    )
+    inputs = {tensor: random_array(tensor, rng) for tensor in g.input_tensors()}
+    want = np.asarray(reference.run(g, inputs)["y"], np.float64)
+    scale = float(np.abs(want).max())
+    got = np.asarray(run_and_check(g, handle, inputs, rtol=0, atol=STRIDED_SCALED_ATOL[2] * scale)["y"], np.float64)
+    assert np.linalg.norm(got - want) / np.linalg.norm(want) < 1e-5
+    # The filter's transpose, the filter, input and output transforms (bias + relu fused), the
+    # GEMM: the im2col GEMM it replaces is 3 (patches, filter, GEMM).
+    assert g.compile_stats.dispatch_count == 5
+
+
 def test_polyphase_epilogue_adds_no_dispatch(cpu, lowering):
     lowering("polyphase2")
     plain = channels_last_conv_graph([1, 16, 16, 16], 16, (3, 3), (2, 2), (1, 1), name="pp_plain").compile(cpu)
@@ -288,6 +306,13 @@ def test_polyphase_forcing_leaves_other_convs_to_the_rules(cpu, lowering):
         ((4, 256, 28, 28, 256), "znver4", 2),  # 196 tiles: 33 KB each
         ((2, 256, 28, 28, 256), "znver4", None),  # 98 tiles
         ((8, 512, 14, 14, 512), "znver4", None),  # 26 MB filter, 128 tiles: 205 KB each
+        # Zen 1 from 49 tiles, of any filter (rules.CPU_CONV_POLYPHASE_MIN_TILES_BY_CORE)
+        ((1, 256, 28, 28, 256), "znver1", 2),  # 49 tiles, 6.5 MB filter
+        ((1, 256, 28, 28, 256), "znver3", None),
+        ((1, 256, 28, 28, 256), "x86-64-v3", None),
+        ((8, 512, 14, 14, 512), "znver1", 2),  # 26 MB filter
+        ((1, 256, 14, 14, 256), "znver1", None),  # 16 tiles
+        ((1, 512, 14, 14, 512), "znver1", None),  # 16 tiles (the few-positions GEMM's)
     ],
 )
 def test_polyphase_auto_choice(shape, arch, expected):

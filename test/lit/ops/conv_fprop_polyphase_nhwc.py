@@ -62,6 +62,22 @@ if len(sys.argv) > 1 and sys.argv[1] == "explain":
     # EXPLAIN: x86-64-v3 {{.*}}cpu-conv-winograd-strided (F(2x2, 2x2) over the input's 4 phases, 3x3 stride 2, 196 2x2 tiles >= 128
     # EXPLAIN: znver4 {{.*}}cpu-conv-winograd-strided (F(2x2, 2x2) {{.*}} GEMM tuned for avx512, AMD)
     # EXPLAIN: sapphirerapids {{.*}}cpu-conv-im2col-gemm (3x3 stride 2
+
+    # ResNet-50's 1x256x28x28->256 (49 2x2 tiles, a 6.5 MB transformed filter): Zen 1 takes it from
+    # 49 tiles and of any filter (rules.CPU_CONV_POLYPHASE_MIN_TILES_BY_CORE); the others keep the GEMM.
+    @run
+    def explain_zen1_few_tiles():
+        g = build(epilogue=False, n=1, c=256, h=28, k=256)
+        g.validate()
+        for arch in ("znver1", "znver3", "x86-64-v3"):
+            print(
+                arch, [line for line in g.explain(fs.Backend.CPU, arch=arch).splitlines() if "[conv_fprop]" in line][0]
+            )
+
+    # EXPLAIN-LABEL: TEST: explain_zen1_few_tiles
+    # EXPLAIN: znver1 {{.*}}cpu-conv-winograd-strided (F(2x2, 2x2) over the input's 4 phases, 3x3 stride 2, 49 2x2 tiles >= 49,
+    # EXPLAIN: znver3 {{.*}}cpu-conv-im2col-gemm (3x3 stride 2
+    # EXPLAIN: x86-64-v3 {{.*}}cpu-conv-im2col-gemm (3x3 stride 2
     sys.exit(0)
 
 
