@@ -1677,6 +1677,19 @@ CPU_CONV_DGRAD_POLYPHASE_MAX_FILTER_BYTES = 8 << 20
 # 16.4 (x86-64-v3), with two-stage output transforms 16.1 -> 13.8; with fewer it lost (1x128x56x56,
 # 49: 1.68 -> 1.72 / 1.77 -> 2.01; 8x256x28x28, 128: 13.0 -> 14.7 / 15.0 -> 20.2).
 CPU_CONV_DGRAD_POLYPHASE_F4_MIN_TILES = 392
+# Zen 1 (as the forward, CPU_CONV_POLYPHASE_MIN_TILES_BY_CORE) takes F(2x2, 2x2) from 49 4x4 DX tiles
+# and of any filter. EPYC Zen 1 VM, python benchmarks/conv_lowerings.py SUITE --lowering auto (the
+# col2im GEMM) --lowering polyphase2, ratio to PyTorch in one process, three runs: 3x3 s2 dgrad
+# 1x256x28x28->256 (49 tiles, 6.5 MB transformed filter) 0.95, 0.77, 0.81 -> 1.05, 0.90, 0.98;
+# 2x256x28x28->256 (98) 1.00, 0.82, 1.04 -> 1.23, 1.01, 1.23; 8x512x14x14->512 (128, 26 MB) 0.67,
+# 0.79, 0.83 -> 0.74, 0.86, 0.85; 1x128x28x28->256 (49) 0.89, 0.91, 0.86 -> 0.89, 0.93, 0.91.
+CPU_CONV_DGRAD_POLYPHASE_MIN_TILES_BY_CORE = {"znver1": 49}
+CPU_CONV_DGRAD_POLYPHASE_ANY_FILTER_CORES = {"znver1"}
+
+
+def polyphase_dgrad_min_tiles(t: Target) -> int:
+    """The fewest 4x4 DX tiles cpu-conv-dgrad-winograd-strided takes F(2x2, 2x2) from on ``t``."""
+    return CPU_CONV_DGRAD_POLYPHASE_MIN_TILES_BY_CORE.get(cpu_core(t.cpu) or "", CPU_CONV_DGRAD_POLYPHASE_MIN_TILES)
 
 
 def strided_dgrad_out_channels(p: Problem) -> int:
@@ -1703,9 +1716,11 @@ def polyphase_dgrad_output_tile(p: Problem, t: Target) -> int | None:
     k, c = int(p.fact("channels", 0)), strided_dgrad_out_channels(p)
     if k <= 0 or c <= 0:
         return None
-    for m, min_tiles in ((4, CPU_CONV_DGRAD_POLYPHASE_F4_MIN_TILES), (2, CPU_CONV_DGRAD_POLYPHASE_MIN_TILES)):
+    any_filter = cpu_core(t.cpu) in CPU_CONV_DGRAD_POLYPHASE_ANY_FILTER_CORES
+    for m, min_tiles in ((4, CPU_CONV_DGRAD_POLYPHASE_F4_MIN_TILES), (2, polyphase_dgrad_min_tiles(t))):
         tiles, t_squared = winograd_tiles(p, 2 * m), (2 * m + 1) ** 2
-        if tiles < min_tiles or t_squared * k * c * 4 > CPU_CONV_DGRAD_POLYPHASE_MAX_FILTER_BYTES:
+        filter_fits = (m == 2 and any_filter) or t_squared * k * c * 4 <= CPU_CONV_DGRAD_POLYPHASE_MAX_FILTER_BYTES
+        if tiles < min_tiles or not filter_fits:
             continue
         if t_squared * tiles * (k + c) * 4 <= CPU_CONV_POLYPHASE_MAX_TRANSFORMED_BYTES:
             return m
@@ -1727,7 +1742,9 @@ def polyphase_dgrad_output_tile(p: Problem, t: Target) -> int | None:
         "A second run, this rule (--lowering auto) against --lowering gemm: 1x128x56x56 1.55 -> 1.49 / 2.26 -> "
         "1.77, 8x128x56x56 15.9 -> 13.1 / 17.3 -> 13.1, 8x256x28x28 14.1 -> 10.9 / 14.1 -> 11.6, 4x64x56x56->128 "
         "2.74 -> 2.88 / 5.12 -> 5.05 (even: DX's 64 channels make a narrow GEMM). F(4x4, 2x2) from 392 8x8 DX "
-        "tiles: 8x128x56x56 F(2x2) -> F(4x4) 12.7 -> 11.3 / 13.7 -> 12.2"
+        "tiles: 8x128x56x56 F(2x2) -> F(4x4) 12.7 -> 11.3 / 13.7 -> 12.2. EPYC Zen 1 (znver1), from 49 4x4 DX tiles "
+        "and of any filter, ratio to PyTorch, three runs: 1x256x28x28 0.77-0.95 -> 0.90-1.05, 2x256x28x28 "
+        "0.82-1.04 -> 1.01-1.23, 8x512x14x14 0.67-0.83 -> 0.74-0.86"
     ),
 )
 def CPU_CONV_DGRAD_WINOGRAD_STRIDED(p: Problem, t: Target) -> str | None:
@@ -1736,7 +1753,7 @@ def CPU_CONV_DGRAD_WINOGRAD_STRIDED(p: Problem, t: Target) -> str | None:
         return None
     tiles, isa, vendor = winograd_tiles(p, 2 * m), vector_isa(t), cpu_vendor(t.cpu)
     on = f"{isa}, AMD" if vendor == "amd" else isa
-    limit = CPU_CONV_DGRAD_POLYPHASE_F4_MIN_TILES if m == 4 else CPU_CONV_DGRAD_POLYPHASE_MIN_TILES
+    limit = CPU_CONV_DGRAD_POLYPHASE_F4_MIN_TILES if m == 4 else polyphase_dgrad_min_tiles(t)
     return (
         f"F({m}x{m}, 2x2) per DX phase, 3x3 stride 2, {tiles} {2 * m}x{2 * m} DX tiles >= {limit}, "
         f"no col2im, GEMM tuned for {on}"

@@ -6,6 +6,7 @@ import pytest
 from conftest import arch_running_here, random_array, run_and_check
 
 import fusilli as fs
+from fusilli import reference
 from fusilli.reference.conv import conv_data_grad, conv_forward, conv_weight_grad
 
 # (layout of all tensors, dims of DY, forward operand dims (X for wgrad, W for dgrad),
@@ -996,6 +997,31 @@ def test_strided_dgrad_polyphase_rule_targets():
         explained = other.explain(arch="znver4")
         assert "cpu-conv-dgrad-winograd-strided" not in explained, (other.name, explained)
         assert "cpu-conv-dgrad-col2im-gemm" in explained, (other.name, explained)
+
+
+def test_strided_dgrad_polyphase_zen1_from_49_tiles(rng):
+    """Zen 1 takes F(2x2, 2x2) per DX phase from 49 4x4 DX tiles and of any filter
+    (rules.CPU_CONV_DGRAD_POLYPHASE_MIN_TILES_BY_CORE): ResNet-50's 1x256x28x28 (49 tiles) and
+    8x512x14x14 (a 26 MB transformed filter); 16 tiles keep the col2im GEMM, as do the other cores.
+    Numerics of the 49-tile dgrad (C = K = 256) against the reference, run here as znver1 code."""
+    attrs = dict(padding=[1, 1], stride=[2, 2], dilation=[1, 1])
+    few, ins, _ = _dgrad_graph("dgrad_zen1_49", [1, 256, 14, 14], [256, 256, 3, 3], [1, 256, 28, 28], attrs, True)
+    big, _, _ = _dgrad_graph("dgrad_zen1_big", [8, 512, 7, 7], [512, 512, 3, 3], [8, 512, 14, 14], attrs, True)
+    small, _, _ = _dgrad_graph("dgrad_zen1_16", [1, 256, 7, 7], [256, 256, 3, 3], [1, 256, 14, 14], attrs, True)
+    for g, tiles in ((few, 49), (big, 128), (small, None)):
+        g.validate()
+        explained = g.explain(arch="znver1")
+        if tiles is None:
+            assert "cpu-conv-dgrad-col2im-gemm" in explained, explained
+        else:
+            assert f"F(2x2, 2x2) per DX phase, 3x3 stride 2, {tiles} 4x4 DX tiles >= 49," in explained, explained
+        for other in ("znver3", "x86-64-v3"):
+            assert "cpu-conv-dgrad-col2im-gemm" in g.explain(arch=other), other
+    handle = fs.Handle(fs.Backend.CPU, arch=arch_running_here("znver1"))
+    inputs = {t: random_array(t, rng) for t in ins}
+    scale = float(np.abs(np.asarray(reference.run(few, inputs)["dx"])).max())
+    run_and_check(few, handle, inputs, rtol=0, atol=1e-5 * scale)
+    assert few.compile_stats.dispatch_count == 4
 
 
 def test_strided_dgrad_polyphase_auto(cpu, rng):

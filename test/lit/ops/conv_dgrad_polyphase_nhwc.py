@@ -40,7 +40,8 @@ if len(sys.argv) > 1 and sys.argv[1] == "stats":
 if len(sys.argv) > 1 and sys.argv[1] == "explain":
     # Chosen by the rules (cpu-conv-dgrad-winograd-strided) for ResNet-50's 3x3 s2 dgrad at batch 1
     # (196 4x4 DX tiles) on AVX2 and AMD AVX-512; Intel AVX-512 (not measured there) keeps the
-    # col2im GEMM, as do 49 tiles (1x256x28x28).
+    # col2im GEMM, as do 49 tiles (1x256x28x28) but on Zen 1, which takes F(2x2, 2x2) from 49 tiles
+    # (rules.CPU_CONV_DGRAD_POLYPHASE_MIN_TILES_BY_CORE).
     @run
     def explain_resnet_shapes():
         for arch, args in (
@@ -48,6 +49,7 @@ if len(sys.argv) > 1 and sys.argv[1] == "explain":
             ("znver4", {}),
             ("sapphirerapids", {}),
             ("znver4", dict(k=256, c=256, h=28)),
+            ("znver1", dict(k=256, c=256, h=28)),
         ):
             g = build(**(dict(k=128, c=128, h=56) | args))
             g.validate()
@@ -60,6 +62,7 @@ if len(sys.argv) > 1 and sys.argv[1] == "explain":
     # EXPLAIN: znver4 {{.*}}cpu-conv-dgrad-winograd-strided (F(2x2, 2x2) {{.*}} GEMM tuned for avx512, AMD)
     # EXPLAIN: sapphirerapids {{.*}}cpu-conv-dgrad-col2im-gemm (3x3 stride 2x2
     # EXPLAIN: znver4 {{.*}}cpu-conv-dgrad-col2im-gemm (3x3 stride 2x2
+    # EXPLAIN: znver1 {{.*}}cpu-conv-dgrad-winograd-strided (F(2x2, 2x2) per DX phase, 3x3 stride 2, 49 4x4 DX tiles >= 49,
     sys.exit(0)
 
 
