@@ -1682,7 +1682,8 @@ CPU_CONV_DGRAD_POLYPHASE_F4_MIN_TILES = 392
 # col2im GEMM) --lowering polyphase2, ratio to PyTorch in one process, three runs: 3x3 s2 dgrad
 # 1x256x28x28->256 (49 tiles, 6.5 MB transformed filter) 0.95, 0.77, 0.81 -> 1.05, 0.90, 0.98;
 # 2x256x28x28->256 (98) 1.00, 0.82, 1.04 -> 1.23, 1.01, 1.23; 8x512x14x14->512 (128, 26 MB) 0.67,
-# 0.79, 0.83 -> 0.74, 0.86, 0.85; 1x128x28x28->256 (49) 0.89, 0.91, 0.86 -> 0.89, 0.93, 0.91.
+# 0.79, 0.83 -> 0.74, 0.86, 0.85; 1x128x28x28->256 (49) 0.89, 0.91, 0.86 -> 0.89, 0.93, 0.91. 16 tiles
+# lost (--lowering gemm against polyphase2): 1x512x14x14->512 1.21 -> 0.57, 1x256x14x14->256 1.17 -> 0.68.
 CPU_CONV_DGRAD_POLYPHASE_MIN_TILES_BY_CORE = {"znver1": 49}
 CPU_CONV_DGRAD_POLYPHASE_ANY_FILTER_CORES = {"znver1"}
 
