@@ -902,8 +902,10 @@ CPU_CONV_POLYPHASE_EXCLUDED_VENDORS = ("intel",)
 # 0.88, 0.64, 0.56 -> 0.79, 0.80, 0.70; 8x512x14x14->512 0.66, 0.56, 0.58 -> 0.71, 0.61, 0.56.
 # Where it lost, hence the limit: 16 tiles (1x256x14x14->256 0.91 -> 0.55, 1x128x14x14->256
 # 0.84 -> 0.50; 1x512x14x14->512 1.41, 1.20 with the few-positions GEMM -> 0.55, 0.49).
+# Measured from 64 input channels (1x64x28x28->128 ran even), hence the core's limits only from there.
 CPU_CONV_POLYPHASE_MIN_TILES_BY_CORE = {"znver1": 49}
 CPU_CONV_POLYPHASE_ANY_FILTER_CORES = {"znver1"}
+CPU_CONV_POLYPHASE_CORE_MIN_CHANNELS = 64
 
 
 def _polyphase_applies(p: Problem, t: Target) -> bool:
@@ -916,9 +918,16 @@ def _polyphase_applies(p: Problem, t: Target) -> bool:
     return vector_isa(t) != "generic" and cpu_vendor(t.cpu) not in CPU_CONV_POLYPHASE_EXCLUDED_VENDORS
 
 
-def polyphase_min_tiles(t: Target) -> int:
-    """The fewest 2x2 output tiles cpu-conv-winograd-strided takes a conv with on ``t``."""
-    return CPU_CONV_POLYPHASE_MIN_TILES_BY_CORE.get(cpu_core(t.cpu) or "", CPU_CONV_POLYPHASE_MIN_TILES)
+def _polyphase_core_limits(t: Target, channels: int) -> bool:
+    """Whether ``t``'s core has limits of its own for a conv of ``channels`` input channels."""
+    return cpu_core(t.cpu) in CPU_CONV_POLYPHASE_MIN_TILES_BY_CORE and channels >= CPU_CONV_POLYPHASE_CORE_MIN_CHANNELS
+
+
+def polyphase_min_tiles(t: Target, channels: int) -> int:
+    """The fewest 2x2 output tiles cpu-conv-winograd-strided takes a conv of ``channels`` with on ``t``."""
+    if _polyphase_core_limits(t, channels):
+        return CPU_CONV_POLYPHASE_MIN_TILES_BY_CORE[cpu_core(t.cpu) or ""]
+    return CPU_CONV_POLYPHASE_MIN_TILES
 
 
 def polyphase_output_tile(p: Problem, t: Target) -> int | None:
@@ -928,10 +937,11 @@ def polyphase_output_tile(p: Problem, t: Target) -> int | None:
     tiles, channels = winograd_tiles(p, 2), int(p.fact("channels", 0))
     if channels <= 0:
         return None  # (not known: the transformed sizes cannot be checked)
-    filter_bytes, core = 25 * conv_filter_elements(p) * 4, cpu_core(t.cpu)
-    if tiles < polyphase_min_tiles(t):
+    filter_bytes = 25 * conv_filter_elements(p) * 4
+    if tiles < polyphase_min_tiles(t, channels):
         return None
-    if core not in CPU_CONV_POLYPHASE_ANY_FILTER_CORES and filter_bytes > max(
+    any_filter = _polyphase_core_limits(t, channels) and cpu_core(t.cpu) in CPU_CONV_POLYPHASE_ANY_FILTER_CORES
+    if not any_filter and filter_bytes > max(
         CPU_CONV_POLYPHASE_MAX_FILTER_BYTES, tiles * CPU_CONV_POLYPHASE_MAX_FILTER_BYTES_PER_TILE
     ):
         return None
@@ -967,7 +977,8 @@ def CPU_CONV_WINOGRAD_STRIDED(p: Problem, t: Target) -> str | None:
     on = f"{isa}, AMD" if vendor == "amd" else isa
     return (
         f"F({m}x{m}, 2x2) over the input's 4 phases, 3x3 stride 2, {tiles} {m}x{m} tiles >= "
-        f"{polyphase_min_tiles(t)}, transformed data <= {CPU_CONV_POLYPHASE_MAX_TRANSFORMED_BYTES >> 20} MiB, "
+        f"{polyphase_min_tiles(t, int(p.fact('channels', 0)))}, transformed data <= "
+        f"{CPU_CONV_POLYPHASE_MAX_TRANSFORMED_BYTES >> 20} MiB, "
         f"GEMM tuned for {on}" + _core_winograd_tile_text(t, tiles, int(p.fact("channels", 0)))
     )
 
@@ -1684,13 +1695,25 @@ CPU_CONV_DGRAD_POLYPHASE_F4_MIN_TILES = 392
 # 2x256x28x28->256 (98) 1.00, 0.82, 1.04 -> 1.23, 1.01, 1.23; 8x512x14x14->512 (128, 26 MB) 0.67,
 # 0.79, 0.83 -> 0.74, 0.86, 0.85; 1x128x28x28->256 (49) 0.89, 0.91, 0.86 -> 0.89, 0.93, 0.91. 16 tiles
 # lost (--lowering gemm against polyphase2): 1x512x14x14->512 1.21 -> 0.57, 1x256x14x14->256 1.17 -> 0.68.
+# Measured from 128 DX channels, hence the core's limits only from there.
 CPU_CONV_DGRAD_POLYPHASE_MIN_TILES_BY_CORE = {"znver1": 49}
 CPU_CONV_DGRAD_POLYPHASE_ANY_FILTER_CORES = {"znver1"}
+CPU_CONV_DGRAD_POLYPHASE_CORE_MIN_CHANNELS = 128
 
 
-def polyphase_dgrad_min_tiles(t: Target) -> int:
+def _polyphase_dgrad_core_limits(t: Target, dx_channels: int) -> bool:
+    """Whether ``t``'s core has F(2x2, 2x2) limits of its own for a dgrad of ``dx_channels``."""
+    return (
+        cpu_core(t.cpu) in CPU_CONV_DGRAD_POLYPHASE_MIN_TILES_BY_CORE
+        and dx_channels >= CPU_CONV_DGRAD_POLYPHASE_CORE_MIN_CHANNELS
+    )
+
+
+def polyphase_dgrad_min_tiles(t: Target, dx_channels: int) -> int:
     """The fewest 4x4 DX tiles cpu-conv-dgrad-winograd-strided takes F(2x2, 2x2) from on ``t``."""
-    return CPU_CONV_DGRAD_POLYPHASE_MIN_TILES_BY_CORE.get(cpu_core(t.cpu) or "", CPU_CONV_DGRAD_POLYPHASE_MIN_TILES)
+    if _polyphase_dgrad_core_limits(t, dx_channels):
+        return CPU_CONV_DGRAD_POLYPHASE_MIN_TILES_BY_CORE[cpu_core(t.cpu) or ""]
+    return CPU_CONV_DGRAD_POLYPHASE_MIN_TILES
 
 
 def strided_dgrad_out_channels(p: Problem) -> int:
@@ -1717,8 +1740,8 @@ def polyphase_dgrad_output_tile(p: Problem, t: Target) -> int | None:
     k, c = int(p.fact("channels", 0)), strided_dgrad_out_channels(p)
     if k <= 0 or c <= 0:
         return None
-    any_filter = cpu_core(t.cpu) in CPU_CONV_DGRAD_POLYPHASE_ANY_FILTER_CORES
-    for m, min_tiles in ((4, CPU_CONV_DGRAD_POLYPHASE_F4_MIN_TILES), (2, polyphase_dgrad_min_tiles(t))):
+    any_filter = _polyphase_dgrad_core_limits(t, c) and cpu_core(t.cpu) in CPU_CONV_DGRAD_POLYPHASE_ANY_FILTER_CORES
+    for m, min_tiles in ((4, CPU_CONV_DGRAD_POLYPHASE_F4_MIN_TILES), (2, polyphase_dgrad_min_tiles(t, c))):
         tiles, t_squared = winograd_tiles(p, 2 * m), (2 * m + 1) ** 2
         filter_fits = (m == 2 and any_filter) or t_squared * k * c * 4 <= CPU_CONV_DGRAD_POLYPHASE_MAX_FILTER_BYTES
         if tiles < min_tiles or not filter_fits:
@@ -1754,7 +1777,9 @@ def CPU_CONV_DGRAD_WINOGRAD_STRIDED(p: Problem, t: Target) -> str | None:
         return None
     tiles, isa, vendor = winograd_tiles(p, 2 * m), vector_isa(t), cpu_vendor(t.cpu)
     on = f"{isa}, AMD" if vendor == "amd" else isa
-    limit = CPU_CONV_DGRAD_POLYPHASE_F4_MIN_TILES if m == 4 else polyphase_dgrad_min_tiles(t)
+    limit = (
+        CPU_CONV_DGRAD_POLYPHASE_F4_MIN_TILES if m == 4 else polyphase_dgrad_min_tiles(t, strided_dgrad_out_channels(p))
+    )
     return (
         f"F({m}x{m}, 2x2) per DX phase, 3x3 stride 2, {tiles} {2 * m}x{2 * m} DX tiles >= {limit}, "
         f"no col2im, GEMM tuned for {on}"

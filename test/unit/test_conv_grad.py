@@ -1001,14 +1001,17 @@ def test_strided_dgrad_polyphase_rule_targets():
 
 def test_strided_dgrad_polyphase_zen1_from_49_tiles(rng):
     """Zen 1 takes F(2x2, 2x2) per DX phase from 49 4x4 DX tiles and of any filter
-    (rules.CPU_CONV_DGRAD_POLYPHASE_MIN_TILES_BY_CORE): ResNet-50's 1x256x28x28 (49 tiles) and
-    8x512x14x14 (a 26 MB transformed filter); 16 tiles keep the col2im GEMM, as do the other cores.
+    (rules.CPU_CONV_DGRAD_POLYPHASE_MIN_TILES_BY_CORE) from 128 DX channels: ResNet-50's 1x256x28x28
+    (49 tiles) and 8x512x14x14 (a 26 MB transformed filter); 16 tiles or 64 DX channels keep the
+    col2im GEMM, as do the other cores.
     Numerics of the 49-tile dgrad (C = K = 256) against the reference, run here as znver1 code."""
     attrs = dict(padding=[1, 1], stride=[2, 2], dilation=[1, 1])
     few, ins, _ = _dgrad_graph("dgrad_zen1_49", [1, 256, 14, 14], [256, 256, 3, 3], [1, 256, 28, 28], attrs, True)
     big, _, _ = _dgrad_graph("dgrad_zen1_big", [8, 512, 7, 7], [512, 512, 3, 3], [8, 512, 14, 14], attrs, True)
     small, _, _ = _dgrad_graph("dgrad_zen1_16", [1, 256, 7, 7], [256, 256, 3, 3], [1, 256, 14, 14], attrs, True)
-    for g, tiles in ((few, 49), (big, 128), (small, None)):
+    # 98 tiles, but 64 DX channels: below the 128 measured.
+    narrow, _, _ = _dgrad_graph("dgrad_zen1_narrow", [2, 128, 14, 14], [128, 64, 3, 3], [2, 64, 28, 28], attrs, True)
+    for g, tiles in ((few, 49), (big, 128), (small, None), (narrow, None)):
         g.validate()
         explained = g.explain(arch="znver1")
         if tiles is None:

@@ -313,6 +313,8 @@ def test_polyphase_forcing_leaves_other_convs_to_the_rules(cpu, lowering):
         ((8, 512, 14, 14, 512), "znver1", 2),  # 26 MB filter
         ((1, 256, 14, 14, 256), "znver1", None),  # 16 tiles
         ((1, 512, 14, 14, 512), "znver1", None),  # 16 tiles (the few-positions GEMM's)
+        ((2, 32, 28, 28, 64), "znver1", None),  # 98 tiles, but below the 64 channels measured
+        ((2, 64, 28, 28, 64), "znver1", 2),
     ],
 )
 def test_polyphase_auto_choice(shape, arch, expected):
