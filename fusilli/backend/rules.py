@@ -889,6 +889,19 @@ CPU_CONV_POLYPHASE_MAX_FILTER_BYTES_PER_TILE = 40 << 10
 # Measured on AMD cores (AVX-512, and AVX2 as x86-64-v3 code, whose Winograd GEMM tiles are the
 # vendor-free ones); not on Intel's, whose strided GEMMs have tiles of their own.
 CPU_CONV_POLYPHASE_EXCLUDED_VENDORS = ("intel",)
+
+
+@dataclass(frozen=True)
+class PolyphaseCoreLimits:
+    """A core's own limits for a polyphase Winograd rule, in place of the shared ones: from
+    ``min_tiles`` tiles, with no transformed-filter limit where ``any_filter``, for convs of at
+    least ``min_channels`` (the fewest measured; narrower ones keep the shared limits)."""
+
+    min_tiles: int
+    min_channels: int
+    any_filter: bool
+
+
 # Zen 1 (znver1: its 256-bit FMAs issued as two 128-bit halves, the GEMM's share of the time
 # larger than on the cores above) repays the filter transform from fewer tiles, and of any filter
 # measured. EPYC Zen 1 VM, python benchmarks/conv_lowerings.py SUITE --lowering auto (the
@@ -903,9 +916,15 @@ CPU_CONV_POLYPHASE_EXCLUDED_VENDORS = ("intel",)
 # Where it lost, hence the limit: 16 tiles (1x256x14x14->256 0.91 -> 0.55, 1x128x14x14->256
 # 0.84 -> 0.50; 1x512x14x14->512 1.41, 1.20 with the few-positions GEMM -> 0.55, 0.49).
 # Measured from 64 input channels (1x64x28x28->128 ran even), hence the core's limits only from there.
-CPU_CONV_POLYPHASE_MIN_TILES_BY_CORE = {"znver1": 49}
-CPU_CONV_POLYPHASE_ANY_FILTER_CORES = {"znver1"}
-CPU_CONV_POLYPHASE_CORE_MIN_CHANNELS = 64
+CPU_CONV_POLYPHASE_CORE_LIMITS = {"znver1": PolyphaseCoreLimits(min_tiles=49, min_channels=64, any_filter=True)}
+
+
+def _core_polyphase_limits(
+    table: dict[str, PolyphaseCoreLimits], t: Target, channels: int
+) -> PolyphaseCoreLimits | None:
+    """``t``'s core's entry of a polyphase rule's ``table`` where it covers ``channels``, else None."""
+    limits = table.get(cpu_core(t.cpu) or "")
+    return limits if limits is not None and channels >= limits.min_channels else None
 
 
 def _polyphase_applies(p: Problem, t: Target) -> bool:
@@ -918,16 +937,10 @@ def _polyphase_applies(p: Problem, t: Target) -> bool:
     return vector_isa(t) != "generic" and cpu_vendor(t.cpu) not in CPU_CONV_POLYPHASE_EXCLUDED_VENDORS
 
 
-def _polyphase_core_limits(t: Target, channels: int) -> bool:
-    """Whether ``t``'s core has limits of its own for a conv of ``channels`` input channels."""
-    return cpu_core(t.cpu) in CPU_CONV_POLYPHASE_MIN_TILES_BY_CORE and channels >= CPU_CONV_POLYPHASE_CORE_MIN_CHANNELS
-
-
 def polyphase_min_tiles(t: Target, channels: int) -> int:
     """The fewest 2x2 output tiles cpu-conv-winograd-strided takes a conv of ``channels`` with on ``t``."""
-    if _polyphase_core_limits(t, channels):
-        return CPU_CONV_POLYPHASE_MIN_TILES_BY_CORE[cpu_core(t.cpu) or ""]
-    return CPU_CONV_POLYPHASE_MIN_TILES
+    limits = _core_polyphase_limits(CPU_CONV_POLYPHASE_CORE_LIMITS, t, channels)
+    return CPU_CONV_POLYPHASE_MIN_TILES if limits is None else limits.min_tiles
 
 
 def polyphase_output_tile(p: Problem, t: Target) -> int | None:
@@ -940,7 +953,8 @@ def polyphase_output_tile(p: Problem, t: Target) -> int | None:
     filter_bytes = 25 * conv_filter_elements(p) * 4
     if tiles < polyphase_min_tiles(t, channels):
         return None
-    any_filter = _polyphase_core_limits(t, channels) and cpu_core(t.cpu) in CPU_CONV_POLYPHASE_ANY_FILTER_CORES
+    limits = _core_polyphase_limits(CPU_CONV_POLYPHASE_CORE_LIMITS, t, channels)
+    any_filter = limits is not None and limits.any_filter
     if not any_filter and filter_bytes > max(
         CPU_CONV_POLYPHASE_MAX_FILTER_BYTES, tiles * CPU_CONV_POLYPHASE_MAX_FILTER_BYTES_PER_TILE
     ):
@@ -974,12 +988,11 @@ def CPU_CONV_WINOGRAD_STRIDED(p: Problem, t: Target) -> str | None:
     if m is None:
         return None
     tiles, isa, vendor = winograd_tiles(p, m), vector_isa(t), cpu_vendor(t.cpu)
-    on = f"{isa}, AMD" if vendor == "amd" else isa
+    on, channels = (f"{isa}, AMD" if vendor == "amd" else isa), int(p.fact("channels", 0))
     return (
         f"F({m}x{m}, 2x2) over the input's 4 phases, 3x3 stride 2, {tiles} {m}x{m} tiles >= "
-        f"{polyphase_min_tiles(t, int(p.fact('channels', 0)))}, transformed data <= "
-        f"{CPU_CONV_POLYPHASE_MAX_TRANSFORMED_BYTES >> 20} MiB, "
-        f"GEMM tuned for {on}" + _core_winograd_tile_text(t, tiles, int(p.fact("channels", 0)))
+        f"{polyphase_min_tiles(t, channels)}, transformed data <= {CPU_CONV_POLYPHASE_MAX_TRANSFORMED_BYTES >> 20} "
+        f"MiB, GEMM tuned for {on}" + _core_winograd_tile_text(t, tiles, channels)
     )
 
 
@@ -1688,7 +1701,7 @@ CPU_CONV_DGRAD_POLYPHASE_MAX_FILTER_BYTES = 8 << 20
 # 16.4 (x86-64-v3), with two-stage output transforms 16.1 -> 13.8; with fewer it lost (1x128x56x56,
 # 49: 1.68 -> 1.72 / 1.77 -> 2.01; 8x256x28x28, 128: 13.0 -> 14.7 / 15.0 -> 20.2).
 CPU_CONV_DGRAD_POLYPHASE_F4_MIN_TILES = 392
-# Zen 1 (as the forward, CPU_CONV_POLYPHASE_MIN_TILES_BY_CORE) takes F(2x2, 2x2) from 49 4x4 DX tiles
+# Zen 1 (as the forward, CPU_CONV_POLYPHASE_CORE_LIMITS) takes F(2x2, 2x2) from 49 4x4 DX tiles
 # and of any filter. EPYC Zen 1 VM, python benchmarks/conv_lowerings.py SUITE --lowering auto (the
 # col2im GEMM) --lowering polyphase2, ratio to PyTorch in one process, three runs: 3x3 s2 dgrad
 # 1x256x28x28->256 (49 tiles, 6.5 MB transformed filter) 0.95, 0.77, 0.81 -> 1.05, 0.90, 0.98;
@@ -1696,24 +1709,13 @@ CPU_CONV_DGRAD_POLYPHASE_F4_MIN_TILES = 392
 # 0.79, 0.83 -> 0.74, 0.86, 0.85; 1x128x28x28->256 (49) 0.89, 0.91, 0.86 -> 0.89, 0.93, 0.91. 16 tiles
 # lost (--lowering gemm against polyphase2): 1x512x14x14->512 1.21 -> 0.57, 1x256x14x14->256 1.17 -> 0.68.
 # Measured from 128 DX channels, hence the core's limits only from there.
-CPU_CONV_DGRAD_POLYPHASE_MIN_TILES_BY_CORE = {"znver1": 49}
-CPU_CONV_DGRAD_POLYPHASE_ANY_FILTER_CORES = {"znver1"}
-CPU_CONV_DGRAD_POLYPHASE_CORE_MIN_CHANNELS = 128
-
-
-def _polyphase_dgrad_core_limits(t: Target, dx_channels: int) -> bool:
-    """Whether ``t``'s core has F(2x2, 2x2) limits of its own for a dgrad of ``dx_channels``."""
-    return (
-        cpu_core(t.cpu) in CPU_CONV_DGRAD_POLYPHASE_MIN_TILES_BY_CORE
-        and dx_channels >= CPU_CONV_DGRAD_POLYPHASE_CORE_MIN_CHANNELS
-    )
+CPU_CONV_DGRAD_POLYPHASE_CORE_LIMITS = {"znver1": PolyphaseCoreLimits(min_tiles=49, min_channels=128, any_filter=True)}
 
 
 def polyphase_dgrad_min_tiles(t: Target, dx_channels: int) -> int:
     """The fewest 4x4 DX tiles cpu-conv-dgrad-winograd-strided takes F(2x2, 2x2) from on ``t``."""
-    if _polyphase_dgrad_core_limits(t, dx_channels):
-        return CPU_CONV_DGRAD_POLYPHASE_MIN_TILES_BY_CORE[cpu_core(t.cpu) or ""]
-    return CPU_CONV_DGRAD_POLYPHASE_MIN_TILES
+    limits = _core_polyphase_limits(CPU_CONV_DGRAD_POLYPHASE_CORE_LIMITS, t, dx_channels)
+    return CPU_CONV_DGRAD_POLYPHASE_MIN_TILES if limits is None else limits.min_tiles
 
 
 def strided_dgrad_out_channels(p: Problem) -> int:
@@ -1740,7 +1742,8 @@ def polyphase_dgrad_output_tile(p: Problem, t: Target) -> int | None:
     k, c = int(p.fact("channels", 0)), strided_dgrad_out_channels(p)
     if k <= 0 or c <= 0:
         return None
-    any_filter = _polyphase_dgrad_core_limits(t, c) and cpu_core(t.cpu) in CPU_CONV_DGRAD_POLYPHASE_ANY_FILTER_CORES
+    limits = _core_polyphase_limits(CPU_CONV_DGRAD_POLYPHASE_CORE_LIMITS, t, c)
+    any_filter = limits is not None and limits.any_filter
     for m, min_tiles in ((4, CPU_CONV_DGRAD_POLYPHASE_F4_MIN_TILES), (2, polyphase_dgrad_min_tiles(t, c))):
         tiles, t_squared = winograd_tiles(p, 2 * m), (2 * m + 1) ** 2
         filter_fits = (m == 2 and any_filter) or t_squared * k * c * 4 <= CPU_CONV_DGRAD_POLYPHASE_MAX_FILTER_BYTES

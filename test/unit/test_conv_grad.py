@@ -1001,7 +1001,7 @@ def test_strided_dgrad_polyphase_rule_targets():
 
 def test_strided_dgrad_polyphase_zen1_from_49_tiles(rng):
     """Zen 1 takes F(2x2, 2x2) per DX phase from 49 4x4 DX tiles and of any filter
-    (rules.CPU_CONV_DGRAD_POLYPHASE_MIN_TILES_BY_CORE) from 128 DX channels: ResNet-50's 1x256x28x28
+    (rules.CPU_CONV_DGRAD_POLYPHASE_CORE_LIMITS) from 128 DX channels: ResNet-50's 1x256x28x28
     (49 tiles) and 8x512x14x14 (a 26 MB transformed filter); 16 tiles or 64 DX channels keep the
     col2im GEMM, as do the other cores.
     Numerics of the 49-tile dgrad (C = K = 256) against the reference, run here as znver1 code."""

@@ -306,7 +306,7 @@ def test_polyphase_forcing_leaves_other_convs_to_the_rules(cpu, lowering):
         ((4, 256, 28, 28, 256), "znver4", 2),  # 196 tiles: 33 KB each
         ((2, 256, 28, 28, 256), "znver4", None),  # 98 tiles
         ((8, 512, 14, 14, 512), "znver4", None),  # 26 MB filter, 128 tiles: 205 KB each
-        # Zen 1 from 49 tiles, of any filter (rules.CPU_CONV_POLYPHASE_MIN_TILES_BY_CORE)
+        # Zen 1 from 49 tiles, of any filter (rules.CPU_CONV_POLYPHASE_CORE_LIMITS)
         ((1, 256, 28, 28, 256), "znver1", 2),  # 49 tiles, 6.5 MB filter
         ((1, 256, 28, 28, 256), "znver3", None),
         ((1, 256, 28, 28, 256), "x86-64-v3", None),

@@ -41,7 +41,7 @@ if len(sys.argv) > 1 and sys.argv[1] == "explain":
     # Chosen by the rules (cpu-conv-dgrad-winograd-strided) for ResNet-50's 3x3 s2 dgrad at batch 1
     # (196 4x4 DX tiles) on AVX2 and AMD AVX-512; Intel AVX-512 (not measured there) keeps the
     # col2im GEMM, as do 49 tiles (1x256x28x28) but on Zen 1, which takes F(2x2, 2x2) from 49 tiles
-    # (rules.CPU_CONV_DGRAD_POLYPHASE_MIN_TILES_BY_CORE).
+    # (rules.CPU_CONV_DGRAD_POLYPHASE_CORE_LIMITS).
     @run
     def explain_resnet_shapes():
         for arch, args in (

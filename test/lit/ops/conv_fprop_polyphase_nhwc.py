@@ -64,7 +64,7 @@ if len(sys.argv) > 1 and sys.argv[1] == "explain":
     # EXPLAIN: sapphirerapids {{.*}}cpu-conv-im2col-gemm (3x3 stride 2
 
     # ResNet-50's 1x256x28x28->256 (49 2x2 tiles, a 6.5 MB transformed filter): Zen 1 takes it from
-    # 49 tiles and of any filter (rules.CPU_CONV_POLYPHASE_MIN_TILES_BY_CORE); the others keep the GEMM.
+    # 49 tiles and of any filter (rules.CPU_CONV_POLYPHASE_CORE_LIMITS); the others keep the GEMM.
     @run
     def explain_zen1_few_tiles():
         g = build(epilogue=False, n=1, c=256, h=28, k=256)
