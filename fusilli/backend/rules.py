@@ -850,13 +850,16 @@ def CPU_CONV_WINOGRAD(p: Problem, t: Target) -> str | None:
         return (
             f"{head}, {few} 4x4 tiles in [{CPU_CONV_WINOGRAD_MIN_TILES_ONE_PASS_FILTER}, {limit}), F(2x2)'s "
             f"transformed filter <= {mib} MiB, GEMM tuned for {isa}, AMD"
+            + _winograd_panel_text(t, conv_out_channels(p), tiles, int(p.fact("channels", 0)))
         )
     on = f"{isa}, Intel" if m == 2 else isa
     if m == 4 and tiles < limit:
         limit = CPU_CONV_WINOGRAD_MIN_TILES_ONE_PASS_FILTER
         on += ", not Intel"
-    core_tile = _core_winograd_tile_text(t, tiles, int(p.fact("channels", 0))) if p.kind == "conv_fprop" else ""
-    return f"{head}, {tiles} {m}x{m} tiles >= {limit}, GEMM tuned for {on}{core_tile}"
+    depth = int(p.fact("channels", 0))
+    core_tile = _core_winograd_tile_text(t, tiles, depth) if p.kind == "conv_fprop" else ""
+    panels = _winograd_panel_text(t, conv_out_channels(p), tiles, depth)
+    return f"{head}, {tiles} {m}x{m} tiles >= {limit}, GEMM tuned for {on}{core_tile}{panels}"
 
 
 # cpu-conv-winograd-strided: 3x3 stride-2 convs as Winograd over the input's phases
@@ -992,7 +995,9 @@ def CPU_CONV_WINOGRAD_STRIDED(p: Problem, t: Target) -> str | None:
     return (
         f"F({m}x{m}, 2x2) over the input's 4 phases, 3x3 stride 2, {tiles} {m}x{m} tiles >= "
         f"{polyphase_min_tiles(t, channels)}, transformed data <= {CPU_CONV_POLYPHASE_MAX_TRANSFORMED_BYTES >> 20} "
-        f"MiB, GEMM tuned for {on}" + _core_winograd_tile_text(t, tiles, channels)
+        f"MiB, GEMM tuned for {on}"
+        + _core_winograd_tile_text(t, tiles, channels)
+        + _winograd_panel_text(t, conv_out_channels(p), tiles, channels)
     )
 
 
@@ -1026,6 +1031,18 @@ def _core_winograd_tile_text(t: Target, rows: int, depth: int) -> str:
 
     isa, vendor = vector_isa(t), cpu_vendor(t.cpu)
     return _core_tile_text(t, lambda core: gemm_config.winograd_gemm_tile(isa, rows, depth, vendor, core))
+
+
+def _winograd_panel_text(t: Target, columns: int, rows: int, depth: int) -> str:
+    """``", the transformed filter in 64-column panels (rows of 512 would alias in L1)"`` where
+    gemm_config.winograd_b_panel writes a Winograd GEMM's B (``columns`` wide, ``rows`` x
+    ``depth``) in panels, else ``""``."""
+    from fusilli.passes import gemm_config  # the tile tables (they import this module)
+
+    panel = gemm_config.winograd_b_panel(vector_isa(t), columns, 0, rows, depth, cpu_vendor(t.cpu), cpu_core(t.cpu))
+    if panel is None:
+        return ""
+    return f", the transformed filter in {panel}-column panels (rows of {columns} would alias in L1)"
 
 
 def _core_tile_text(t: Target, tile_of: Callable[[str | None], Any]) -> str:
@@ -1786,6 +1803,7 @@ def CPU_CONV_DGRAD_WINOGRAD_STRIDED(p: Problem, t: Target) -> str | None:
     return (
         f"F({m}x{m}, 2x2) per DX phase, 3x3 stride 2, {tiles} {2 * m}x{2 * m} DX tiles >= {limit}, "
         f"no col2im, GEMM tuned for {on}"
+        + _winograd_panel_text(t, strided_dgrad_out_channels(p), tiles, int(p.fact("channels", 0)))
     )
 
 

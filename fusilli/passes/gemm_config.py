@@ -388,6 +388,76 @@ def winograd_gemm_tile(
     return _core_tile(WINOGRAD_GEMM_TILES_BY_CORE, isa, core, rows, depth) or tile or WINOGRAD_GEMM_TILES.get(isa)
 
 
+# Winograd's batched GEMM reads its B, the transformed filter U[t*t, depth, columns] (a forward
+# conv's C x K, a data gradient's K x C), a row per reduction step, a register tile's width of each
+# row, like a conv GEMM's filter: rows of 512, 1024 or 2048 f32 columns are a multiple of
+# B_ROW_ALIAS_BYTES apart and share one or two of L1's sets (see above). Padding the rows as the conv
+# GEMM's filter is padded cost a copy of U here (IREE writes a row-padded result of the filter
+# transform in a dispatch of its own, 37 MB a call for F(4x4) of 512 channels), so on the ISAs
+# below the filter transform writes U as panels of WINOGRAD_B_PANEL columns, [t*t, columns / panel,
+# depth, panel], every panel's rows contiguous (winograd.filter_transform), at no cost, and the GEMM
+# reads them as a contraction over (b, m, j, n, c) (winograd.batched_gemm). EPYC Zen 1 VM (znver1),
+# the GEMM compiled alone (iree.runtime calls) with the table's 4x16 in 64x64, one thread (local-sync) / two (local-task), ms,
+# plain -> panels, one process, interleaved: 25x128x512x512 (the polyphase GEMM of 3x3 s2
+# 8x512x14x14->512) 85.3 -> 55.2 / 45.2 -> 30.3 (rows padded instead: 77.1 -> 58.0 / 45.2 -> 32.0);
+# 36x32x512x512 (F(4x4) of 3x3 8x512x7x7) 29.2 -> 21.0 / 20.0 -> 12.9. Rows of 256 or 128 columns
+# (1 or 0.5 KiB apart) ran even: 36x128x256x256 19.6 / 19.0, 13.7 / 13.8; 25x392x256x256 42.0 /
+# 41.9, 28.1 / 28.7; 36x392x128x128 15.5 / 16.2, 12.0 / 16.1 (min 7.6 / 7.7), so they keep the
+# plain layout. Whole graphs, both layouts compiled in one process and run interleaved with PyTorch
+# (python benchmarks/table_ab.py SUITE --variant 'plain:fusilli.passes.gemm_config.
+# WINOGRAD_B_PANEL_ISAS=set()' --variant panels), two runs, ratio to PyTorch or ms, plain ->
+# panels: polyphase 3x3 s2 8x512x14x14->512 0.51 -> 0.69, 0.53 -> 0.75; 4x512x14x14->512 0.52 ->
+# 0.71, 0.54 -> 0.73; 1x256x28x28->512 0.68 -> 0.79; its dgrad 8x512x14x14 0.61 -> 0.87, 0.56 ->
+# 0.84; F(4x4) 3x3 8x512x7x7->512 29.0 -> 25.5, 26.3 -> 23.0 ms; its dgrad 23.3 -> 16.8, 26.2 ->
+# 17.3 ms; the same dispatches and transient bytes. AVX-512 code was not measured (its 8x32
+# and 6x64 tiles read two and four lines of each B row per step): it keeps the plain layout.
+WINOGRAD_B_PANEL = 64
+WINOGRAD_B_PANEL_ISAS = {"avx2"}
+
+
+def winograd_b_panel(
+    isa: str, columns: int, batch: int, rows: int, depth: int, vendor: str | None = None, core: str | None = None
+) -> int | None:
+    """The panel width Winograd's transformed filter of ``columns`` (its GEMM ``batch`` x ``rows``
+    x ``columns`` x ``depth``) is written in on ``isa`` (see above), or None for the plain
+    ``[t*t, depth, columns]``."""
+    if isa not in WINOGRAD_B_PANEL_ISAS or (columns * 4) % B_ROW_ALIAS_BYTES:
+        return None
+    tile = winograd_gemm_tile(isa, rows, depth, vendor, core)
+    panel = WINOGRAD_B_PANEL
+    if tile is None or columns % panel:
+        return None
+    dn, vn = min(tile.distribution[1], columns), tile.vector[1]
+    return panel if dn % panel == 0 and panel % vn == 0 else None
+
+
+def panel_batch_matmul_compilation_info(
+    isa: str,
+    batch: int,
+    m: int,
+    n: int,
+    k: int,
+    panel: int,
+    vendor: str | None = None,
+    core: str | None = None,
+) -> ir.Attribute | None:
+    """``batch_matmul_compilation_info`` for the GEMM over ``(b, m, j, n, c)`` that reads B as
+    panels of ``panel`` columns (``winograd_b_panel``): the same tile, its N split into panels."""
+    tile = winograd_gemm_tile(isa, m, k, vendor, core)
+    if tile is None:
+        return None
+    dm, dn = min(tile.distribution[0], m), min(tile.distribution[1], n)
+    vm, vn = min(tile.vector[0], dm), min(tile.vector[1], dn)
+    block = k_block(tile, m, k, n, True)
+    parallel = f"1, {dm}, {dn // panel}, {panel}, 0"
+    return _double_tiling_info(
+        f"distribution = [{parallel}], "
+        + (f"cache_parallel = [{parallel}], " if _cache_parallel(batch, m, dm, vm) else "")
+        + (f"cache_reduction = [0, 0, 0, 0, {block}], " if block is not None else "")
+        + f"vector_common_parallel = [1, {vm}, 1, {vn}, 0], vector_reduction = [0, 0, 0, 0, {min(tile.reduction, k)}]"
+    )
+
+
 def wgrad_batch_matmul_compilation_info(isa: str, batch: int, m: int, n: int, k: int) -> ir.Attribute | None:
     """The ``compilation_info`` of the Winograd weight gradient's f32 ``linalg.batch_matmul`` (a row
     per output channel) on ``isa``, whatever the vendor, or None for IREE's default."""

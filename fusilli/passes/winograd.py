@@ -68,7 +68,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from fusilli import ir
-from fusilli.passes.gemm_config import batch_matmul_compilation_info, wgrad_batch_matmul_compilation_info
+from fusilli.passes.gemm_config import (
+    batch_matmul_compilation_info,
+    panel_batch_matmul_compilation_info,
+    wgrad_batch_matmul_compilation_info,
+    winograd_b_panel,
+)
 
 # Finite interpolation points per transform size t = m + r - 1 (t - 1 of them).
 _POINTS = {
@@ -440,9 +445,11 @@ def krsc_taps(w_krsc: ir.Value) -> list[ir.Value]:
     ]
 
 
-def filter_transform(p: WinogradPlan, taps: list[ir.Value]) -> ir.Value:
+def filter_transform(p: WinogradPlan, taps: list[ir.Value], panel: int | None = None) -> ir.Value:
     """``U[t*t, C, K] = G g G^T`` of the 3x3 filter ``g`` given as its nine ``[C, K]`` taps
-    (``hwcf_taps``; dgrad's are slices of its forward filter), in one dispatch.
+    (``hwcf_taps``; dgrad's are slices of its forward filter), in one dispatch; with ``panel``,
+    written as ``[t*t, K / panel, C, panel]``: each panel of ``panel`` columns contiguous, the
+    layout the GEMM reads B in (gemm_config.winograd_b_panel says where and why).
 
     One ``linalg.generic`` iterating ``(b, c, k)`` reads the nine ``[C, K]`` taps once and
     has ``t`` results, one per row ``a`` of ``G``: the column transform
@@ -460,16 +467,24 @@ def filter_transform(p: WinogradPlan, taps: list[ir.Value]) -> ir.Value:
     _, g, _ = p.matrices
     t, c, k = p.t, p.c, p.k
     columns = [_coefficients(g[:, s]) for s in range(KERNEL)]
-    b_, c_, k_ = _dims(3)
-    maps = [_map(3, [c_, k_])] * len(taps) + [_map(3, [b_])] * KERNEL
 
     def body(args):
         column_coefs = args[len(taps) : len(taps) + KERNEL]
         rows = [_fma_chain(column_coefs, args[r * KERNEL : (r + 1) * KERNEL]) for r in range(KERNEL)]
         return [_constant_combination(g[a], rows) for a in range(t)]
 
-    u = _stacked_generic(taps + columns, maps, [t, c, k], _map(3, [b_, c_, k_]), t, body)
-    return _collapse(u, [[0, 1], [2], [3]], [t * t, c, k])
+    if panel is None:
+        b_, c_, k_ = _dims(3)
+        maps = [_map(3, [c_, k_])] * len(taps) + [_map(3, [b_])] * KERNEL
+        u = _stacked_generic(taps + columns, maps, [t, c, k], _map(3, [b_, c_, k_]), t, body)
+        return _collapse(u, [[0, 1], [2], [3]], [t * t, c, k])
+    # Iterating (b, c, j, n): each tap read as [C, K / panel, panel], written with c and j swapped
+    # (the panel's columns stay innermost in both, so loads and stores stay contiguous vectors).
+    b_, c_, j_, n_ = _dims(4)
+    panels = [ir.expand_shape(tap, [[0], [1, 2]], [c, k // panel, panel]) for tap in taps]
+    maps = [_map(4, [c_, j_, n_])] * len(taps) + [_map(4, [b_])] * KERNEL
+    u = _stacked_generic(panels + columns, maps, [t, k // panel, c, panel], _map(4, [b_, j_, c_, n_]), t, body)
+    return _collapse(u, [[0, 1], [2], [3], [4]], [t * t, k // panel, c, panel])
 
 
 def _in_bounds(extent: int, count: int, step: int, tap: int, pad: int) -> np.ndarray:
@@ -613,17 +628,44 @@ def tile_transform(src: ir.Value, matrix: np.ndarray, step: int, pad, tiles, wid
 
 
 def batched_gemm(
-    p: WinogradPlan, v: ir.Value, u: ir.Value, isa: str, vendor: str | None = None, core: str | None = None
+    p: WinogradPlan,
+    v: ir.Value,
+    u: ir.Value,
+    isa: str,
+    vendor: str | None = None,
+    core: str | None = None,
+    panel: int | None = None,
 ) -> ir.Value:
     """``M[t*t, tiles, K] = V x U`` (one GEMM per transform coefficient), with the lowering config
-    of the ISA, CPU vendor and core (gemm_config.batch_matmul_compilation_info)."""
+    of the ISA, CPU vendor and core (gemm_config.batch_matmul_compilation_info). With ``panel``,
+    U is ``filter_transform``'s ``[t*t, K / panel, C, panel]`` and the GEMM a contraction over
+    ``(b, m, j, n, c)`` writing ``[t*t, tiles, K / panel, panel]``, the same memory as the result."""
     zero = ir.arith.ConstantOp(_f32(), 0.0).result
-    init = ir.linalg.fill(zero, outs=[_empty([p.t * p.t, p.tiles, p.k])])
-    result = ir.linalg.batch_matmul(v, u, outs=[init])
-    info = batch_matmul_compilation_info(isa, p.t * p.t, p.tiles, p.k, p.c, vendor, core)
+    if panel is None:
+        init = ir.linalg.fill(zero, outs=[_empty([p.t * p.t, p.tiles, p.k])])
+        result = ir.linalg.batch_matmul(v, u, outs=[init])
+        info = batch_matmul_compilation_info(isa, p.t * p.t, p.tiles, p.k, p.c, vendor, core)
+        if info is not None:
+            result.owner.attributes["compilation_info"] = info
+        return result
+    shape = [p.t * p.t, p.tiles, p.k // panel, panel]
+    init = ir.linalg.fill(zero, outs=[_empty(shape)])
+    b_, m_, j_, n_, c_ = _dims(5)
+    gemm = ir.linalg.GenericOp(
+        [init.type],
+        [v, u],
+        [init],
+        ir.indexing_maps(_map(5, [b_, m_, c_]), _map(5, [b_, j_, c_, n_]), _map(5, [b_, m_, j_, n_])),
+        ir.iterator_types("parallel", "parallel", "parallel", "parallel", "reduction"),
+    )
+    block = gemm.regions[0].blocks.append(_f32(), _f32(), _f32())
+    with ir.InsertionPoint(block):
+        product = ir.arith.MulFOp(block.arguments[0], block.arguments[1]).result
+        ir.linalg.YieldOp([ir.arith.AddFOp(block.arguments[2], product).result])
+    info = panel_batch_matmul_compilation_info(isa, p.t * p.t, p.tiles, p.k, p.c, panel, vendor, core)
     if info is not None:
-        result.owner.attributes["compilation_info"] = info
-    return result
+        gemm.attributes["compilation_info"] = info
+    return _collapse(gemm.result, [[0], [1], [2, 3]], [p.t * p.t, p.tiles, p.k])
 
 
 def output_transform(p: WinogradPlan, mm: ir.Value) -> ir.Value:
@@ -760,9 +802,10 @@ def winograd_conv(
 ) -> ir.Value:
     """The f32 NHWC result of the 3x3 conv (the plan's stride) of builtin f32 tensors: ``x_nhwc``
     and the filter's nine ``[C, K]`` taps ``w_taps`` (``hwcf_taps``)."""
-    u = filter_transform(p, w_taps)
+    panel = winograd_b_panel(isa, p.k, p.t * p.t, p.tiles, p.c, vendor, core)
+    u = filter_transform(p, w_taps, panel)
     v = input_transform(p, x_nhwc)
-    products = batched_gemm(p, v, u, isa, vendor, core)
+    products = batched_gemm(p, v, u, isa, vendor, core, panel)
     return sparse_output_transform(p, products) if p.stride == 2 else output_transform(p, products)
 
 

@@ -66,7 +66,9 @@ def test_numerics_f32(cpu, rng, lowering, m, case):
     lowering(f"winograd{m}")
     x_dim, k, padding = CASES[case]
     g = build(x_dim, k, padding, epilogue=case == "pad1", name=f"wino_{case}_m{m}")
-    assert "linalg.batch_matmul" in g.mlir("optimized")
+    # The GEMM: a batch_matmul, or on AVX2 with 512 columns the contraction over 64-column panels.
+    ir_text = g.mlir("optimized")
+    assert "linalg.batch_matmul" in ir_text or f"tensor<{(m + 2) ** 2}x{k // 64}x{x_dim[1]}x64xf32>" in ir_text
     inputs = {t: random_array(t, rng) for t in g.input_tensors()}
     want = np.asarray(reference.run(g, inputs)["y"], np.float64)
     scale = float(np.abs(want).max())
@@ -265,6 +267,60 @@ def test_polyphase_zen1_from_49_tiles_numerics(rng):
     # The filter's transpose, the filter, input and output transforms (bias + relu fused), the
     # GEMM: the im2col GEMM it replaces is 3 (patches, filter, GEMM).
     assert g.compile_stats.dispatch_count == 5
+
+
+def test_winograd_b_panel_choice():
+    # 64-column panels where the transformed filter's rows are a multiple of 2 KiB apart, on AVX2
+    # only (measured on Zen 1; AVX-512 keeps the plain layout, not measured).
+    for columns in (512, 1024, 2048):
+        assert gemm_config.winograd_b_panel("avx2", columns, 36, 128, 512, "amd", "znver1") == 64
+        assert gemm_config.winograd_b_panel("avx2", columns, 36, 128, 512) == 64
+        assert gemm_config.winograd_b_panel("avx512", columns, 36, 128, 512, "amd", "znver4") is None
+    for columns in (64, 128, 256, 384, 640):
+        assert gemm_config.winograd_b_panel("avx2", columns, 36, 128, 512, "amd", "znver1") is None
+    assert gemm_config.winograd_b_panel("generic", 512, 36, 128, 512) is None
+
+
+def _strided_dgrad_graph(n, k, c, hw, name):
+    g = fs.Graph(name=name)
+    dy = g.tensor(name="dy", dim=[n, k, hw // 2, hw // 2], stride=fs.strides([n, k, hw // 2, hw // 2], "NHWC"))
+    w = g.tensor(name="w", dim=[k, c, 3, 3], stride=fs.strides([k, c, 3, 3], "NHWC"))
+    dx = g.conv_dgrad(dy, w, padding=[1, 1], stride=[2, 2], dilation=[1, 1], name="dgrad")
+    dx.set_dim([n, c, hw, hw]).set_stride(fs.strides([n, c, hw, hw], "NHWC")).set_output(True).set_name("y")
+    return g.validate()
+
+
+@pytest.mark.parametrize(
+    "lowering_name, build_graph, panelled",
+    [
+        ("winograd4", lambda: build([1, 32, 10, 10], 512, [1, 1], epilogue=True, name="panels_f4"), "36x8x32x64"),
+        ("winograd2", lambda: build([2, 16, 6, 6], 1024, [1, 1], name="panels_f2"), "16x16x16x64"),
+        (
+            "polyphase2",
+            lambda: channels_last_conv_graph(
+                [1, 64, 14, 14], 512, (3, 3), (2, 2), (1, 1), epilogue=True, name="pp_panels"
+            ),
+            "25x8x64x64",
+        ),
+        ("polyphase2", lambda: _strided_dgrad_graph(1, 32, 512, 12, "dgrad_panels"), "25x8x32x64"),
+    ],
+)
+def test_winograd_b_panels_numerics(rng, lowering, lowering_name, build_graph, panelled):
+    # AVX2 code (x86-64-v3, as any AVX2 core takes it): the transformed filter written as 64-column
+    # panels and the GEMM over them, against the reference; the dispatches of the plain layout.
+    lowering(lowering_name)
+    arch = arch_running_here("x86-64-v3")
+    g = build_graph()
+    optimized = g.mlir("optimized", fs.Backend.CPU, arch)
+    assert f"tensor<{panelled}xf32>" in optimized and "linalg.batch_matmul" not in optimized
+    inputs = {t: random_array(t, rng) for t in g.input_tensors()}
+    want = np.asarray(reference.run(g, inputs)["y"], np.float64)
+    scale = float(np.abs(want).max())
+    handle = fs.Handle(fs.Backend.CPU, arch=arch)
+    got = np.asarray(run_and_check(g, handle, inputs, rtol=0, atol=SCALED_ATOL[4] * scale)["y"], np.float64)
+    assert np.linalg.norm(got - want) / np.linalg.norm(want) < 1e-5
+    plain = {"winograd4": 6, "winograd2": 6, "polyphase2": 5 if "pp_" in g.name else 4}[lowering_name]
+    assert g.compile_stats.dispatch_count == plain
 
 
 def test_polyphase_epilogue_adds_no_dispatch(cpu, lowering):
