@@ -409,7 +409,9 @@ def winograd_gemm_tile(
 # panels: polyphase 3x3 s2 8x512x14x14->512 0.51 -> 0.69, 0.53 -> 0.75; 4x512x14x14->512 0.52 ->
 # 0.71, 0.54 -> 0.73; 1x256x28x28->512 0.68 -> 0.79; its dgrad 8x512x14x14 0.61 -> 0.87, 0.56 ->
 # 0.84; F(4x4) 3x3 8x512x7x7->512 29.0 -> 25.5, 26.3 -> 23.0 ms; its dgrad 23.3 -> 16.8, 26.2 ->
-# 17.3 ms; the same dispatches and transient bytes. AVX-512 code was not measured (its 8x32
+# 17.3 ms; the same dispatches and transient bytes. As x86-64-v3 code (its 6x16 tile; one run):
+# F(4x4) 3x3 8x512x7x7->512 27.5 -> 24.9 ms, its dgrad 22.8 -> 21.2 (znver1 code beside: 26.9 ->
+# 22.9, 24.8 -> 17.4). AVX-512 code was not measured (its 8x32
 # and 6x64 tiles read two and four lines of each B row per step): it keeps the plain layout.
 WINOGRAD_B_PANEL = 64
 WINOGRAD_B_PANEL_ISAS = {"avx2"}
