@@ -1039,7 +1039,7 @@ def _winograd_panel_text(t: Target, columns: int, rows: int, depth: int) -> str:
     ``depth``) in panels, else ``""``."""
     from fusilli.passes import gemm_config  # the tile tables (they import this module)
 
-    panel = gemm_config.winograd_b_panel(vector_isa(t), columns, 0, rows, depth, cpu_vendor(t.cpu), cpu_core(t.cpu))
+    panel = gemm_config.winograd_b_panel(vector_isa(t), columns, rows, depth, cpu_vendor(t.cpu), cpu_core(t.cpu))
     if panel is None:
         return ""
     return f", the transformed filter in {panel}-column panels (rows of {columns} would alias in L1)"

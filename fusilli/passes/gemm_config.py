@@ -397,8 +397,8 @@ def winograd_gemm_tile(
 # below the filter transform writes U as panels of WINOGRAD_B_PANEL columns, [t*t, columns / panel,
 # depth, panel], every panel's rows contiguous (winograd.filter_transform), at no cost, and the GEMM
 # reads them as a contraction over (b, m, j, n, c) (winograd.batched_gemm). EPYC Zen 1 VM (znver1),
-# the GEMM compiled alone (iree.runtime calls) with the table's 4x16 in 64x64, one thread (local-sync) / two (local-task), ms,
-# plain -> panels, one process, interleaved: 25x128x512x512 (the polyphase GEMM of 3x3 s2
+# the GEMM compiled alone (iree.runtime calls) with the table's 4x16 in 64x64, one thread
+# (local-sync) / two (local-task), ms, plain -> panels, one process, interleaved: 25x128x512x512 (the polyphase GEMM of 3x3 s2
 # 8x512x14x14->512) 85.3 -> 55.2 / 45.2 -> 30.3 (rows padded instead: 77.1 -> 58.0 / 45.2 -> 32.0);
 # 36x32x512x512 (F(4x4) of 3x3 8x512x7x7) 29.2 -> 21.0 / 20.0 -> 12.9. Rows of 256 or 128 columns
 # (1 or 0.5 KiB apart) ran even: 36x128x256x256 19.6 / 19.0, 13.7 / 13.8; 25x392x256x256 42.0 /
@@ -411,17 +411,17 @@ def winograd_gemm_tile(
 # 0.84; F(4x4) 3x3 8x512x7x7->512 29.0 -> 25.5, 26.3 -> 23.0 ms; its dgrad 23.3 -> 16.8, 26.2 ->
 # 17.3 ms; the same dispatches and transient bytes. As x86-64-v3 code (its 6x16 tile; one run):
 # F(4x4) 3x3 8x512x7x7->512 27.5 -> 24.9 ms, its dgrad 22.8 -> 21.2 (znver1 code beside: 26.9 ->
-# 22.9, 24.8 -> 17.4). AVX-512 code was not measured (its 8x32
-# and 6x64 tiles read two and four lines of each B row per step): it keeps the plain layout.
+# 22.9, 24.8 -> 17.4). AVX-512 code was not measured (its 8x32 and 6x64 tiles read two and four
+# lines of each B row per step): it keeps the plain layout.
 WINOGRAD_B_PANEL = 64
 WINOGRAD_B_PANEL_ISAS = {"avx2"}
 
 
 def winograd_b_panel(
-    isa: str, columns: int, batch: int, rows: int, depth: int, vendor: str | None = None, core: str | None = None
+    isa: str, columns: int, rows: int, depth: int, vendor: str | None = None, core: str | None = None
 ) -> int | None:
-    """The panel width Winograd's transformed filter of ``columns`` (its GEMM ``batch`` x ``rows``
-    x ``columns`` x ``depth``) is written in on ``isa`` (see above), or None for the plain
+    """The panel width Winograd's transformed filter of ``columns`` (its GEMMs ``rows`` x
+    ``columns`` x ``depth``) is written in on ``isa`` (see above), or None for the plain
     ``[t*t, depth, columns]``."""
     if isa not in WINOGRAD_B_PANEL_ISAS or (columns * 4) % B_ROW_ALIAS_BYTES:
         return None

@@ -802,7 +802,7 @@ def winograd_conv(
 ) -> ir.Value:
     """The f32 NHWC result of the 3x3 conv (the plan's stride) of builtin f32 tensors: ``x_nhwc``
     and the filter's nine ``[C, K]`` taps ``w_taps`` (``hwcf_taps``)."""
-    panel = winograd_b_panel(isa, p.k, p.t * p.t, p.tiles, p.c, vendor, core)
+    panel = winograd_b_panel(isa, p.k, p.tiles, p.c, vendor, core)
     u = filter_transform(p, w_taps, panel)
     v = input_transform(p, x_nhwc)
     products = batched_gemm(p, v, u, isa, vendor, core, panel)

@@ -273,12 +273,12 @@ def test_winograd_b_panel_choice():
     # 64-column panels where the transformed filter's rows are a multiple of 2 KiB apart, on AVX2
     # only (measured on Zen 1; AVX-512 keeps the plain layout, not measured).
     for columns in (512, 1024, 2048):
-        assert gemm_config.winograd_b_panel("avx2", columns, 36, 128, 512, "amd", "znver1") == 64
-        assert gemm_config.winograd_b_panel("avx2", columns, 36, 128, 512) == 64
-        assert gemm_config.winograd_b_panel("avx512", columns, 36, 128, 512, "amd", "znver4") is None
+        assert gemm_config.winograd_b_panel("avx2", columns, 128, 512, "amd", "znver1") == 64
+        assert gemm_config.winograd_b_panel("avx2", columns, 128, 512) == 64
+        assert gemm_config.winograd_b_panel("avx512", columns, 128, 512, "amd", "znver4") is None
     for columns in (64, 128, 256, 384, 640):
-        assert gemm_config.winograd_b_panel("avx2", columns, 36, 128, 512, "amd", "znver1") is None
-    assert gemm_config.winograd_b_panel("generic", 512, 36, 128, 512) is None
+        assert gemm_config.winograd_b_panel("avx2", columns, 128, 512, "amd", "znver1") is None
+    assert gemm_config.winograd_b_panel("generic", 512, 128, 512) is None
 
 
 def _strided_dgrad_graph(n, k, c, hw, name):
