@@ -5,7 +5,7 @@ fusilli/passes/gemm_config.py) while each row of the suite is compiled, with the
 off (the tables are not in the cache key), then restores them; the variants and PyTorch run
 interleaved in blocks, swapping who goes first, and the medians, the ratios to PyTorch and each
 variant's dispatch count are printed. A variant with no assignments compiles with the tables as
-they stand.
+they stand; EXPR is evaluated among the module's own names.
 
 Usage: python benchmarks/table_ab.py SUITE --variant NAME[:MODULE.ATTR=EXPR[;MODULE.ATTR=EXPR]...]...
   [--blocks 6] [--iters 10]
@@ -42,7 +42,8 @@ def _parse(spec: str) -> tuple[str, list[tuple[Any, str, Any]]]:
         module = importlib.import_module(module_name)
         if not hasattr(module, attr):
             raise SystemExit(f"{module_name} has no attribute {attr!r}")
-        parsed.append((module, attr, eval(expr, {}, {})))  # noqa: S307 - a developer's own command line
+        # EXPR sees the module's names (its tables, GemmTile): a developer's own command line.
+        parsed.append((module, attr, eval(expr, dict(vars(module)))))  # noqa: S307
     return name, parsed
 
 
