@@ -835,9 +835,9 @@ def _im2col_gemm(
     # with the HWCF filter materialized (its own small dispatch) 0.43-0.48 ms.
     # A dgrad's filter (flipped_taps) is KRSC as it is; a forward one's transposed.
     if flipped_taps:
-        filt = _materialized_b(_collapse(w_krsc, [[0, 1, 2], [3]]), isa, rows, transposed=False)
+        filt, padded_b = _materialized_b(_collapse(w_krsc, [[0, 1, 2], [3]]), isa, rows, transposed=False)
     else:
-        filt = _materialized_b(_transpose_2d(_collapse(w_krsc, [[0], [1, 2, 3]])), isa, rows, transposed=True)
+        filt, padded_b = _materialized_b(_transpose_2d(_collapse(w_krsc, [[0], [1, 2, 3]])), isa, rows, transposed=True)
     if strided_rows is not None:
         mm = _strided_rows_gemm(strided_rows, filt)
         info = gemm_config.strided_rows_compilation_info(isa, n * oh, ow, k, depth, vendor, core)
@@ -847,25 +847,26 @@ def _im2col_gemm(
     mm = _matmul(patches, filt, rows, k, _mnk_map(M, K), _mnk_map(K, N))
     strided_patches = (fy, fx) != (1, 1) and list(stride) != [1, 1]
     gathered = not _patches_are_x((fy, fx), stride, padding)
-    info = gemm_config.matmul_compilation_info(isa, rows, k, depth, vendor, strided_patches, core, gathered)
+    info = gemm_config.matmul_compilation_info(isa, rows, k, depth, vendor, strided_patches, core, gathered, padded_b)
     if info is not None:
         mm.owner.attributes["compilation_info"] = info
     return ir.expand_shape(mm, [[0, 1, 2], [3]], [n, oh, ow, k])
 
 
-def _materialized_b(filt: ir.Value, isa: str, rows: int, transposed: bool) -> ir.Value:
+def _materialized_b(filt: ir.Value, isa: str, rows: int, transposed: bool) -> tuple[ir.Value, bool]:
     """A GEMM's B operand ``filt`` (``[depth, columns]``, for a GEMM of ``rows``) computed in a
     dispatch of its own, its rows written ``gemm_config.padded_b_columns`` long where that says B's
     rows would alias in L1, and read back as the ``[depth, columns]`` slice (the GEMM's dispatch
-    loads it as it is). ``transposed``: making ``filt`` moves its data (the padding costs no copy)."""
+    loads it as it is); and whether its rows are padded. ``transposed``: making ``filt`` moves its
+    data (the padding costs no copy)."""
     ft = ir.RankedTensorType(filt.type)
     depth, columns = ft.shape
     padded = gemm_config.padded_b_columns(isa, columns, ft.element_type.width // 8, rows, not transposed)
     if padded is None:
-        return ir.fusion_barrier(filt)
+        return ir.fusion_barrier(filt), False
     zero = ir.arith.ConstantOp(ft.element_type, 0.0).result
     written = ir.fusion_barrier(_padded(filt, [0, 0], [0, padded - columns], zero))
-    return ir.tensor.ExtractSliceOp(ft, written, [], [], [], [0, 0], [depth, columns], [1, 1]).result
+    return ir.tensor.ExtractSliceOp(ft, written, [], [], [], [0, 0], [depth, columns], [1, 1]).result, True
 
 
 def _strided_1x1_rows(x_nhwc: ir.Value, kernel, stride, padding, flipped_taps: bool) -> ir.Value | None:
@@ -984,9 +985,9 @@ def _col2im_gemm(b: ir.TorchBuilder, dy_nhwc, w_krsc, dy_dims, dx_dims, kernel, 
     # As in _im2col_gemm: a filter that is not channels-last is transposed in a dispatch of
     # its own, not read transposed along the GEMM's vectorized dimension.
     isa = rules.vector_isa(target)
-    w2 = _materialized_b(_collapse(b.to_builtin(w_krsc), [[0], [1, 2, 3]]), isa, rows, transposed=False)
+    w2, padded_b = _materialized_b(_collapse(b.to_builtin(w_krsc), [[0], [1, 2, 3]]), isa, rows, transposed=False)
     mm = _matmul(dy2, w2, rows, cols, _mnk_map(M, K), _mnk_map(K, N))
-    info = gemm_config.matmul_compilation_info(isa, rows, cols, k, cpu_vendor(target.cpu))
+    info = gemm_config.matmul_compilation_info(isa, rows, cols, k, cpu_vendor(target.cpu), padded_b=padded_b)
     if info is not None:
         mm.owner.attributes["compilation_info"] = info
     columns = ir.expand_shape(mm, [[0, 1, 2], [3, 4, 5]], [n, oh, ow, fy, fx, c])

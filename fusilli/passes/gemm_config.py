@@ -31,6 +31,7 @@ class GemmTile:
     cache_reduction_min_depth: int = 0  # ... for GEMMs at least this deep
     k_blocks_divide: bool = False  # K blocks that divide K where the rows need it (k_block)
     narrow_k_block: int | None = None  # K per cache block of 2-D GEMMs wide and tall enough (k_block)
+    padded_b_whole_k_below: int = 0  # ... but K whole below this depth where B's rows are padded
 
 
 # Winograd batched GEMM [t*t, tiles, K] x [t*t, C, K], f32, per ISA.
@@ -161,9 +162,30 @@ CONV_GEMM_TILES = {
 # 12 and 11 of its 15 rows (1x1 as a 1024^3 GEMM 0.59-0.61 -> 0.64-0.78 of PyTorch, 1x1
 # 8x256x14x14->1024 0.59-0.78 -> 0.82-0.93, 1x1 8x1024x14x14->256 0.74-0.79 -> 0.82-0.93, 3x3
 # 8x512x7x7 0.66-0.76 -> 0.73-0.81), worse on the 3x3 stride-2 convs by ~5% (0.76-0.78 -> 0.72-0.73).
+# K blocks (of 256 from depth 512, of 64 in wide GEMMs: NARROW_K_BLOCK_MIN_COLUMNS) were chosen on
+# Zen 1 before conv GEMMs wrote their B with padded rows (padded_b_columns): they kept a B that
+# aliased in L1 in blocks L1 could hold. Where B's rows are padded, AMD's AVX2 cores take K whole
+# below PADDED_B_WHOLE_K_BELOW (a 48-row A block and a 64-column B panel, (48 + 64) x K f32, within
+# Zen 1's 512 KB L2). EPYC Zen 1 VM (znver1), python benchmarks/table_ab.py (old and new tables
+# compiled in one process, run interleaved with PyTorch), ratio to PyTorch, two runs, blocks of 64 ->
+# whole K: 1x1 s2 1x256x56x56->512 (784x512x256) 0.90 -> 0.98, 0.86 -> 0.98; 1x128x28x28->512 1.38 ->
+# 1.51, 0.84 -> 1.00; 1x256x14x14->1024 0.92 -> 1.04, 0.87 -> 0.98; 8x128x28x28->512 1.00 -> 1.17,
+# 0.85 -> 1.11; 8x256x14x14->1024 0.85 -> 0.96, 0.90 -> 0.98; s2 8x512x28x28->1024 (1568x1024x512)
+# 0.95 -> 1.13, 0.66 -> 0.84; 8x512x7x7->2048 0.60 -> 0.76, 0.64 -> 0.79; dgrad 1x1 1x1024x14x14->256
+# 1.02 -> 1.16, 1.03 -> 1.15; 8x1024x14x14->256 1.23 -> 1.36, 1.22 -> 1.40 (rows compiled alike moved
+# up to 0.98 / 1.25 in a run). From 1024 deep whole K was mixed or lost (one run: 8x1024x14x14->512
+# 0.74 -> 0.85, ->256 0.87 -> 0.83, s2 8x1024x14x14->2048 0.67 -> 0.55, 8x2048x7x7->512 0.70 ->
+# 0.61). Zen 2 and 3 take it with the vendor's tile, not measured.
+PADDED_B_WHOLE_K_BELOW = 1024
 CONV_GEMM_TILES_BY_VENDOR = {
     ("avx2", "amd"): GemmTile(
-        (48, 64), (6, 16), 8, cache_reduction=256, cache_reduction_min_depth=512, narrow_k_block=64
+        (48, 64),
+        (6, 16),
+        8,
+        cache_reduction=256,
+        cache_reduction_min_depth=512,
+        narrow_k_block=64,
+        padded_b_whole_k_below=PADDED_B_WHOLE_K_BELOW,
     ),
     ("avx512", "intel"): GemmTile((60, 64), (6, 64), 8, cache_reduction=256, cache_reduction_min_depth=512),
     ("avx512", "amd"): GemmTile(
@@ -584,16 +606,20 @@ def matmul_compilation_info(
     strided_patches: bool = False,
     core: str | None = None,
     materialized_a: bool = False,
+    padded_b: bool = False,
 ) -> ir.Attribute | None:
     """The ``compilation_info`` for an f32 conv-as-GEMM ``linalg.matmul`` on ``isa`` (and the
     CPU ``vendor`` and ``core``, ``targets.cpu_vendor`` / ``cpu_core``; ``strided_patches`` as in
     ``conv_gemm_tile``; ``materialized_a``: A is a matrix the graph writes, see
-    ``patch_matrix_tile``), or None."""
+    ``patch_matrix_tile``; ``padded_b``: B's rows are written padded, see
+    ``PADDED_B_WHOLE_K_BELOW``), or None."""
     tile = conv_gemm_tile(isa, n, vendor, strided_patches, m, k, core)
     if tile is None:
         return None
     if materialized_a:
         tile = patch_matrix_tile(tile, isa, vendor, m)
+    if padded_b and k < tile.padded_b_whole_k_below:
+        tile = replace(tile, cache_reduction=None, narrow_k_block=None)
     return _compilation_info(tile, None, m, n, k)
 
 

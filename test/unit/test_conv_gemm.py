@@ -255,6 +255,30 @@ def test_narrow_k_blocks_on_amd_avx2(m, n, k, block):
     assert "cache_reduction = [0, 0, 64]" not in vendorless
 
 
+@pytest.mark.parametrize(
+    "m, n, k, block",
+    [
+        (784, 512, 256, None),  # 1x1 s2 1x256x56x56->512, its filter in rows of 528: whole K
+        (392, 2048, 512, None),  # 1x1 8x512x7x7->2048
+        (1568, 1024, 256, None),  # dgrad 1x1 8x1024x14x14->256 (a padded copy of the filter)
+        (196, 512, 1024, 64),  # 1x1 1x1024x14x14->512: from 1024 deep the narrow blocks stay
+        (392, 512, 2048, 64),  # 1x1 8x2048x7x7->512
+    ],
+)
+def test_padded_b_takes_whole_k_on_amd_avx2(m, n, k, block):
+    """Where a conv GEMM's B is written with padded rows, AMD AVX2 cores take K whole below 1024 deep
+    (gemm_config.PADDED_B_WHOLE_K_BELOW); unpadded, the narrow blocks; AVX2 code for no named CPU
+    keeps the table's blocks either way."""
+    with fusilli_context():
+        padded = str(gemm_config.matmul_compilation_info("avx2", m, n, k, "amd", padded_b=True))
+        plain = str(gemm_config.matmul_compilation_info("avx2", m, n, k, "amd"))
+        vendorless = str(gemm_config.matmul_compilation_info("avx2", m, n, k, padded_b=True))
+    assert ("cache_reduction" in padded) is (block is not None)
+    assert block is None or f"cache_reduction = [0, 0, {block}]" in padded
+    assert "cache_reduction = [0, 0, 64]" in plain
+    assert ("cache_reduction = [0, 0, 256]" in vendorless) is (k >= 512)
+
+
 def test_numerics_narrow_k_blocks(cpu, rng, gemm_lowering, monkeypatch):
     """A 1x1 conv's GEMM in K blocks of 64 (``narrow_k_block``, AMD AVX2's), with bias + relu, on
     this host's ISA whatever its vendor: 169 rows and 136 output channels leave partial

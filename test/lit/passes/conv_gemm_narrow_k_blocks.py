@@ -3,9 +3,11 @@
 
 # On AMD's AVX2 cores (znver1-3) a 2-D conv GEMM with two row blocks or one, >= 128 columns and a B
 # operand over 128 KB takes K in cache blocks of 64 (gemm_config.narrow_k_block: on Zen 1 the
-# 48x64 workgroup's whole-K B block outgrew the 32 KB L1). AVX2 code for no named CPU
-# (x86-64-v3) keeps the table's blocks: whole K below 512 deep. Forward, data-gradient and
-# weight-gradient GEMMs alike; a B of 128 KB (the suite's 1x1 conv) keeps whole K.
+# 48x64 workgroup's whole-K B block outgrew the 32 KB L1), unless B's rows are written padded
+# (512-2048 columns, gemm_config.padded_b_columns) and K is below 1024
+# (gemm_config.PADDED_B_WHOLE_K_BELOW): then K is whole. AVX2 code for no named CPU (x86-64-v3)
+# keeps the table's blocks: whole K below 512 deep. Forward, data-gradient and weight-gradient
+# GEMMs alike; a B of 128 KB (the suite's 1x1 conv) keeps whole K.
 
 from lit_helpers import explained_and_optimized, run
 
@@ -40,11 +42,23 @@ def fprop_1x1_s2_wide():
     print(explained_and_optimized(fprop("fprop_1x1_s2_wide", 1, 256, 56, 512, 2)))
 
 
+# B's 512 columns are written in rows of 528: whole K on both.
 # CHECK-LABEL: TEST: fprop_1x1_s2_wide
-# CHECK: conv [conv_fprop]: {{.*}}cpu-conv-im2col-gemm (1x1, 784 GEMM rows
-# ZEN: #iree_cpu.lowering_config<cache_parallel = [48, 64, 0], cache_reduction = [0, 0, 64], distribution = [48, 64, 0], vector_common_parallel = [6, 16, 0], vector_reduction = [0, 0, 8]>
-# V3: #iree_cpu.lowering_config<cache_parallel = [48, 64, 0], distribution = [48, 64, 0], vector_common_parallel = [6, 16, 0], vector_reduction = [0, 0, 8]>
+# CHECK: conv [conv_fprop]: {{.*}}cpu-conv-im2col-gemm (1x1, 784 GEMM rows{{.*}}the filter written in rows of 528
+# CHECK: #iree_cpu.lowering_config<cache_parallel = [48, 64, 0], distribution = [48, 64, 0], vector_common_parallel = [6, 16, 0], vector_reduction = [0, 0, 8]>
 # CHECK: linalg.matmul {compilation_info = {{.*}}} ins(%{{.*}}, %{{.*}} : tensor<784x256xf32>, tensor<256x512xf32>)
+
+
+@run
+def fprop_1x1_deep_padded():
+    # 196 x 512 GEMM 1024 deep, B padded: K blocks of 64 on Zen from 1024 deep.
+    print(explained_and_optimized(fprop("fprop_1x1_deep_padded", 1, 1024, 14, 512, 1)))
+
+
+# CHECK-LABEL: TEST: fprop_1x1_deep_padded
+# ZEN: #iree_cpu.lowering_config<cache_parallel = [48, 64, 0], cache_reduction = [0, 0, 64], distribution = [48, 64, 0]
+# V3: #iree_cpu.lowering_config<cache_parallel = [48, 64, 0], cache_reduction = [0, 0, 256], distribution = [48, 64, 0]
+# CHECK: linalg.matmul {compilation_info = {{.*}}} ins(%{{.*}}, %{{.*}} : tensor<196x1024xf32>, tensor<1024x512xf32>)
 
 
 @run
@@ -67,9 +81,9 @@ def dgrad_1x1_wide():
     print(explained_and_optimized(g))
 
 
+# Its filter copy written padded (196 rows >= 128): whole K on both.
 # CHECK-LABEL: TEST: dgrad_1x1_wide
-# ZEN: cache_reduction = [0, 0, 64]
-# V3-NOT: cache_reduction
+# CHECK-NOT: cache_reduction
 # CHECK: linalg.matmul {{.*}}compilation_info = {{.*}} : tensor<196x256xf32>, tensor<256x1024xf32>)
 
 
@@ -92,7 +106,8 @@ def wgrad_1x1_s2_deep():
 @run
 def dgrad_1x1_one_row_block():
     # DX[49, 2048] = DY[49, 512] x W[512, 2048]: ResNet-50's batch-1 7x7 dgrad, its 49 rows one
-    # block (gemm_config.ONE_BLOCK_SHORT_REMAINDER_ISAS), B 4 MB: K blocks of 64 on Zen as well.
+    # block (gemm_config.ONE_BLOCK_SHORT_REMAINDER_ISAS), B 4 MB, too few rows to pay for a padded
+    # copy (gemm_config.B_ROW_PAD_COPY_MIN_ROWS): K blocks of 64 on Zen as well.
     g = gradient(
         "dgrad_1x1_one_row_block", "conv_dgrad", [("dy", [1, 512, 7, 7]), ("w", [512, 2048, 1, 1])], [1, 2048, 7, 7]
     )
