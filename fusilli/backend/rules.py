@@ -1796,14 +1796,11 @@ def CPU_CONV_DGRAD_WINOGRAD_STRIDED(p: Problem, t: Target) -> str | None:
     if m is None:
         return None
     tiles, isa, vendor = winograd_tiles(p, 2 * m), vector_isa(t), cpu_vendor(t.cpu)
-    on = f"{isa}, AMD" if vendor == "amd" else isa
-    limit = (
-        CPU_CONV_DGRAD_POLYPHASE_F4_MIN_TILES if m == 4 else polyphase_dgrad_min_tiles(t, strided_dgrad_out_channels(p))
-    )
+    on, dx_channels = (f"{isa}, AMD" if vendor == "amd" else isa), strided_dgrad_out_channels(p)
+    limit = CPU_CONV_DGRAD_POLYPHASE_F4_MIN_TILES if m == 4 else polyphase_dgrad_min_tiles(t, dx_channels)
     return (
         f"F({m}x{m}, 2x2) per DX phase, 3x3 stride 2, {tiles} {2 * m}x{2 * m} DX tiles >= {limit}, "
-        f"no col2im, GEMM tuned for {on}"
-        + _winograd_panel_text(t, strided_dgrad_out_channels(p), tiles, int(p.fact("channels", 0)))
+        f"no col2im, GEMM tuned for {on}" + _winograd_panel_text(t, dx_channels, tiles, int(p.fact("channels", 0)))
     )
 
 

@@ -41,7 +41,15 @@ from fusilli.ir.bindings import (
     tensor,
 )
 from fusilli.ir.context import fusilli_context, ops_named, parse_module, parse_named_source
-from fusilli.ir.structured import expand_shape, fusion_barrier, indexing_maps, iterator_types, reassociation, sum_into
+from fusilli.ir.structured import (
+    contraction,
+    expand_shape,
+    fusion_barrier,
+    indexing_maps,
+    iterator_types,
+    reassociation,
+    sum_into,
+)
 from fusilli.ir.torch import (
     TensorType,
     TorchBuilder,
@@ -88,6 +96,7 @@ __all__ = [
     "func",
     "fusilli_context",
     "expand_shape",
+    "contraction",
     "fusion_barrier",
     "indexing_maps",
     "iterator_types",

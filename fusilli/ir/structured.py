@@ -65,6 +65,19 @@ def fusion_barrier(value: Value) -> Value:
     return Operation.create("iree_tensor_ext.compute_barrier.start", results=[value.type], operands=[value]).result
 
 
+def contraction(a: Value, b: Value, init: Value, maps: Sequence[AffineMap], iterators: Sequence[str]) -> Operation:
+    """A ``linalg.generic`` accumulating ``a * b`` into ``init`` (zero-filled by the caller) through
+    ``maps`` (a's, b's, init's) over dims of ``iterators``: a GEMM whose operands keep a layout
+    ``linalg.matmul`` has no form for. Returns the op (for a lowering config)."""
+    element = RankedTensorType(init.type).element_type
+    gemm = linalg.GenericOp([init.type], [a, b], [init], indexing_maps(*maps), iterator_types(*iterators))
+    block = gemm.regions[0].blocks.append(element, element, element)
+    with InsertionPoint(block):
+        product = arith.MulFOp(block.arguments[0], block.arguments[1]).result
+        linalg.YieldOp([arith.AddFOp(block.arguments[2], product).result])
+    return gemm.operation
+
+
 def sum_into(
     value: Value, init: Value, value_map: AffineMap, init_map: AffineMap, iterators: Sequence[str]
 ) -> Operation:

@@ -900,20 +900,8 @@ def _strided_rows_gemm(rows: ir.Value, filt: ir.Value) -> ir.Value:
     zero = ir.arith.ConstantOp(f32, 0.0).result
     init = ir.linalg.fill(zero, outs=[ir.tensor.EmptyOp([outer, inner, cols], f32).result])
     i, j, n, k = (ir.AffineDimExpr.get(d) for d in range(4))
-    gemm = ir.linalg.GenericOp(
-        [init.type],
-        [rows, filt],
-        [init],
-        ir.indexing_maps(
-            ir.AffineMap.get(4, 0, [i, j, k]), ir.AffineMap.get(4, 0, [k, n]), ir.AffineMap.get(4, 0, [i, j, n])
-        ),
-        ir.iterator_types("parallel", "parallel", "parallel", "reduction"),
-    )
-    block = gemm.regions[0].blocks.append(f32, f32, f32)
-    with ir.InsertionPoint(block):
-        product = ir.arith.MulFOp(block.arguments[0], block.arguments[1]).result
-        ir.linalg.YieldOp([ir.arith.AddFOp(block.arguments[2], product).result])
-    return gemm.result
+    maps = [ir.AffineMap.get(4, 0, [i, j, k]), ir.AffineMap.get(4, 0, [k, n]), ir.AffineMap.get(4, 0, [i, j, n])]
+    return ir.contraction(rows, filt, init, maps, ["parallel", "parallel", "parallel", "reduction"]).result
 
 
 def _rewrite_strided_dgrad(op: ir.Operation, target: Target) -> bool:

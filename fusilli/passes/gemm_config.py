@@ -357,18 +357,26 @@ def _cache_parallel(batch: int | None, m: int, dm: int, vm: int) -> bool:
     return batch is None or m % dm <= vm
 
 
-def _compilation_info(tile: GemmTile, batch: int | None, m: int, n: int, k: int) -> ir.Attribute:
-    """``[B,] M, N, K`` tile sizes (B tiled by 1) clamped to the problem, as IREE's ``compilation_info``."""
+def _compilation_info(
+    tile: GemmTile, batch: int | None, m: int, n: int, k: int, panel: int | None = None
+) -> ir.Attribute:
+    """``[B,] M, N, K`` tile sizes (B tiled by 1) clamped to the problem, as IREE's ``compilation_info``;
+    with ``panel``, N is two loops, ``N / panel`` panels of ``panel`` columns (``winograd_b_panel``)."""
     dm, dn = min(tile.distribution[0], m), min(tile.distribution[1], n)
     vm, vn = min(tile.vector[0], dm), min(tile.vector[1], dn)
     lead = "1, " if batch is not None else ""
     zero = "0, " if batch is not None else ""
+    n_tile, n_vector, n_zero = (
+        (f"{dn}", f"{vn}", "0") if panel is None else (f"{dn // panel}, {panel}", f"1, {vn}", "0, 0")
+    )
     block = k_block(tile, m, k, n, batch is not None)
+    parallel = f"{lead}{dm}, {n_tile}, 0"
     return _double_tiling_info(
-        f"distribution = [{lead}{dm}, {dn}, 0], "
-        + (f"cache_parallel = [{lead}{dm}, {dn}, 0], " if _cache_parallel(batch, m, dm, vm) else "")
-        + (f"cache_reduction = [{zero}0, 0, {block}], " if block is not None else "")
-        + f"vector_common_parallel = [{lead}{vm}, {vn}, 0], vector_reduction = [{zero}0, 0, {min(tile.reduction, k)}]"
+        f"distribution = [{parallel}], "
+        + (f"cache_parallel = [{parallel}], " if _cache_parallel(batch, m, dm, vm) else "")
+        + (f"cache_reduction = [{zero}0, {n_zero}, {block}], " if block is not None else "")
+        + f"vector_common_parallel = [{lead}{vm}, {n_vector}, 0], "
+        + f"vector_reduction = [{zero}0, {n_zero}, {min(tile.reduction, k)}]"
     )
 
 
@@ -391,13 +399,21 @@ def _core_tile(
 
 
 def batch_matmul_compilation_info(
-    isa: str, batch: int, m: int, n: int, k: int, vendor: str | None = None, core: str | None = None
+    isa: str,
+    batch: int,
+    m: int,
+    n: int,
+    k: int,
+    vendor: str | None = None,
+    core: str | None = None,
+    panel: int | None = None,
 ) -> ir.Attribute | None:
     """The ``compilation_info`` for an f32 Winograd ``linalg.batch_matmul`` of ``m`` rows on ``isa``
     ``k`` deep (the CPU ``core``'s entry from its rows and depth, then the ``vendor``'s from its
-    rows), or None for IREE's default."""
+    rows), or None for IREE's default; with ``panel``, for the contraction over ``(b, m, j, n, c)``
+    that reads B as panels of ``panel`` columns (``winograd_b_panel``): the same tile, N split."""
     tile = winograd_gemm_tile(isa, m, k, vendor, core)
-    return None if tile is None else _compilation_info(tile, batch, m, n, k)
+    return None if tile is None else _compilation_info(tile, batch, m, n, k, panel)
 
 
 def winograd_gemm_tile(
@@ -420,8 +436,8 @@ def winograd_gemm_tile(
 # depth, panel], every panel's rows contiguous (winograd.filter_transform), at no cost, and the GEMM
 # reads them as a contraction over (b, m, j, n, c) (winograd.batched_gemm). EPYC Zen 1 VM (znver1),
 # the GEMM compiled alone (iree.runtime calls) with the table's 4x16 in 64x64, one thread
-# (local-sync) / two (local-task), ms, plain -> panels, one process, interleaved: 25x128x512x512 (the polyphase GEMM of 3x3 s2
-# 8x512x14x14->512) 85.3 -> 55.2 / 45.2 -> 30.3 (rows padded instead: 77.1 -> 58.0 / 45.2 -> 32.0);
+# (local-sync) / two (local-task), ms, plain -> panels, one process, interleaved: 25x128x512x512
+# (the polyphase GEMM of 3x3 s2 8x512x14x14->512) 85.3 -> 55.2 / 45.2 -> 30.3 (rows padded instead: 77.1 -> 58.0 / 45.2 -> 32.0);
 # 36x32x512x512 (F(4x4) of 3x3 8x512x7x7) 29.2 -> 21.0 / 20.0 -> 12.9. Rows of 256 or 128 columns
 # (1 or 0.5 KiB apart) ran even: 36x128x256x256 19.6 / 19.0, 13.7 / 13.8; 25x392x256x256 42.0 /
 # 41.9, 28.1 / 28.7; 36x392x128x128 15.5 / 16.2, 12.0 / 16.1 (min 7.6 / 7.7), so they keep the
@@ -453,33 +469,6 @@ def winograd_b_panel(
         return None
     dn, vn = min(tile.distribution[1], columns), tile.vector[1]
     return panel if dn % panel == 0 and panel % vn == 0 else None
-
-
-def panel_batch_matmul_compilation_info(
-    isa: str,
-    batch: int,
-    m: int,
-    n: int,
-    k: int,
-    panel: int,
-    vendor: str | None = None,
-    core: str | None = None,
-) -> ir.Attribute | None:
-    """``batch_matmul_compilation_info`` for the GEMM over ``(b, m, j, n, c)`` that reads B as
-    panels of ``panel`` columns (``winograd_b_panel``): the same tile, its N split into panels."""
-    tile = winograd_gemm_tile(isa, m, k, vendor, core)
-    if tile is None:
-        return None
-    dm, dn = min(tile.distribution[0], m), min(tile.distribution[1], n)
-    vm, vn = min(tile.vector[0], dm), min(tile.vector[1], dn)
-    block = k_block(tile, m, k, n, True)
-    parallel = f"1, {dm}, {dn // panel}, {panel}, 0"
-    return _double_tiling_info(
-        f"distribution = [{parallel}], "
-        + (f"cache_parallel = [{parallel}], " if _cache_parallel(batch, m, dm, vm) else "")
-        + (f"cache_reduction = [0, 0, 0, 0, {block}], " if block is not None else "")
-        + f"vector_common_parallel = [1, {vm}, 1, {vn}, 0], vector_reduction = [0, 0, 0, 0, {min(tile.reduction, k)}]"
-    )
 
 
 def wgrad_batch_matmul_compilation_info(isa: str, batch: int, m: int, n: int, k: int) -> ir.Attribute | None:

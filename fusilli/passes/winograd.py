@@ -70,7 +70,6 @@ import numpy as np
 from fusilli import ir
 from fusilli.passes.gemm_config import (
     batch_matmul_compilation_info,
-    panel_batch_matmul_compilation_info,
     wgrad_batch_matmul_compilation_info,
     winograd_b_panel,
 )
@@ -651,18 +650,9 @@ def batched_gemm(
     shape = [p.t * p.t, p.tiles, p.k // panel, panel]
     init = ir.linalg.fill(zero, outs=[_empty(shape)])
     b_, m_, j_, n_, c_ = _dims(5)
-    gemm = ir.linalg.GenericOp(
-        [init.type],
-        [v, u],
-        [init],
-        ir.indexing_maps(_map(5, [b_, m_, c_]), _map(5, [b_, j_, c_, n_]), _map(5, [b_, m_, j_, n_])),
-        ir.iterator_types("parallel", "parallel", "parallel", "parallel", "reduction"),
-    )
-    block = gemm.regions[0].blocks.append(_f32(), _f32(), _f32())
-    with ir.InsertionPoint(block):
-        product = ir.arith.MulFOp(block.arguments[0], block.arguments[1]).result
-        ir.linalg.YieldOp([ir.arith.AddFOp(block.arguments[2], product).result])
-    info = panel_batch_matmul_compilation_info(isa, p.t * p.t, p.tiles, p.k, p.c, panel, vendor, core)
+    maps = [_map(5, [b_, m_, c_]), _map(5, [b_, j_, c_, n_]), _map(5, [b_, m_, j_, n_])]
+    gemm = ir.contraction(v, u, init, maps, ["parallel"] * 4 + ["reduction"])
+    info = batch_matmul_compilation_info(isa, p.t * p.t, p.tiles, p.k, p.c, vendor, core, panel)
     if info is not None:
         gemm.attributes["compilation_info"] = info
     return _collapse(gemm.result, [[0], [1], [2, 3]], [p.t * p.t, p.tiles, p.k])
