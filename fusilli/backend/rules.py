@@ -1001,12 +1001,15 @@ def CPU_CONV_WINOGRAD_STRIDED(p: Problem, t: Target) -> str | None:
     )
 
 
-def _core_conv_gemm_tile_text(t: Target, columns: int, rows: int, depth: int) -> str:
-    """As ``_core_winograd_tile_text``, for a conv GEMM (gemm_config.CONV_GEMM_TILES_BY_CORE)."""
+def _core_conv_gemm_tile_text(t: Target, columns: int, rows: int, depth: int, strided_patches: bool = False) -> str:
+    """As ``_core_winograd_tile_text``, for a conv GEMM (gemm_config.CONV_GEMM_TILES_BY_CORE and
+    DEEP_VECTOR_BY_CORE)."""
     from fusilli.passes import gemm_config  # the tile tables (they import this module)
 
     isa, vendor = vector_isa(t), cpu_vendor(t.cpu)
-    return _core_tile_text(t, lambda core: gemm_config.conv_gemm_tile(isa, columns, vendor, False, rows, depth, core))
+    return _core_tile_text(
+        t, lambda core: gemm_config.conv_gemm_tile(isa, columns, vendor, strided_patches, rows, depth, core)
+    )
 
 
 def _patch_rows_text(t: Target, columns: int, rows: int, depth: int, strided_patches: bool) -> str:
@@ -1344,7 +1347,11 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
     padded = _filter_rows_text(out_channels, padded_columns)
     if kernel == (1, 1) and p.kind == "conv_dgrad" and not (intel and isa == "avx512"):
         # 1x1 dgrads take the GEMM at any rows and depth (see CPU_CONV_GEMM_MIN_ROWS_1X1).
-        return f"1x1 dgrad, {rows} GEMM rows: DY x the forward filter as it is, GEMM tuned for {on}{padded}"
+        return (
+            f"1x1 dgrad, {rows} GEMM rows: DY x the forward filter as it is, GEMM tuned for {on}"
+            + _core_conv_gemm_tile_text(t, out_channels, rows, channels)
+            + padded
+        )
     if kernel == (1, 1):
         from fusilli.passes import gemm_config  # the tables (they import this module)
 
@@ -1383,12 +1390,16 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
     if p.fact("stride") == (2, 2) and rows >= min_rows:
         patch_rows = _patch_rows_text(t, out_channels, rows, depth, strided_patches=True)
         return (
-            f"{kernel[0]}x{kernel[1]} stride 2, {rows} GEMM rows >= {min_rows}, GEMM tuned for {on}{patch_rows}{padded}"
+            f"{kernel[0]}x{kernel[1]} stride 2, {rows} GEMM rows >= {min_rows}, GEMM tuned for {on}"
+            + _core_conv_gemm_tile_text(t, out_channels, rows, depth, strided_patches=True)
+            + patch_rows
+            + padded
         )
     deep_k_blocked = avx512_k_blocked or (avx2_not_intel and p.kind == "conv_fprop")
     if deep_k_blocked and p.fact("stride") == (1, 1) and depth >= CPU_CONV_GEMM_MIN_DEPTH_AVX512:
         return (
             f"{kernel[0]}x{kernel[1]}, GEMM depth {depth} >= {CPU_CONV_GEMM_MIN_DEPTH_AVX512}, K-blocked GEMM for {on}"
+            + _core_conv_gemm_tile_text(t, out_channels, rows, depth)
             + _patch_rows_text(t, out_channels, rows, depth, strided_patches=False)
             + padded
         )
@@ -1418,8 +1429,12 @@ def CPU_CONV_DGRAD_FLIPPED_GEMM(p: Problem, t: Target) -> str | None:
     if CPU_CONV_WINOGRAD.applies(p, t) is not None:
         return None
     kernel = p.fact("kernel")
-    padded = _padded_filter_text(t, conv_out_channels(p), conv_gemm_rows(p), copied=True)
-    return f"{kernel[0]}x{kernel[1]} stride 1 on avx2: the im2col GEMM over flipped patches, no filter flip{padded}"
+    columns, rows = conv_out_channels(p), conv_gemm_rows(p)
+    return (
+        f"{kernel[0]}x{kernel[1]} stride 1 on avx2: the im2col GEMM over flipped patches, no filter flip"
+        + _core_conv_gemm_tile_text(t, columns, rows, conv_gemm_depth(p))
+        + _padded_filter_text(t, columns, rows, copied=True)
+    )
 
 
 # The algorithm rules whose choice makes a conv the im2col GEMM with an explicit lowering config

@@ -507,6 +507,32 @@ CONV_GEMM_TILES_BY_CORE = {
 }
 
 
+# Zen 1 (znver1) issues each 256-bit FMA as two 128-bit halves on its two FMA pipes: one ymm FMA a
+# cycle, so five accumulators cover its latency, and each broadcast of A competes with them for
+# issue. Conv GEMMs at least DEEP_VECTOR_BY_CORE's depth deep (1x1 convs from 1024 channels, 1x1
+# dgrads from 1024 DY channels, the patch matrices of 3x3 convs from 128 channels) take 2 rows x
+# four 8-wide vectors there (8 accumulators, 2 broadcasts and 4 loads a step, against 6x16's 6
+# and 2), the workgroups and K blocks of the vendor's tile unchanged. One GEMM alone (one thread,
+# local-sync, B's rows padded, K in blocks of 64, best GFLOP/s; torch.mm one thread beside):
+# 392x512x2048 6x16 24.0-25.4, 2x32 27.9-29.6, 1x64 29.8, 3x32 27.2, 4x24 / 2x48 (N no multiple)
+# 9-11, torch 35.5-36.1; 196x512x1024 31.9 -> 34.1 (torch 35.6); 392x2048x1024 24.9 -> 28.7
+# (1x64 21.0; torch 34.6); 1568x512x1024 33.0 -> 33.9; 512 deep 6x16 stays ahead (1568x1024x512
+# whole K 33.4 against 2x32's 31.4, 784x512x256 33.1 against 31.5). Whole graphs, EPYC Zen 1 VM,
+# python benchmarks/table_ab.py (both compiled in one process, run interleaved with PyTorch), ratio
+# to PyTorch, 6x16 -> 2x32, two runs on two threads and one on one (FUSILLI_CPU_EXECUTOR=local-sync
+# OMP_NUM_THREADS=1): 1x1 8x1024x14x14->512 0.71 -> 0.83, 0.71 -> 0.82, 0.79 -> 0.92; 8x2048x7x7->512
+# 0.71 -> 0.83, 0.72 -> 0.76, 0.87 -> 0.99; s2 8x1024x14x14->2048 0.63 -> 0.70, 0.79 -> 0.88, 0.71 ->
+# 0.80; 1x1024x14x14->512 0.75 -> 0.90, 1.07 -> 0.93, 0.81 -> 0.87; 8x1024x14x14->256 1.17 -> 1.14,
+# 1.00 -> 1.00, 0.99 -> 0.97; dgrad 3x3 1x512x7x7 (49 rows, 4608 deep) 0.97 -> 1.03, 1.22 -> 1.12,
+# 0.86 -> 0.83; dgrad 1x1 1x512x7x7->2048 1.35 -> 1.42, 1.23 -> 1.28, 1.12 -> 1.12. 4x16 (0.70-0.92)
+# and 1x64 (0.71-0.95) measured between or below. Strided patch matrices as GEMMs
+# (FUSILLI_CONV_LOWERING=gemm), one run: 3x3 s2 1x256x28x28->256 0.76 -> 0.85, 1x512x14x14->512
+# 0.91 -> 0.95, 8x512x14x14->512 0.77 -> 0.82, + bias + relu 4x128x28x28->256 (1152 deep) 0.90 ->
+# 0.93. Zen 2 and later issue 256-bit FMAs whole (two a cycle: 8 accumulators would leave them
+# latency-bound), so they keep the vendor's tile; not measured there.
+DEEP_VECTOR_BY_CORE = {("avx2", "znver1"): (1024, (2, 32))}
+
+
 def conv_gemm_tile(
     isa: str,
     n: int,
@@ -520,7 +546,8 @@ def conv_gemm_tile(
     ``vendor`` and ``core``: CONV_GEMM_TILES_BY_CORE from its rows and depth); ``strided_patches``:
     its A operand is a strided conv's patch matrix (stride > 1, a filter larger than 1x1), see
     ``STRIDED_PATCH_GEMM_TILES_BY_VENDOR``; a stride-1 GEMM of ``rows`` x ``depth`` deep enough takes
-    ``deep_gemm_rows`` rows per workgroup (see above)."""
+    ``deep_gemm_rows`` rows per workgroup, and one ``depth`` deep enough the core's register tile
+    of DEEP_VECTOR_BY_CORE (see above)."""
     key = (isa, vendor or "")
     if strided_patches and n >= rules.CPU_CONV_GEMM_WIDE_MIN_OUT_CHANNELS and key in STRIDED_PATCH_GEMM_TILES_BY_VENDOR:
         return STRIDED_PATCH_GEMM_TILES_BY_VENDOR[key]
@@ -534,6 +561,9 @@ def conv_gemm_tile(
     elif tile is not None and isa in ONE_BLOCK_SHORT_REMAINDER_ISAS:
         if tile.distribution[0] < rows < tile.distribution[0] + tile.vector[0]:
             tile = replace(tile, distribution=(rows, tile.distribution[1]))
+    min_depth, deep_vector = DEEP_VECTOR_BY_CORE.get((isa, core or ""), (0, None))
+    if tile is not None and deep_vector is not None and depth >= min_depth:
+        tile = replace(tile, vector=deep_vector)
     return tile
 
 

@@ -255,6 +255,53 @@ def test_narrow_k_blocks_on_amd_avx2(m, n, k, block):
     assert "cache_reduction = [0, 0, 64]" not in vendorless
 
 
+def test_zen1_deep_conv_gemms_take_2x32():
+    """Zen 1's conv GEMMs from 1024 deep take 2 rows x four 8-wide vectors (gemm_config.DEEP_VECTOR_BY_CORE),
+    the vendor's workgroups and K blocks kept; shallower ones, Zen 2 and code for no named CPU keep 6x16."""
+
+    def tile(depth, core, rows=392, strided=False):
+        return gemm_config.conv_gemm_tile("avx2", 512, "amd", strided, rows, depth, core)
+
+    assert (tile(1024, "znver1").distribution, tile(1024, "znver1").vector) == ((48, 64), (2, 32))
+    assert tile(2304, "znver1", strided=True).vector == (2, 32)  # a 3x3 stride-2 patch matrix
+    for depth, core in ((1023, "znver1"), (1024, "znver2"), (1024, "znver3"), (1024, None)):
+        assert tile(depth, core).vector == (6, 16)
+    one_block = tile(4608, "znver1", rows=49)  # dgrad 3x3 1x512x7x7: one 49-row block (deep_gemm_rows)
+    assert (one_block.distribution, one_block.vector) == ((49, 64), (2, 32))
+    with fusilli_context():
+        info = str(gemm_config.matmul_compilation_info("avx2", 392, 512, 2048, "amd", core="znver1", padded_b=True))
+    assert "vector_common_parallel = [2, 32, 0]" in info and "cache_reduction = [0, 0, 64]" in info
+
+
+def test_explain_and_ir_name_the_zen1_deep_tile():
+    """A 1x1 conv 1024 deep compiled for znver1 carries the 2x32 tile, and g.explain names it; for
+    znver2 neither."""
+    g = build([1, 1024, 14, 14], 512, (1, 1), (1, 1), (0, 0), name="gemm_zen1_deep")
+    assert "(znver1: 2x32 register tile in 48x64 workgroups)" in g.explain(fs.Backend.CPU, "znver1")
+    assert "vector_common_parallel = [2, 32, 0]" in g.mlir("optimized", fs.Backend.CPU, "znver1")
+    assert "2x32" not in g.explain(fs.Backend.CPU, "znver2")
+    assert "vector_common_parallel = [6, 16, 0]" in g.mlir("optimized", fs.Backend.CPU, "znver2")
+
+
+def test_numerics_deep_vector_tile(rng, gemm_lowering, monkeypatch):
+    """The deep GEMMs' 2x32 register tile (Zen 1's, DEEP_VECTOR_BY_CORE) given to AVX2 code for no named
+    CPU and run as x86-64-v3 code on any AVX2 host, with bias + relu: a 1x1 conv 1024 deep over 63 rows
+    and 72 output channels (a last workgroup of 15 rows, an odd remainder of the 2-row tile, and 8
+    columns past 64), and a 3x3 stride-2 conv 1152 deep (its patch matrix)."""
+    try:
+        Target.resolve("cpu", "x86-64-v3").check_runs_here("x86-64-v3 code")
+    except fs.FusilliError:
+        pytest.skip("this CPU cannot run x86-64-v3 code")
+    monkeypatch.setattr(gemm_config, "DEEP_VECTOR_BY_CORE", {("avx2", ""): (1024, (2, 32))})
+    monkeypatch.setenv("FUSILLI_DISABLE_CACHE", "1")  # the tile tables are not in the cache key
+    handle = fs.Handle(fs.Backend.CPU, arch="x86-64-v3")
+    flat = build([1, 1024, 7, 9], 72, (1, 1), (1, 1), (0, 0), (1, 1), epilogue=True, name="gemm_deep_vector_1x1")
+    strided = build([1, 128, 9, 9], 40, (3, 3), (2, 2), (1, 1), (1, 1), epilogue=True, name="gemm_deep_vector_s2")
+    for g in (flat, strided):
+        assert "vector_common_parallel = [2, 32, 0]" in g.mlir("optimized", fs.Backend.CPU, "x86-64-v3")
+        run_and_check(g, handle, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize(
     "m, n, k, block",
     [
@@ -430,6 +477,7 @@ def test_numerics_k_blocks_that_divide_k(cpu, rng, gemm_lowering, monkeypatch):
     blocked = gemm_config.GemmTile(base.distribution, base.vector, base.reduction, 256, 512, k_blocks_divide=True)
     monkeypatch.setitem(gemm_config.CONV_GEMM_TILES_BY_VENDOR, (isa, vendor or ""), blocked)
     monkeypatch.setattr(gemm_config, "PATCH_MATRIX_ROWS_TARGETS", set())  # keep the short last row
+    monkeypatch.setattr(gemm_config, "DEEP_VECTOR_BY_CORE", {})  # and the 6-row register tile it is short by
     monkeypatch.setenv("FUSILLI_DISABLE_CACHE", "1")  # the tile tables are not in the cache key
     g = build([2, 128, 14, 14], 32, (3, 3), (2, 2), (1, 1), (1, 1), epilogue=True, name="gemm_k_divides")
     assert "cache_reduction = [0, 0, 288]" in g.mlir("optimized")

@@ -1,0 +1,44 @@
+# RUN: %python %s > %t.json
+# RUN: %fusilli-opt %t.json --backend cpu --arch znver1 --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,ZEN1
+# RUN: %fusilli-opt %t.json --backend cpu --arch znver2 --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,ZEN2
+
+# Deep conv GEMMs per core (gemm_config.DEEP_VECTOR_BY_CORE): on Zen 1 (znver1) a conv GEMM at
+# least 1024 deep takes 2 rows x four 8-wide vectors, the workgroups (48x64) and K blocks (64, B
+# wide and 1024 deep) of AMD's AVX2 tile kept; a shallower one (512 deep, its filter's rows padded:
+# K whole) keeps 6x16, and Zen 2 (znver2) keeps 6x16 everywhere. ResNet-50's 1x1 8x1024x14x14->512
+# (1568 rows, 1024 deep), its 1x1 dgrad 8x512x7x7 from 2048 DY channels (392 rows, 2048 deep), and
+# 1x1 8x512x14x14->512 (1568 rows, 512 deep).
+
+import fusilli as fs
+
+g = fs.Graph(name="conv_gemm_deep_vector")
+
+
+def conv(name, n, c, hw, k):
+    x = g.tensor(name=f"{name}_x", dim=[n, c, hw, hw], stride=fs.strides([n, c, hw, hw], "NHWC"))
+    w = g.tensor(name=f"{name}_w", dim=[k, c, 1, 1], stride=fs.strides([k, c, 1, 1], "NHWC"))
+    y = g.conv_fprop(x, w, padding=[0, 0], stride=[1, 1], dilation=[1, 1], name=name)
+    y.set_output(True).set_name(f"{name}_y")
+
+
+def dgrad(name, n, k, hw, c):
+    dy = g.tensor(name=f"{name}_dy", dim=[n, k, hw, hw], stride=fs.strides([n, k, hw, hw], "NHWC"))
+    w = g.tensor(name=f"{name}_w", dim=[k, c, 1, 1], stride=fs.strides([k, c, 1, 1], "NHWC"))
+    dx = g.conv_dgrad(dy, w, padding=[0, 0], stride=[1, 1], dilation=[1, 1], name=name)
+    dx.set_dim([n, c, hw, hw]).set_output(True).set_name(f"{name}_dx")
+
+
+conv("deep", 8, 1024, 14, 512)
+dgrad("dgrad", 8, 2048, 7, 512)
+conv("shallow", 8, 512, 14, 512)
+print(g.to_json())
+
+# ZEN1-DAG: #[[DEEP:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [48, 64, 0], cache_reduction = [0, 0, 64], distribution = [48, 64, 0], vector_common_parallel = [2, 32, 0], vector_reduction = [0, 0, 8]>
+# ZEN2-DAG: #[[DEEP:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [48, 64, 0], cache_reduction = [0, 0, 64], distribution = [48, 64, 0], vector_common_parallel = [6, 16, 0], vector_reduction = [0, 0, 8]>
+# CHECK-DAG: #[[SHALLOW:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [48, 64, 0], distribution = [48, 64, 0], vector_common_parallel = [6, 16, 0], vector_reduction = [0, 0, 8]>
+# CHECK-DAG: #[[INFO_DEEP:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[DEEP]]
+# CHECK-DAG: #[[INFO_SHALLOW:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[SHALLOW]]
+# CHECK-LABEL: func.func @main(
+# CHECK: linalg.matmul {compilation_info = #[[INFO_DEEP]]} ins(%{{.*}}, %{{.*}} : tensor<1568x1024xf32>, tensor<1024x512xf32>)
+# CHECK: linalg.matmul {compilation_info = #[[INFO_DEEP]]} ins(%{{.*}}, %{{.*}} : tensor<392x2048xf32>, tensor<2048x512xf32>)
+# CHECK: linalg.matmul {compilation_info = #[[INFO_SHALLOW]]} ins(%{{.*}}, %{{.*}} : tensor<1568x512xf32>, tensor<512x512xf32>)
