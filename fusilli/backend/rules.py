@@ -1132,6 +1132,13 @@ CPU_CONV_GEMM_MAX_CHANNELS_1X1_PADDED = 2048
 # AVX2 code did not gain (x86-64-v3 and znver3 code, PyTorch held to AVX2: 0.80 -> 0.82, 0.86 ->
 # 0.86-0.87, 0.59-0.88 -> 0.57-0.93) and keeps CPU_CONV_GEMM_MIN_ROWS_1X1.
 CPU_CONV_GEMM_1X1_FEW_ROWS_TARGETS = {("avx512", "amd")}
+# ... and on cores whose deep conv GEMMs take a register tile of their own (gemm_config.DEEP_VECTOR_BY_CORE:
+# Zen 1's 2x32 from 1024 deep) a stride-1 1x1 conv that deep from CPU_CONV_GEMM_MIN_ROWS_1X1_PADDED
+# rows. EPYC Zen 1 VM (znver1), python benchmarks/conv_lowerings.py --lowering auto (IREE's data
+# tiling) --lowering gemm (with 2x32), ratio to PyTorch in one process, two runs: 1x1
+# 1x1024x14x14->256 (196 rows) 0.70, 0.82 -> 0.86, 0.90; 1x1024x14x14->128 0.71, 0.99 -> 0.93, 1.36;
+# 1x1024x7x7->256 (49) 0.96, 0.99 -> 1.01, 0.94 (even). With 6x16 the GEMM had run even there
+# (twenty-sixth session: 1x1024x14x14->256 0.73, 1.06 -> 0.72, 0.92).
 # ... and stride-2 convs with larger kernels from this many rows ...
 CPU_CONV_GEMM_MIN_ROWS_STRIDED = 4096
 # ... or, where the GEMM tile has K blocks of 256 (gemm_config: AVX2, and AMD AVX-512 cores;
@@ -1361,6 +1368,8 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
         if k_blocked and not intel and padded_columns is not None:  # a forward conv here (copied: False)
             min_rows, max_channels = CPU_CONV_GEMM_MIN_ROWS_1X1_PADDED, CPU_CONV_GEMM_MAX_CHANNELS_1X1_PADDED
         elif p.fact("stride") == (1, 1) and (isa, vendor or "") in CPU_CONV_GEMM_1X1_FEW_ROWS_TARGETS:
+            min_rows = CPU_CONV_GEMM_MIN_ROWS_1X1_PADDED
+        elif p.fact("stride") == (1, 1) and gemm_config.deep_vector(isa, cpu_core(t.cpu), channels) is not None:
             min_rows = CPU_CONV_GEMM_MIN_ROWS_1X1_PADDED
         if rows < min_rows or not 0 < channels <= max_channels:
             return None

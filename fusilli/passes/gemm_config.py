@@ -533,6 +533,13 @@ CONV_GEMM_TILES_BY_CORE = {
 DEEP_VECTOR_BY_CORE = {("avx2", "znver1"): (1024, (2, 32))}
 
 
+def deep_vector(isa: str, core: str | None, depth: int) -> tuple[int, int] | None:
+    """The register tile of a conv GEMM ``depth`` deep on the CPU ``core`` (DEEP_VECTOR_BY_CORE), or None
+    where the vendor's tile keeps its own."""
+    min_depth, vector = DEEP_VECTOR_BY_CORE.get((isa, core or ""), (0, None))
+    return vector if vector is not None and depth >= min_depth else None
+
+
 def conv_gemm_tile(
     isa: str,
     n: int,
@@ -561,9 +568,9 @@ def conv_gemm_tile(
     elif tile is not None and isa in ONE_BLOCK_SHORT_REMAINDER_ISAS:
         if tile.distribution[0] < rows < tile.distribution[0] + tile.vector[0]:
             tile = replace(tile, distribution=(rows, tile.distribution[1]))
-    min_depth, deep_vector = DEEP_VECTOR_BY_CORE.get((isa, core or ""), (0, None))
-    if tile is not None and deep_vector is not None and depth >= min_depth:
-        tile = replace(tile, vector=deep_vector)
+    vector = deep_vector(isa, core, depth)
+    if tile is not None and vector is not None:
+        tile = replace(tile, vector=vector)
     return tile
 
 

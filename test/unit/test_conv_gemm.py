@@ -397,6 +397,26 @@ def test_auto_choice(shape, kernel, stride, padding, expected, arch):
     assert data_tiled is (not expected and not polyphase and problem.flops >= rules.CPU_CONV_IM2COL_MIN_FLOPS)
 
 
+@pytest.mark.parametrize(
+    "shape, arch, expected",
+    [
+        ((1, 1024, 14, 14, 256), "znver1", True),  # 196 rows, 1024 deep: Zen 1's 2x32 GEMM
+        ((1, 1024, 7, 7, 256), "znver1", True),  # 49 rows
+        ((1, 1024, 6, 6, 256), "znver1", False),  # 36 rows
+        ((1, 512, 14, 14, 256), "znver1", False),  # 512 deep: 6x16, data tiling below 512 rows
+        ((1, 1024, 14, 14, 256), "znver2", False),  # full-width FMAs: no deep tile, data tiling
+    ],
+)
+def test_zen1_deep_1x1_convs_take_the_gemm_from_49_rows(shape, arch, expected):
+    """Stride-1 1x1 convs as deep as a core's own register tile (gemm_config.deep_vector) take the GEMM
+    from 49 rows (rules.CPU_CONV_GEMM_MIN_ROWS_1X1_PADDED), else data tiling below 512 rows."""
+    target = Target.resolve("cpu", arch)
+    problem = _problem(shape, (1, 1), (1, 1), (0, 0))
+    assert conv_layout.im2col_gemm("auto", problem, target) is expected
+    flags = rules.choose(problem, target, "flags")
+    assert (flags is not None and flags.rule is rules.CPU_CONV_IM2COL_DATA_TILING) is (not expected)
+
+
 def test_no_gemm_config_without_a_tuned_isa_or_channels_last():
     heavy = ((4, 256, 28, 28, 128), (1, 1), (1, 1), (0, 0))
     assert not conv_layout.im2col_gemm("auto", _problem(*heavy), Target.resolve("cpu", "x86-64"))

@@ -7,7 +7,9 @@
 # wide and 1024 deep) of AMD's AVX2 tile kept; a shallower one (512 deep, its filter's rows padded:
 # K whole) keeps 6x16, and Zen 2 (znver2) keeps 6x16 everywhere. ResNet-50's 1x1 8x1024x14x14->512
 # (1568 rows, 1024 deep), its 1x1 dgrad 8x512x7x7 from 2048 DY channels (392 rows, 2048 deep), and
-# 1x1 8x512x14x14->512 (1568 rows, 512 deep).
+# 1x1 8x512x14x14->512 (1568 rows, 512 deep). On Zen 1 a stride-1 1x1 conv that deep takes the GEMM
+# from 49 rows (rules.CPU_CONV_GEMM_MIN_ROWS_1X1_PADDED): 1x1 1x1024x14x14->256 (196 rows); Zen 2 leaves
+# it to IREE's data tiling (torch.aten.mm, no config).
 
 import fusilli as fs
 
@@ -31,6 +33,7 @@ def dgrad(name, n, k, hw, c):
 conv("deep", 8, 1024, 14, 512)
 dgrad("dgrad", 8, 2048, 7, 512)
 conv("shallow", 8, 512, 14, 512)
+conv("few_rows", 1, 1024, 14, 256)
 print(g.to_json())
 
 # ZEN1-DAG: #[[DEEP:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [48, 64, 0], cache_reduction = [0, 0, 64], distribution = [48, 64, 0], vector_common_parallel = [2, 32, 0], vector_reduction = [0, 0, 8]>
@@ -42,3 +45,5 @@ print(g.to_json())
 # CHECK: linalg.matmul {compilation_info = #[[INFO_DEEP]]} ins(%{{.*}}, %{{.*}} : tensor<1568x1024xf32>, tensor<1024x512xf32>)
 # CHECK: linalg.matmul {compilation_info = #[[INFO_DEEP]]} ins(%{{.*}}, %{{.*}} : tensor<392x2048xf32>, tensor<2048x512xf32>)
 # CHECK: linalg.matmul {compilation_info = #[[INFO_SHALLOW]]} ins(%{{.*}}, %{{.*}} : tensor<1568x512xf32>, tensor<512x512xf32>)
+# ZEN1: linalg.matmul {compilation_info = #[[INFO_DEEP]]} ins(%{{.*}}, %{{.*}} : tensor<196x1024xf32>, tensor<1024x256xf32>)
+# ZEN2: torch.aten.mm %{{.*}}, %{{.*}} : !torch.vtensor<[196,1024],f32>, !torch.vtensor<[1024,256],f32>
