@@ -288,17 +288,14 @@ def test_numerics_deep_vector_tile(rng, gemm_lowering, monkeypatch):
     CPU and run as x86-64-v3 code on any AVX2 host, with bias + relu: a 1x1 conv 1024 deep over 63 rows
     and 72 output channels (a last workgroup of 15 rows, an odd remainder of the 2-row tile, and 8
     columns past 64), and a 3x3 stride-2 conv 1152 deep (its patch matrix)."""
-    try:
-        Target.resolve("cpu", "x86-64-v3").check_runs_here("x86-64-v3 code")
-    except fs.FusilliError:
-        pytest.skip("this CPU cannot run x86-64-v3 code")
+    arch = arch_running_here("x86-64-v3")
     monkeypatch.setattr(gemm_config, "DEEP_VECTOR_BY_CORE", {("avx2", ""): (1024, (2, 32))})
     monkeypatch.setenv("FUSILLI_DISABLE_CACHE", "1")  # the tile tables are not in the cache key
-    handle = fs.Handle(fs.Backend.CPU, arch="x86-64-v3")
+    handle = fs.Handle(fs.Backend.CPU, arch=arch)
     flat = build([1, 1024, 7, 9], 72, (1, 1), (1, 1), (0, 0), (1, 1), epilogue=True, name="gemm_deep_vector_1x1")
     strided = build([1, 128, 9, 9], 40, (3, 3), (2, 2), (1, 1), (1, 1), epilogue=True, name="gemm_deep_vector_s2")
     for g in (flat, strided):
-        assert "vector_common_parallel = [2, 32, 0]" in g.mlir("optimized", fs.Backend.CPU, "x86-64-v3")
+        assert "vector_common_parallel = [2, 32, 0]" in g.mlir("optimized", fs.Backend.CPU, arch)
         run_and_check(g, handle, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
 
 
