@@ -636,10 +636,7 @@ def test_numerics_avx2_deep_gemm_by_the_rules(rng, x_dim, k, stride, fact):
     """Deep 3x3 convs (2304 deep, 49 GEMM rows) that AVX2 code takes to the K-blocked GEMM by the
     rules (rules.CPU_CONV_GEMM_MIN_DEPTH_AVX512 for stride 1, no depth limit for stride 2), run as
     x86-64-v3 code with bias + relu: the GEMM's one 49-row block, its K blocks of 256, 3 dispatches."""
-    try:
-        Target.resolve("cpu", "x86-64-v3").check_runs_here("x86-64-v3 code")
-    except fs.FusilliError:
-        pytest.skip("this CPU cannot run x86-64-v3 code")
+    arch_running_here("x86-64-v3")
     g = build(x_dim, k, (3, 3), stride, (1, 1), (1, 1), epilogue=True, name=f"gemm_avx2_deep_rules_{stride[0]}")
     assert f"cpu-conv-im2col-gemm ({fact}" in g.explain(fs.Backend.CPU, "x86-64-v3")
     optimized = g.mlir("optimized", fs.Backend.CPU, "x86-64-v3")
@@ -654,10 +651,7 @@ def test_numerics_avx2_gemm_tile(rng, gemm_lowering):
     x86-64-v3 code: a 3x3 conv 576 deep (K-blocked), a 1x1 one 64 deep (whole K), a 1x1 one
     1024 deep (K-blocked) and a 1x1 stride-2 one, with bias + relu, 36-100 rows and 40 output
     channels (partial workgroups and tiles)."""
-    try:
-        Target.resolve("cpu", "x86-64-v3").check_runs_here("x86-64-v3 code")
-    except fs.FusilliError:
-        pytest.skip("this CPU cannot run x86-64-v3 code")
+    arch_running_here("x86-64-v3")
     handle = fs.Handle(fs.Backend.CPU, arch="x86-64-v3")
     deep = build([1, 64, 9, 9], 40, (3, 3), (1, 1), (1, 1), (1, 1), epilogue=True, name="gemm_avx2_deep")
     flat = build([1, 64, 10, 10], 40, (1, 1), (1, 1), (0, 0), (1, 1), epilogue=True, name="gemm_avx2_flat")
