@@ -1073,6 +1073,20 @@ def _padded_filter_text(t: Target, columns: int, rows: int, copied: bool) -> str
     return _filter_rows_text(columns, _padded_filter_columns(t, columns, rows, copied))
 
 
+def _filter_layout_text(
+    t: Target, columns: int, rows: int, depth: int, copied: bool, strided_patches: bool = False
+) -> str:
+    """``", the filter written in 64-column panels"`` where gemm_config.conv_b_panel writes a conv
+    GEMM's B (``rows`` x ``columns`` x ``depth``) in panels, else ``_padded_filter_text``'s."""
+    from fusilli.passes import gemm_config  # the tables (they import this module)
+
+    isa, vendor, core = vector_isa(t), cpu_vendor(t.cpu), cpu_core(t.cpu)
+    panel = gemm_config.conv_b_panel(isa, columns, rows, depth, vendor, core, strided_patches, copied)
+    if panel is None:
+        return _padded_filter_text(t, columns, rows, copied)
+    return f", the filter written in {panel}-column panels (each panel's rows contiguous)"
+
+
 def _filter_rows_text(columns: int, padded: int | None) -> str:
     """The explain text of a filter of ``columns`` written in rows of ``padded`` (None: as it is)."""
     return "" if padded is None else f", the filter written in rows of {padded} ({columns} would alias in L1)"
@@ -1350,14 +1364,14 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
     on = f"{isa}, Intel" if intel else f"{isa}, AMD" if vendor == "amd" else isa
     # The GEMM's B: a dgrad's filter as it is (padding it a copy), a forward conv's transposed.
     out_channels = conv_out_channels(p)
-    padded_columns = _padded_filter_columns(t, out_channels, rows, copied=p.kind == "conv_dgrad")
-    padded = _filter_rows_text(out_channels, padded_columns)
+    copied = p.kind == "conv_dgrad"
+    padded_columns = _padded_filter_columns(t, out_channels, rows, copied)
     if kernel == (1, 1) and p.kind == "conv_dgrad" and not (intel and isa == "avx512"):
         # 1x1 dgrads take the GEMM at any rows and depth (see CPU_CONV_GEMM_MIN_ROWS_1X1).
         return (
             f"1x1 dgrad, {rows} GEMM rows: DY x the forward filter as it is, GEMM tuned for {on}"
             + _core_conv_gemm_tile_text(t, out_channels, rows, channels)
-            + padded
+            + _filter_layout_text(t, out_channels, rows, channels, copied)
         )
     if kernel == (1, 1):
         from fusilli.passes import gemm_config  # the tables (they import this module)
@@ -1385,7 +1399,11 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
                 if strided_view
                 else ""
             )
-            + padded
+            + (
+                _padded_filter_text(t, out_channels, rows, copied)
+                if strided_view  # conv_layout's strided rows: B in rows, never panels
+                else _filter_layout_text(t, out_channels, rows, channels, copied)
+            )
         )
     depth = math.prod(int(d) for d in kernel) * channels
     if intel and isa == "avx512" and conv_out_channels(p) >= CPU_CONV_GEMM_WIDE_MIN_OUT_CHANNELS:
@@ -1402,7 +1420,7 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
             f"{kernel[0]}x{kernel[1]} stride 2, {rows} GEMM rows >= {min_rows}, GEMM tuned for {on}"
             + _core_conv_gemm_tile_text(t, out_channels, rows, depth, strided_patches=True)
             + patch_rows
-            + padded
+            + _filter_layout_text(t, out_channels, rows, depth, copied, strided_patches=True)
         )
     deep_k_blocked = avx512_k_blocked or (avx2_not_intel and p.kind == "conv_fprop")
     if deep_k_blocked and p.fact("stride") == (1, 1) and depth >= CPU_CONV_GEMM_MIN_DEPTH_AVX512:
@@ -1410,7 +1428,7 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
             f"{kernel[0]}x{kernel[1]}, GEMM depth {depth} >= {CPU_CONV_GEMM_MIN_DEPTH_AVX512}, K-blocked GEMM for {on}"
             + _core_conv_gemm_tile_text(t, out_channels, rows, depth)
             + _patch_rows_text(t, out_channels, rows, depth, strided_patches=False)
-            + padded
+            + _filter_layout_text(t, out_channels, rows, depth, copied)
         )
     return None
 
@@ -1442,7 +1460,7 @@ def CPU_CONV_DGRAD_FLIPPED_GEMM(p: Problem, t: Target) -> str | None:
     return (
         f"{kernel[0]}x{kernel[1]} stride 1 on avx2: the im2col GEMM over flipped patches, no filter flip"
         + _core_conv_gemm_tile_text(t, columns, rows, conv_gemm_depth(p))
-        + _padded_filter_text(t, columns, rows, copied=True)
+        + _filter_layout_text(t, columns, rows, conv_gemm_depth(p), copied=True)
     )
 
 

@@ -834,6 +834,28 @@ def _im2col_gemm(
     # transposed along its vectorized N dimension: 1x1 4x256x28x28->128 0.83 ms;
     # with the HWCF filter materialized (its own small dispatch) 0.43-0.48 ms.
     # A dgrad's filter (flipped_taps) is KRSC as it is; a forward one's transposed.
+    strided_patches = (fy, fx) != (1, 1) and list(stride) != [1, 1]
+    panel = None
+    if strided_rows is None:
+        panel = gemm_config.conv_b_panel(isa, k, rows, depth, vendor, core, strided_patches, copied=flipped_taps)
+    if panel is not None:
+        panels = _b_panels(w_krsc, panel, flipped_taps)
+        mm = _panel_gemm(patches, panels, rows, k)
+        info = gemm_config.matmul_compilation_info(
+            isa,
+            rows,
+            k,
+            depth,
+            vendor,
+            strided_patches,
+            core,
+            not _patches_are_x((fy, fx), stride, padding),
+            panel=panel,
+        )
+        if info is not None:
+            mm.owner.attributes["compilation_info"] = info
+        y = ir.expand_shape(mm, [[0, 1, 2], [3], [4]], [n, oh, ow, k // panel, panel])
+        return _collapse(y, [[0], [1], [2], [3, 4]])
     if flipped_taps:
         filt, padded_b = _materialized_b(_collapse(w_krsc, [[0, 1, 2], [3]]), isa, rows, transposed=False)
     else:
@@ -845,7 +867,6 @@ def _im2col_gemm(
             mm.owner.attributes["compilation_info"] = info
         return ir.expand_shape(mm, [[0, 1], [2], [3]], [n, oh, ow, k])
     mm = _matmul(patches, filt, rows, k, _mnk_map(M, K), _mnk_map(K, N))
-    strided_patches = (fy, fx) != (1, 1) and list(stride) != [1, 1]
     gathered = not _patches_are_x((fy, fx), stride, padding)
     info = gemm_config.matmul_compilation_info(isa, rows, k, depth, vendor, strided_patches, core, gathered, padded_b)
     if info is not None:
@@ -867,6 +888,36 @@ def _materialized_b(filt: ir.Value, isa: str, rows: int, transposed: bool) -> tu
     zero = ir.arith.ConstantOp(ft.element_type, 0.0).result
     written = ir.fusion_barrier(_padded(filt, [0, 0], [0, padded - columns], zero))
     return ir.tensor.ExtractSliceOp(ft, written, [], [], [], [0, 0], [depth, columns], [1, 1]).result, True
+
+
+def _b_panels(w_krsc: ir.Value, panel: int, flipped_taps: bool) -> ir.Value:
+    """The conv GEMM's B, ``[depth, columns]``, written in a dispatch of its own as panels of ``panel``
+    columns, ``[columns / panel, depth, panel]`` (gemm_config.conv_b_panel): one transposition of the
+    KRSC filter, its ``[K / panel, panel, R*S*C]`` view with the last two dims swapped (a forward conv),
+    or of a dgrad's ``[R*S*C, C / panel, panel]`` (``flipped_taps``: B as it is) with the first two."""
+    wt = ir.RankedTensorType(w_krsc.type)
+    if flipped_taps:
+        depth, columns = wt.get_dim_size(0) * wt.get_dim_size(1) * wt.get_dim_size(2), wt.get_dim_size(3)
+        view = ir.expand_shape(_collapse(w_krsc, [[0, 1, 2], [3]]), [[0], [1, 2]], [depth, columns // panel, panel])
+        permutation = [1, 0, 2]
+    else:
+        columns, depth = wt.get_dim_size(0), wt.get_dim_size(1) * wt.get_dim_size(2) * wt.get_dim_size(3)
+        view = ir.expand_shape(_collapse(w_krsc, [[0], [1, 2, 3]]), [[0, 1], [2]], [columns // panel, panel, depth])
+        permutation = [0, 2, 1]
+    init = ir.tensor.EmptyOp([columns // panel, depth, panel], wt.element_type).result
+    return ir.fusion_barrier(ir.linalg.transpose(view, outs=[init], permutation=permutation).results[0])
+
+
+def _panel_gemm(patches: ir.Value, panels: ir.Value, rows: int, columns: int) -> ir.Value:
+    """``y[m, j, n] = sum_c patches[m, c] * panels[j, c, n]``: the conv GEMM over B in panels
+    (``_b_panels``), its ``[rows, columns / panel, panel]`` result the ``[rows, columns]`` one split."""
+    f32 = builtin_element_type("f32")
+    blocks, _, panel = ir.RankedTensorType(panels.type).shape
+    zero = ir.arith.ConstantOp(f32, 0.0).result
+    init = ir.linalg.fill(zero, outs=[ir.tensor.EmptyOp([rows, blocks, panel], f32).result])
+    m, j, n, c = (ir.AffineDimExpr.get(d) for d in range(4))
+    maps = [ir.AffineMap.get(4, 0, [m, c]), ir.AffineMap.get(4, 0, [j, c, n]), ir.AffineMap.get(4, 0, [m, j, n])]
+    return ir.contraction(patches, panels, init, maps, ["parallel", "parallel", "parallel", "reduction"]).result
 
 
 def _strided_1x1_rows(x_nhwc: ir.Value, kernel, stride, padding, flipped_taps: bool) -> ir.Value | None:

@@ -540,6 +540,48 @@ def deep_vector(isa: str, core: str | None, depth: int) -> tuple[int, int] | Non
     return vector if vector is not None and depth >= min_depth else None
 
 
+# Where Zen 1's conv GEMMs take that tile, the filter the graph writes for them (a forward conv's
+# transposition; a dgrad's copy, made where its rows are padded) is written in CONV_B_PANEL-column
+# panels, ``[columns / 64, depth, 64]``, each panel's rows contiguous, as Winograd's transformed
+# filter is (WINOGRAD_B_PANEL), at no cost (the transposition writes panels instead of rows), and
+# the GEMM is a contraction over ``(m, j, n, c)`` whose ``[rows, columns / 64, 64]`` result is the
+# plain one collapsed (conv_layout._panel_gemm; the 48x64 workgroup is one panel). A workgroup's B
+# block of 64 K steps is then 16 KB in one run instead of 64 rows 2 KiB-8 KiB apart. EPYC Zen 1 VM
+# (znver1), one GEMM alone (iree.runtime calls, one thread, local-sync, interleaved with torch.mm on
+# one thread), the 2x32 tile in 48x64 with K blocks of 64, best GFLOP/s, B's rows padded by 16
+# floats (as the graph wrote them) -> 64-column panels: 392x512x2048 30.4 -> 31.8, 30.8 -> 32.0;
+# 196x512x1024 29.0 -> 32.2; 1568x512x1024 31.2 -> 32.2; 392x2048x1024 26.4 -> 28.7; 1568x256x1024
+# (rows 1 KiB apart, not padded: 31.8) 32.4 -> 32.6; 196x256x1024 19.6 -> 20.3 (torch.mm 32.8-35.9,
+# 22.3 for the last). The 6x16 tile on 392x512x2048 gained as much (26.6 -> 27.5); whole K at 512
+# deep or less did not (392x2048x512 6x16 30.6 -> 27.4, 1568x1024x256 32.0 -> 31.5, 784x512x128
+# 32.9 / 33.0), so panels go with the deep 2x32 tile.
+CONV_B_PANEL = 64
+
+
+def conv_b_panel(
+    isa: str,
+    columns: int,
+    rows: int,
+    depth: int,
+    vendor: str | None = None,
+    core: str | None = None,
+    strided_patches: bool = False,
+    copied: bool = False,
+) -> int | None:
+    """The panel width a conv GEMM's B of ``columns`` (``rows`` x ``columns`` x ``depth``; ``copied``:
+    B is in its layout already, so writing it is a copy that only ``padded_b_columns``' rows justify)
+    is written in on ``isa`` and the CPU ``core`` (see above), or None for rows."""
+    if deep_vector(isa, core, depth) is None or columns % CONV_B_PANEL:
+        return None
+    if copied and padded_b_columns(isa, columns, 4, rows, copied) is None:
+        return None
+    tile = conv_gemm_tile(isa, columns, vendor, strided_patches, rows, depth, core)
+    if tile is None:
+        return None
+    dn, vn = min(tile.distribution[1], columns), tile.vector[1]
+    return CONV_B_PANEL if dn % CONV_B_PANEL == 0 and CONV_B_PANEL % vn == 0 else None
+
+
 def conv_gemm_tile(
     isa: str,
     n: int,
@@ -633,20 +675,22 @@ def matmul_compilation_info(
     core: str | None = None,
     materialized_a: bool = False,
     padded_b: bool = False,
+    panel: int | None = None,
 ) -> ir.Attribute | None:
     """The ``compilation_info`` for an f32 conv-as-GEMM ``linalg.matmul`` on ``isa`` (and the
     CPU ``vendor`` and ``core``, ``targets.cpu_vendor`` / ``cpu_core``; ``strided_patches`` as in
     ``conv_gemm_tile``; ``materialized_a``: A is a matrix the graph writes, see
     ``patch_matrix_tile``; ``padded_b``: B's rows are written padded, see
-    ``PADDED_B_WHOLE_K_BELOW``), or None."""
+    ``PADDED_B_WHOLE_K_BELOW``), or None; with ``panel``, for the contraction over ``(m, j, n, c)``
+    that reads B as panels of ``panel`` columns (``conv_b_panel``): the same tile, N split."""
     tile = conv_gemm_tile(isa, n, vendor, strided_patches, m, k, core)
     if tile is None:
         return None
     if materialized_a:
         tile = patch_matrix_tile(tile, isa, vendor, m)
-    if padded_b and k < tile.padded_b_whole_k_below:
+    if (padded_b or panel is not None) and k < tile.padded_b_whole_k_below:
         tile = replace(tile, cache_reduction=None, narrow_k_block=None)
-    return _compilation_info(tile, None, m, n, k)
+    return _compilation_info(tile, None, m, n, k, panel)
 
 
 # A conv GEMM's B operand (its filter matrix, [depth, columns]) is read a row per reduction step,
