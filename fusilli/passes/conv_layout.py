@@ -835,25 +835,19 @@ def _im2col_gemm(
     # with the HWCF filter materialized (its own small dispatch) 0.43-0.48 ms.
     # A dgrad's filter (flipped_taps) is KRSC as it is; a forward one's transposed.
     strided_patches = (fy, fx) != (1, 1) and list(stride) != [1, 1]
+    gathered = not _patches_are_x((fy, fx), stride, padding)
     panel = None
     if strided_rows is None:
         panel = gemm_config.conv_b_panel(isa, k, rows, depth, vendor, core, strided_patches, copied=flipped_taps)
     if panel is not None:
-        panels = _b_panels(w_krsc, panel, flipped_taps)
-        mm = _panel_gemm(patches, panels, rows, k)
+        mm = _panel_gemm(patches, _b_panels(w_krsc, panel, flipped_taps), rows)
         info = gemm_config.matmul_compilation_info(
-            isa,
-            rows,
-            k,
-            depth,
-            vendor,
-            strided_patches,
-            core,
-            not _patches_are_x((fy, fx), stride, padding),
-            panel=panel,
+            isa, rows, k, depth, vendor, strided_patches, core, gathered, panel=panel
         )
         if info is not None:
             mm.owner.attributes["compilation_info"] = info
+        # Rows expanded to NHWC first, the panel dims collapsed last: collapsed first ([rows, K]),
+        # the epilogue did not fuse into the GEMM's dispatch (a dispatch of its own, 2 -> 3).
         y = ir.expand_shape(mm, [[0, 1, 2], [3], [4]], [n, oh, ow, k // panel, panel])
         return _collapse(y, [[0], [1], [2], [3, 4]])
     if flipped_taps:
@@ -867,7 +861,6 @@ def _im2col_gemm(
             mm.owner.attributes["compilation_info"] = info
         return ir.expand_shape(mm, [[0, 1], [2], [3]], [n, oh, ow, k])
     mm = _matmul(patches, filt, rows, k, _mnk_map(M, K), _mnk_map(K, N))
-    gathered = not _patches_are_x((fy, fx), stride, padding)
     info = gemm_config.matmul_compilation_info(isa, rows, k, depth, vendor, strided_patches, core, gathered, padded_b)
     if info is not None:
         mm.owner.attributes["compilation_info"] = info
@@ -908,7 +901,7 @@ def _b_panels(w_krsc: ir.Value, panel: int, flipped_taps: bool) -> ir.Value:
     return ir.fusion_barrier(ir.linalg.transpose(view, outs=[init], permutation=permutation).results[0])
 
 
-def _panel_gemm(patches: ir.Value, panels: ir.Value, rows: int, columns: int) -> ir.Value:
+def _panel_gemm(patches: ir.Value, panels: ir.Value, rows: int) -> ir.Value:
     """``y[m, j, n] = sum_c patches[m, c] * panels[j, c, n]``: the conv GEMM over B in panels
     (``_b_panels``), its ``[rows, columns / panel, panel]`` result the ``[rows, columns]`` one split."""
     f32 = builtin_element_type("f32")
