@@ -463,8 +463,12 @@ def winograd_b_panel(
     ``[t*t, depth, columns]``."""
     if isa not in WINOGRAD_B_PANEL_ISAS or (columns * 4) % B_ROW_ALIAS_BYTES:
         return None
-    tile = winograd_gemm_tile(isa, rows, depth, vendor, core)
-    panel = WINOGRAD_B_PANEL
+    return _panel_fitting(winograd_gemm_tile(isa, rows, depth, vendor, core), columns, WINOGRAD_B_PANEL)
+
+
+def _panel_fitting(tile: GemmTile | None, columns: int, panel: int) -> int | None:
+    """``panel`` where B's ``columns`` split into whole panels that whole workgroups of ``tile`` cover,
+    each panel whole register tiles wide, else None."""
     if tile is None or columns % panel:
         return None
     dn, vn = min(tile.distribution[1], columns), tile.vector[1]
@@ -571,15 +575,12 @@ def conv_b_panel(
     """The panel width a conv GEMM's B of ``columns`` (``rows`` x ``columns`` x ``depth``; ``copied``:
     B is in its layout already, so writing it is a copy that only ``padded_b_columns``' rows justify)
     is written in on ``isa`` and the CPU ``core`` (see above), or None for rows."""
-    if deep_vector(isa, core, depth) is None or columns % CONV_B_PANEL:
+    if deep_vector(isa, core, depth) is None:
         return None
     if copied and padded_b_columns(isa, columns, 4, rows, copied) is None:
         return None
     tile = conv_gemm_tile(isa, columns, vendor, strided_patches, rows, depth, core)
-    if tile is None:
-        return None
-    dn, vn = min(tile.distribution[1], columns), tile.vector[1]
-    return CONV_B_PANEL if dn % CONV_B_PANEL == 0 and CONV_B_PANEL % vn == 0 else None
+    return _panel_fitting(tile, columns, CONV_B_PANEL)
 
 
 def conv_gemm_tile(
