@@ -32,6 +32,7 @@ class GemmTile:
     k_blocks_divide: bool = False  # K blocks that divide K where the rows need it (k_block)
     narrow_k_block: int | None = None  # K per cache block of 2-D GEMMs wide and tall enough (k_block)
     padded_b_whole_k_below: int = 0  # ... but K whole below this depth where B's rows are padded
+    conv_whole_k_below: int = 0  # K whole below this depth in forward and dgrad conv GEMMs (matmul_compilation_info)
 
 
 # Winograd batched GEMM [t*t, tiles, K] x [t*t, C, K], f32, per ISA.
@@ -146,8 +147,30 @@ WINOGRAD_GEMM_TILES_BY_CORE = {("avx512", "znver5"): (384, 128, GemmTile((60, 64
 #   Zen 1 (znver1), one thread, 1x1 s2 1x256x56x56->512 (784x512x256), ms: whole K, 48x64 8.2,
 #   48x128 7.4, 24x64 7.9, 96x64 8.5, 48x32 8.4; K in blocks of 64, 48x64 6.6-6.8, 24x128 6.8,
 #   60x64 6.8 (the register tiles there: below).
+# AVX2 code for no named CPU (x86-64-v3, and Intel's AVX2 cores) takes K whole in forward and dgrad
+#   conv GEMMs below CONV_WHOLE_K_BELOW deep (1x1 convs of 512 and 1024 channels), since conv
+#   filters are written with padded rows (padded_b_columns, the twenty-first session): its 6x16 tile
+#   then streams a 48x64 workgroup's B panel (at most 1024 x 64 f32, 256 KB) from L2 once instead
+#   of K/256 blocks each reloading A. x86-64-v3 code on the AMD Zen 4 VM (znver4), PyTorch held to
+#   AVX2, the two compiled in one process and run interleaved with PyTorch (benchmarks/table_ab.py),
+#   ratio to PyTorch, K blocks of 256 -> whole K, three runs: 1x1 1x512x28x28->128 0.85, 0.77, 0.89
+#   -> 0.91, 0.86, 0.96; 1x512x28x28->256 0.89, 0.88, 0.58 -> 0.94, 0.92, 0.94; 1x1024x14x14->512
+#   0.74, 0.74, 0.76 -> 0.82, 0.80, 0.80; s2 1x512x28x28->1024 0.78, 0.83, 0.63 -> 0.86, 0.85, 0.76;
+#   8x512x28x28->256 0.85, 0.92, 0.84 -> 0.92, 0.99, 0.84; s2 8x512x28x28->1024 0.82, 0.81, 0.78 ->
+#   0.95, 0.95, 0.96; 8x1024x14x14->512 0.86, 0.69, 0.93 -> 0.96, 1.01, 0.88; 8x512x7x7->2048 0.91,
+#   0.94, 0.83 -> 1.06, 1.11, 0.96; s2 1x1024x14x14->2048 1.22, 0.93, 1.04 -> 1.14, 1.02, 1.09; dgrad
+#   1x1 1x2048x7x7->512 (512 deep, one run) 1.13 -> 1.22; one thread (local-sync, PyTorch on one
+#   thread), the graphs' ms: 1x1024x14x14->512 2.38 -> 2.14, 8x512x28x28->256 18.2 -> 16.7, s2
+#   1x512x28x28->1024 2.42 -> 2.15, 1x512x28x28->128 0.98 -> 0.92. From 2048 deep K blocks stayed
+#   ahead (3x3 s2 8x512x14x14->512, 4608 deep, 0.78 -> 0.67; 3x3 1x512x7x7 1.24 -> 1.17;
+#   1x2048x7x7->512 1.22 -> 1.17), hence the limit. The sixth session's Intel measurement (6x16 in
+#   96x64 whole K between 4x16 whole K and this tile's K blocks, Sapphire Rapids) predates padded
+#   filter rows and was not repeated. Weight gradients keep their blocks (not measured).
+CONV_WHOLE_K_BELOW = 2048
 CONV_GEMM_TILES = {
-    "avx2": GemmTile((48, 64), (6, 16), 8, cache_reduction=256, cache_reduction_min_depth=512),
+    "avx2": GemmTile(
+        (48, 64), (6, 16), 8, cache_reduction=256, cache_reduction_min_depth=512, conv_whole_k_below=CONV_WHOLE_K_BELOW
+    ),
     "avx512": GemmTile((64, 64), (8, 32), 8),
 }
 # Per (ISA, CPU vendor) where measured different. AMD AVX-512 keeps the table's 8x32 in 64x64
@@ -682,14 +705,15 @@ def matmul_compilation_info(
     CPU ``vendor`` and ``core``, ``targets.cpu_vendor`` / ``cpu_core``; ``strided_patches`` as in
     ``conv_gemm_tile``; ``materialized_a``: A is a matrix the graph writes, see
     ``patch_matrix_tile``; ``padded_b``: B's rows are written padded, see
-    ``PADDED_B_WHOLE_K_BELOW``), or None; with ``panel``, for the contraction over ``(m, j, n, c)``
+    ``PADDED_B_WHOLE_K_BELOW``; K whole below the tile's ``conv_whole_k_below``, see
+    ``CONV_WHOLE_K_BELOW``), or None; with ``panel``, for the contraction over ``(m, j, n, c)``
     that reads B as panels of ``panel`` columns (``conv_b_panel``): the same tile, N split."""
     tile = conv_gemm_tile(isa, n, vendor, strided_patches, m, k, core)
     if tile is None:
         return None
     if materialized_a:
         tile = patch_matrix_tile(tile, isa, vendor, m)
-    if (padded_b or panel is not None) and k < tile.padded_b_whole_k_below:
+    if k < tile.conv_whole_k_below or ((padded_b or panel is not None) and k < tile.padded_b_whole_k_below):
         tile = replace(tile, cache_reduction=None, narrow_k_block=None)
     return _compilation_info(tile, None, m, n, k, panel)
 

@@ -183,8 +183,17 @@ def test_gemm_config_per_isa():
         avx512 = str(gemm_config.matmul_compilation_info("avx512", 3136, 128, 256))
         small = str(gemm_config.matmul_compilation_info("avx512", 6, 5, 3))
         assert "vector_common_parallel = [6, 16, 0]" in avx2 and "distribution = [48, 64, 0]" in avx2
-        deep_avx2 = str(gemm_config.matmul_compilation_info("avx2", 3136, 128, 1024))
-        assert "cache_reduction = [0, 0, 256]" in deep_avx2 and "cache_reduction" not in avx2
+        # AVX2 for no named CPU: K whole below CONV_WHOLE_K_BELOW (1x1 convs of 1024 channels), in
+        # blocks of 256 from it (3x3 convs of 256 channels); the weight gradients' GEMMs from 512.
+        middle_avx2 = str(gemm_config.matmul_compilation_info("avx2", 3136, 128, 1024))
+        deep_avx2 = str(gemm_config.matmul_compilation_info("avx2", 3136, 128, 2304))
+        assert "cache_reduction = [0, 0, 256]" in deep_avx2
+        assert "cache_reduction" not in avx2 and "cache_reduction" not in middle_avx2
+        wgrad_avx2 = str(gemm_config.wgrad_matmul_compilation_info("avx2", 128, 128, 1024))
+        assert "cache_reduction = [0, 0, 256]" in wgrad_avx2
+        # AMD's AVX2 cores keep their own blocks (narrow_k_block, PADDED_B_WHOLE_K_BELOW).
+        amd_avx2 = str(gemm_config.matmul_compilation_info("avx2", 3136, 128, 1024, "amd"))
+        assert "cache_reduction = [0, 0, 64]" in amd_avx2
         assert "vector_common_parallel = [8, 32, 0]" in avx512
         # 2-D GEMMs name their L2 tile; batched (Winograd) GEMMs only where their last row of
         # workgroups is short by at most a register tile's rows (gemm_config._cache_parallel).
@@ -313,7 +322,7 @@ def test_numerics_deep_vector_tile(rng, gemm_lowering, monkeypatch):
 def test_padded_b_takes_whole_k_on_amd_avx2(m, n, k, block):
     """Where a conv GEMM's B is written with padded rows, AMD AVX2 cores take K whole below 1024 deep
     (gemm_config.PADDED_B_WHOLE_K_BELOW); unpadded, the narrow blocks; AVX2 code for no named CPU
-    keeps the table's blocks either way."""
+    takes K whole below 2048 deep either way (gemm_config.CONV_WHOLE_K_BELOW)."""
     with fusilli_context():
         padded = str(gemm_config.matmul_compilation_info("avx2", m, n, k, "amd", padded_b=True))
         plain = str(gemm_config.matmul_compilation_info("avx2", m, n, k, "amd"))
@@ -321,7 +330,7 @@ def test_padded_b_takes_whole_k_on_amd_avx2(m, n, k, block):
     assert ("cache_reduction" in padded) is (block is not None)
     assert block is None or f"cache_reduction = [0, 0, {block}]" in padded
     assert "cache_reduction = [0, 0, 64]" in plain
-    assert ("cache_reduction = [0, 0, 256]" in vendorless) is (k >= 512)
+    assert ("cache_reduction = [0, 0, 256]" in vendorless) is (k >= gemm_config.CONV_WHOLE_K_BELOW)
 
 
 def test_numerics_narrow_k_blocks(cpu, rng, gemm_lowering, monkeypatch):
@@ -648,19 +657,19 @@ def test_numerics_avx2_deep_gemm_by_the_rules(rng, x_dim, k, stride, fact):
 
 
 def test_numerics_avx2_gemm_tile(rng, gemm_lowering):
-    """The AVX2 conv GEMM (6x16 in 48x64 workgroups, K blocks of 256 from depth 512) run as
-    x86-64-v3 code: a 3x3 conv 576 deep (K-blocked), a 1x1 one 64 deep (whole K), a 1x1 one
-    1024 deep (K-blocked) and a 1x1 stride-2 one, with bias + relu, 36-100 rows and 40 output
-    channels (partial workgroups and tiles)."""
+    """The AVX2 conv GEMM (6x16 in 48x64 workgroups, K whole below 2048 deep, in blocks of 256
+    from it: gemm_config.CONV_WHOLE_K_BELOW) run as x86-64-v3 code: a 3x3 conv 2160 deep
+    (K-blocked, a last block of 112), a 1x1 one 64 deep, a 1x1 one 1024 deep and a 1x1 stride-2
+    one, with bias + relu, 36-100 rows and 40 output channels (partial workgroups and tiles)."""
     arch_running_here("x86-64-v3")
     handle = fs.Handle(fs.Backend.CPU, arch="x86-64-v3")
-    deep = build([1, 64, 9, 9], 40, (3, 3), (1, 1), (1, 1), (1, 1), epilogue=True, name="gemm_avx2_deep")
+    deep = build([1, 240, 9, 9], 40, (3, 3), (1, 1), (1, 1), (1, 1), epilogue=True, name="gemm_avx2_deep")
     flat = build([1, 64, 10, 10], 40, (1, 1), (1, 1), (0, 0), (1, 1), epilogue=True, name="gemm_avx2_flat")
     wide = build([1, 1024, 6, 6], 40, (1, 1), (1, 1), (0, 0), (1, 1), epilogue=True, name="gemm_avx2_wide")
     strided = build([1, 64, 19, 19], 40, (1, 1), (2, 2), (0, 0), (1, 1), epilogue=True, name="gemm_avx2_s2")
     # Dispatches: the filter's HWCF copy, (the 3x3's and the strided 1x1's patch gather,) the
     # GEMM with bias + relu.
-    cases = ((deep, True, 3), (flat, False, 2), (wide, True, 2), (strided, False, 3))
+    cases = ((deep, True, 3), (flat, False, 2), (wide, False, 2), (strided, False, 3))
     for g, blocked, dispatches in cases:
         optimized = g.mlir("optimized", fs.Backend.CPU, "x86-64-v3")
         assert "vector_common_parallel = [6, 16, 0]" in optimized
