@@ -1357,7 +1357,8 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
     rows, kernel, channels = conv_gemm_rows(p), p.fact("kernel"), int(p.fact("channels", 0))
     vendor = cpu_vendor(t.cpu)
     intel = vendor == "intel"
-    # Whose conv GEMM tile has K blocks (gemm_config): AVX2's, and these vendors' AVX-512 ones.
+    # Whose conv GEMM tile has K blocks (gemm_config): AVX2's, and these vendors' AVX-512 ones. (AVX2
+    # code for no named CPU takes K whole below gemm_config.CONV_WHOLE_K_BELOW, measured faster still.)
     avx512_k_blocked = isa == "avx512" and vendor in CPU_CONV_GEMM_DEEP_VENDORS
     k_blocked = isa == "avx2" or avx512_k_blocked
     avx2_not_intel = isa == "avx2" and not intel  # AVX2's deep GEMMs (measured on AMD and generic AVX2 code)
