@@ -1027,6 +1027,21 @@ def _patch_rows_text(t: Target, columns: int, rows: int, depth: int, strided_pat
     return f", its {rows} rows in workgroups of {block} (no masked register tile past the patch matrix)"
 
 
+def _input_rows_text(t: Target, columns: int, rows: int, depth: int) -> str:
+    """``", its 196 rows in workgroups of 49 (...)"`` where the GEMM of an A the graph reads as it is
+    takes a divisor of its rows (gemm_config.input_rows_tile), else ``""``."""
+    from fusilli.passes import gemm_config  # the tile tables (they import this module)
+
+    isa, vendor = vector_isa(t), cpu_vendor(t.cpu)
+    tile = gemm_config.conv_gemm_tile(isa, columns, vendor, False, rows, depth, cpu_core(t.cpu))
+    if tile is None:
+        return ""
+    block = gemm_config.input_rows_tile(tile, isa, vendor, rows).distribution[0]
+    if block == tile.distribution[0]:
+        return ""
+    return f", its {rows} rows in workgroups of {block} (a divisor: no partial register tile in a last workgroup)"
+
+
 def _core_winograd_tile_text(t: Target, rows: int, depth: int) -> str:
     """``" (znver5: 6x64 register tile in 60x64 workgroups)"`` where the CPU core's own Winograd GEMM
     tile (gemm_config.WINOGRAD_GEMM_TILES_BY_CORE) replaces its vendor's, else ``""``."""
@@ -1372,6 +1387,7 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
         return (
             f"1x1 dgrad, {rows} GEMM rows: DY x the forward filter as it is, GEMM tuned for {on}"
             + _core_conv_gemm_tile_text(t, out_channels, rows, channels)
+            + (_input_rows_text(t, out_channels, rows, channels) if p.fact("stride") == (1, 1) else "")
             + _filter_layout_text(t, out_channels, rows, channels, copied)
         )
     if kernel == (1, 1):
@@ -1394,6 +1410,7 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
             f"1x1, {rows} GEMM rows >= {min_rows}, {channels} channels <= {max_channels}, "
             f"GEMM tuned for {on}"
             + _core_conv_gemm_tile_text(t, conv_out_channels(p), rows, channels)
+            + (_input_rows_text(t, out_channels, rows, channels) if p.fact("stride") == (1, 1) else "")
             + (
                 ", its rows a view of the input where the stride divides H and W (there: whole output rows"
                 " per workgroup, register tiles as tall as a divisor of the output width)"

@@ -689,6 +689,38 @@ def patch_matrix_rows(m: int, rows: int, vector_rows: int) -> int:
     return next((d for d in candidates if m % d % vector_rows == 0), rows)
 
 
+# Where A is the graph's input (a stride-1 1x1 conv's reshaped X, a 1x1 or strided dgrad's DY) a
+# masked last register tile reads mapped memory, but a GEMM of few rows whose last workgroup is a
+# partial register tile still ran slower than one in workgroups of a divisor of its rows: on AMD
+# AVX-512 GEMMs below INPUT_ROWS_DIVISOR_BELOW rows take the divisor as patch_matrix_rows would
+# (196 -> 49, a row split's half of 98 -> 49; with the 8x32 tile only row counts no multiple of 8
+# change). AMD Zen 4 VM (znver4), python benchmarks/table_ab.py (both compiled in one process, run
+# interleaved with PyTorch), ratio to PyTorch, 64 -> 49 rows, three runs on two threads and one on
+# one: 1x1 1x1024x14x14->256 0.98 -> 1.03, 1.08 -> 1.12, 1.08 -> 1.16, 1.10 -> 1.12 (one thread);
+# 1x1024x14x14->512 0.95 -> 0.99, 0.98 -> 1.04, 0.97 -> 1.06, 1.05 -> 1.11; dgrad 1x1 1x1024x14x14->256
+# 0.97 -> 1.15, 1.14 -> 1.17, 1.14 -> 1.16, 1.66 -> 1.70; 1x256x14x14->1024 (256 deep) even (0.88 ->
+# 0.93, 1.58 -> 1.52, 1.50 -> 1.48, 1.06 -> 1.08). The rule as shipped against none, two runs:
+# 1x1024x14x14->256 1.01 -> 1.09, 0.62 -> 0.67; 1x1024x14x14->512 0.99 -> 1.06, 1.00 -> 1.07; dgrad
+# 1.22 -> 1.27, 1.50 -> 1.57; 1x256x14x14->1024 1.66 -> 1.57, 1.23 -> 1.21 (0.69 -> 0.73 ms, 0.62 ->
+# 0.64: a little behind or even at 256 deep). Two earlier runs with 49-row workgroups of 8x32 or
+# 7x32: 1x1024x14x14->512 0.91, 0.95 -> 1.01-1.02, 1x1024x14x14->256 1.02, 1.04 -> 1.08-1.13. From
+# 512 rows Zen 5 takes its own 6x64 tile (CONV_GEMM_TILES_BY_CORE), where whole register tiles in the
+# last workgroup measured a little slower (784x256x512: 60 -> 58 rows 798 -> 901 us, above), hence
+# the limit; Zen 5 was not measured below it.
+INPUT_ROWS_DIVISOR_BELOW = {("avx512", "amd"): 512}
+
+
+def input_rows_tile(tile: GemmTile, isa: str, vendor: str | None, m: int) -> GemmTile:
+    """``tile`` for the GEMM of ``m`` rows whose A is the graph's input: below
+    INPUT_ROWS_DIVISOR_BELOW rows, where the table's rows leave a last workgroup of a partial register
+    tile, a divisor of ``m`` from the table's rows down to half of them (see above); else as it is."""
+    rows, vector_rows = tile.distribution[0], tile.vector[0]
+    if m >= INPUT_ROWS_DIVISOR_BELOW.get((isa, vendor or ""), 0) or m <= rows or m % rows % vector_rows == 0:
+        return tile
+    divisor = next((d for d in range(rows, (rows + 1) // 2 - 1, -1) if m % d == 0), None)
+    return tile if divisor is None else replace(tile, distribution=(divisor, tile.distribution[1]))
+
+
 def matmul_compilation_info(
     isa: str,
     m: int,
@@ -704,15 +736,14 @@ def matmul_compilation_info(
     """The ``compilation_info`` for an f32 conv-as-GEMM ``linalg.matmul`` on ``isa`` (and the
     CPU ``vendor`` and ``core``, ``targets.cpu_vendor`` / ``cpu_core``; ``strided_patches`` as in
     ``conv_gemm_tile``; ``materialized_a``: A is a matrix the graph writes, see
-    ``patch_matrix_tile``; ``padded_b``: B's rows are written padded, see
+    ``patch_matrix_tile``, else ``input_rows_tile``; ``padded_b``: B's rows are written padded, see
     ``PADDED_B_WHOLE_K_BELOW``; K whole below the tile's ``conv_whole_k_below``, see
     ``CONV_WHOLE_K_BELOW``), or None; with ``panel``, for the contraction over ``(m, j, n, c)``
     that reads B as panels of ``panel`` columns (``conv_b_panel``): the same tile, N split."""
     tile = conv_gemm_tile(isa, n, vendor, strided_patches, m, k, core)
     if tile is None:
         return None
-    if materialized_a:
-        tile = patch_matrix_tile(tile, isa, vendor, m)
+    tile = patch_matrix_tile(tile, isa, vendor, m) if materialized_a else input_rows_tile(tile, isa, vendor, m)
     if k < tile.conv_whole_k_below or ((padded_b or panel is not None) and k < tile.padded_b_whole_k_below):
         tile = replace(tile, cache_reduction=None, narrow_k_block=None)
     return _compilation_info(tile, None, m, n, k, panel)

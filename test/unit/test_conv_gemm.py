@@ -559,7 +559,8 @@ def test_patch_matrix_rows(m, rows, vector_rows, expected):
 def test_patch_matrix_gemm_rows_on_amd_avx512():
     """A strided 3x3 conv's patch matrix (materialized by the graph) of 196 rows takes 4 workgroups
     of 49 rows on AMD's AVX-512 cores, not 3 x 64 and a masked 4 (gemm_config.patch_matrix_rows);
-    AVX2 code, Intel's cores and a 1x1 conv's A (the input itself) keep the table's rows."""
+    AVX2 code and Intel's cores keep the table's rows. (A 1x1 conv's A, the input itself, takes a
+    divisor too below 512 rows: test_input_rows_divisor_on_amd_avx512.)"""
     strided = build([1, 256, 28, 28], 256, (3, 3), (2, 2), (1, 1), name="patch_rows_strided")
     for arch in ("znver5", "znver4"):
         assert "distribution = [49, 64, 0]" in strided.mlir("optimized", fs.Backend.CPU, arch)
@@ -572,8 +573,75 @@ def test_patch_matrix_gemm_rows_on_amd_avx512():
     batch2 = build([2, 128, 28, 28], 256, (3, 3), (2, 2), (1, 1), name="patch_rows_strided_392")
     assert "distribution = [64, 64, 0]" in batch2.mlir("optimized", fs.Backend.CPU, "znver4")
     assert "distribution = [48, 64, 0]" in batch2.mlir("optimized", fs.Backend.CPU, "x86-64-v3")
-    plain = build([1, 256, 14, 14], 1024, (1, 1), (1, 1), (0, 0), name="patch_rows_1x1")
-    assert "distribution = [64, 64, 0]" in plain.mlir("optimized", fs.Backend.CPU, "znver4")
+
+
+@pytest.mark.parametrize(
+    "isa, vendor, m, rows",
+    [
+        ("avx512", "amd", 196, 49),  # 4 x 49, not 3 x 64 and a last 4 (half a register tile)
+        ("avx512", "amd", 98, 49),  # a row split's half: 2 x 49, not 64 + 34
+        ("avx512", "amd", 392, 64),  # 6 x 64 and a last 8: one whole register tile
+        ("avx512", "amd", 49, 64),  # one workgroup (clamped to M where the config is written)
+        ("avx512", "amd", 131, 64),  # a prime: no divisor from 32 to 64, the table's rows
+        ("avx512", "amd", 516, 64),  # from INPUT_ROWS_DIVISOR_BELOW rows, the table's (a last 4)
+        ("avx512", "intel", 196, 60),  # Intel's 6x64 in 60 rows: not measured, the table's
+        ("avx2", "amd", 196, 48),  # AVX2: the table's
+        ("avx2", None, 196, 48),
+    ],
+)
+def test_input_rows_tile(isa, vendor, m, rows):
+    tile = gemm_config.conv_gemm_tile(isa, 256, vendor)
+    assert gemm_config.input_rows_tile(tile, isa, vendor, m).distribution[0] == rows
+
+
+def test_input_rows_divisor_on_amd_avx512():
+    """GEMMs whose A is the graph's input (a stride-1 1x1 conv's X, a 1x1 dgrad's DY) of 196 rows
+    take 4 workgroups of 49 rows on AMD's AVX-512 cores, named by explain; AVX2 code and Intel's
+    cores keep the table's; 784 rows (a whole register tile past the last 64) keep 64."""
+    plain = build([1, 256, 14, 14], 1024, (1, 1), (1, 1), (0, 0), name="input_rows_1x1")
+    why = "its 196 rows in workgroups of 49 (a divisor: no partial register tile in a last workgroup)"
+    for arch in ("znver4", "znver5"):
+        assert "distribution = [49, 64, 0]" in plain.mlir("optimized", fs.Backend.CPU, arch)
+        assert why in plain.explain(fs.Backend.CPU, arch)
+    assert "distribution = [48, 64, 0]" in plain.mlir("optimized", fs.Backend.CPU, "x86-64-v3")
+    assert "workgroups of" not in plain.explain(fs.Backend.CPU, "x86-64-v3")
+    assert "workgroups of" not in plain.explain(fs.Backend.CPU, "sapphirerapids")
+    g = fs.Graph(name="input_rows_dgrad")
+    dy_dim, w_dim, dx_dim = [1, 1024, 14, 14], [1024, 256, 1, 1], [1, 256, 14, 14]
+    dy = g.tensor(name="dy", dim=dy_dim, stride=fs.strides(dy_dim, "NHWC"))
+    w = g.tensor(name="w", dim=w_dim, stride=fs.strides(w_dim, "NHWC"))
+    g.conv_dgrad(dy, w, padding=[0, 0], stride=[1, 1], dilation=[1, 1], name="dgrad").set_dim(dx_dim).set_output(True)
+    g.validate()
+    assert "distribution = [49, 64, 0]" in g.mlir("optimized", fs.Backend.CPU, "znver4")
+    assert why in g.explain(fs.Backend.CPU, "znver4")
+    taller = build([1, 256, 28, 28], 1024, (1, 1), (1, 1), (0, 0), name="input_rows_1x1_784")
+    assert "distribution = [64, 64, 0]" in taller.mlir("optimized", fs.Backend.CPU, "znver4")
+    assert "workgroups of" not in taller.explain(fs.Backend.CPU, "znver4")
+
+
+def test_numerics_input_rows_divisor(cpu, rng, gemm_lowering, monkeypatch):
+    """A 1x1 conv + bias + relu and a 1x1 dgrad of 196 rows whose GEMMs take a divisor of their rows
+    (gemm_config.input_rows_tile: 49 under AVX-512's 64-row table, 28 under AVX2's 48), against the
+    reference, on this host's tile (its ISA and vendor put in INPUT_ROWS_DIVISOR_BELOW)."""
+    target = Target.resolve("cpu", None)
+    isa, vendor = rules.vector_isa(target), targets.cpu_vendor(target.cpu)
+    tile = gemm_config.conv_gemm_tile(isa, 40, vendor, rows=196, depth=64)
+    if tile is None:
+        pytest.skip("no tuned GEMM for a CPU without AVX2")
+    monkeypatch.setattr(gemm_config, "INPUT_ROWS_DIVISOR_BELOW", {(isa, vendor or ""): 512})
+    monkeypatch.setenv("FUSILLI_DISABLE_CACHE", "1")  # the rule's targets are not in the cache key
+    rows = gemm_config.input_rows_tile(tile, isa, vendor, 196).distribution[0]
+    assert rows != tile.distribution[0] and 196 % rows == 0
+    fprop = build([1, 64, 14, 14], 40, (1, 1), (1, 1), (0, 0), (1, 1), epilogue=True, name="gemm_input_rows")
+    g = fs.Graph(name="gemm_input_rows_dgrad")
+    dy_dim, w_dim, dx_dim = [1, 40, 14, 14], [40, 64, 1, 1], [1, 64, 14, 14]
+    dy = g.tensor(name="dy", dim=dy_dim, stride=fs.strides(dy_dim, "NHWC"))
+    w = g.tensor(name="w", dim=w_dim, stride=fs.strides(w_dim, "NHWC"))
+    g.conv_dgrad(dy, w, padding=[0, 0], stride=[1, 1], dilation=[1, 1], name="dgrad").set_dim(dx_dim).set_output(True)
+    g.validate()
+    for graph, columns in ((fprop, 40), (g, 64)):
+        assert f"distribution = [{rows}, {columns}, 0]" in graph.mlir("optimized")
+        run_and_check(graph, cpu, {t: random_array(t, rng) for t in graph.input_tensors()}, rtol=1e-4, atol=1e-4)
 
 
 def test_numerics_patch_matrix_rows(cpu, rng, gemm_lowering, monkeypatch):
