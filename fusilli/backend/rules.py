@@ -1896,9 +1896,10 @@ def CPU_CONV_DGRAD_COL2IM_GEMM(p: Problem, t: Target) -> str | None:
     depth = int(p.fact("channels", 0))
     columns = int(p.flops) // (2 * dy_positions * depth) if dy_positions and depth else 0
     padded = _padded_filter_text(t, columns, dy_positions, copied=True)
+    rows = _input_rows_text(t, columns, dy_positions, depth) if columns else ""
     return (
         f"{kernel[0]}x{kernel[1]} stride {stride[0]}x{stride[1]}: one GEMM DY x W into {taps} "
-        f"taps' columns and a col2im gather, not the transposed conv of zero-inserted DY{padded}"
+        f"taps' columns and a col2im gather, not the transposed conv of zero-inserted DY{rows}{padded}"
     )
 
 

@@ -706,7 +706,10 @@ def patch_matrix_rows(m: int, rows: int, vector_rows: int) -> int:
 # 7x32: 1x1024x14x14->512 0.91, 0.95 -> 1.01-1.02, 1x1024x14x14->256 1.02, 1.04 -> 1.08-1.13. From
 # 512 rows Zen 5 takes its own 6x64 tile (CONV_GEMM_TILES_BY_CORE), where whole register tiles in the
 # last workgroup measured a little slower (784x256x512: 60 -> 58 rows 798 -> 901 us, above), hence
-# the limit; Zen 5 was not measured below it.
+# the limit; Zen 5 was not measured below it. The col2im GEMM of strided dgrads (DY as A) takes it
+# too: ResNet-50's dgrad 1x1 s2 1x512x28x28->1024 (196 DY positions, 1024 deep), fusilli's ms, three
+# runs: 2.86 -> 2.61, 1.92 -> 1.58, 2.87 -> 2.85 (PyTorch 13-20 ms); 512 deep (1x256x28x28->512) even,
+# 0.50 -> 0.52, 0.55 -> 0.44, 0.58 -> 0.61.
 INPUT_ROWS_DIVISOR_BELOW = {("avx512", "amd"): 512}
 
 

@@ -614,15 +614,26 @@ def test_input_rows_divisor_on_amd_avx512():
     g.validate()
     assert "distribution = [49, 64, 0]" in g.mlir("optimized", fs.Backend.CPU, "znver4")
     assert why in g.explain(fs.Backend.CPU, "znver4")
+    # A strided dgrad's col2im GEMM (DY as A, 196 positions) as well.
+    g = fs.Graph(name="input_rows_col2im")
+    dy_dim, w_dim, dx_dim = [1, 1024, 14, 14], [1024, 512, 1, 1], [1, 512, 28, 28]
+    dy = g.tensor(name="dy", dim=dy_dim, stride=fs.strides(dy_dim, "NHWC"))
+    w = g.tensor(name="w", dim=w_dim, stride=fs.strides(w_dim, "NHWC"))
+    g.conv_dgrad(dy, w, padding=[0, 0], stride=[2, 2], dilation=[1, 1], name="dgrad").set_dim(dx_dim).set_output(True)
+    g.validate()
+    assert "cpu-conv-dgrad-col2im-gemm" in g.explain(fs.Backend.CPU, "znver4")
+    assert "distribution = [49, 64, 0]" in g.mlir("optimized", fs.Backend.CPU, "znver4")
+    assert why in g.explain(fs.Backend.CPU, "znver4")
     taller = build([1, 256, 28, 28], 1024, (1, 1), (1, 1), (0, 0), name="input_rows_1x1_784")
     assert "distribution = [64, 64, 0]" in taller.mlir("optimized", fs.Backend.CPU, "znver4")
     assert "workgroups of" not in taller.explain(fs.Backend.CPU, "znver4")
 
 
 def test_numerics_input_rows_divisor(cpu, rng, gemm_lowering, monkeypatch):
-    """A 1x1 conv + bias + relu and a 1x1 dgrad of 196 rows whose GEMMs take a divisor of their rows
-    (gemm_config.input_rows_tile: 49 under AVX-512's 64-row table, 28 under AVX2's 48), against the
-    reference, on this host's tile (its ISA and vendor put in INPUT_ROWS_DIVISOR_BELOW)."""
+    """A 1x1 conv + bias + relu, a 1x1 dgrad and a strided dgrad's col2im GEMM of 196 rows whose GEMMs
+    take a divisor of their rows (gemm_config.input_rows_tile: 49 under AVX-512's 64-row table, 28
+    under AVX2's 48), against the reference, on this host's tile (its ISA and vendor put in
+    INPUT_ROWS_DIVISOR_BELOW)."""
     target = Target.resolve("cpu", None)
     isa, vendor = rules.vector_isa(target), targets.cpu_vendor(target.cpu)
     tile = gemm_config.conv_gemm_tile(isa, 40, vendor, rows=196, depth=64)
@@ -639,7 +650,13 @@ def test_numerics_input_rows_divisor(cpu, rng, gemm_lowering, monkeypatch):
     w = g.tensor(name="w", dim=w_dim, stride=fs.strides(w_dim, "NHWC"))
     g.conv_dgrad(dy, w, padding=[0, 0], stride=[1, 1], dilation=[1, 1], name="dgrad").set_dim(dx_dim).set_output(True)
     g.validate()
-    for graph, columns in ((fprop, 40), (g, 64)):
+    col2im = fs.Graph(name="gemm_input_rows_col2im")  # a strided dgrad: DY [196, 40] x W [40, 64]
+    dy = col2im.tensor(name="dy", dim=dy_dim, stride=fs.strides(dy_dim, "NHWC"))
+    w = col2im.tensor(name="w", dim=w_dim, stride=fs.strides(w_dim, "NHWC"))
+    dx = col2im.conv_dgrad(dy, w, padding=[0, 0], stride=[2, 2], dilation=[1, 1], name="dgrad")
+    dx.set_dim([1, 64, 28, 28]).set_output(True)
+    col2im.validate()
+    for graph, columns in ((fprop, 40), (g, 64), (col2im, 64)):
         assert f"distribution = [{rows}, {columns}, 0]" in graph.mlir("optimized")
         run_and_check(graph, cpu, {t: random_array(t, rng) for t in graph.input_tensors()}, rtol=1e-4, atol=1e-4)
 
