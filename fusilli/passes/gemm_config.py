@@ -709,7 +709,8 @@ def patch_matrix_rows(m: int, rows: int, vector_rows: int) -> int:
 # the limit; Zen 5 was not measured below it. The col2im GEMM of strided dgrads (DY as A) takes it
 # too: ResNet-50's dgrad 1x1 s2 1x512x28x28->1024 (196 DY positions, 1024 deep), fusilli's ms, three
 # runs: 2.86 -> 2.61, 1.92 -> 1.58, 2.87 -> 2.85 (PyTorch 13-20 ms); 512 deep (1x256x28x28->512) even,
-# 0.50 -> 0.52, 0.55 -> 0.44, 0.58 -> 0.61.
+# 0.50 -> 0.52, 0.55 -> 0.44, 0.58 -> 0.61; dgrad 3x3 s2 1x256x28x28 (196 DY positions, 256 deep,
+# 2304 columns) even, 1.28 -> 1.27, 1.48 -> 1.52 (a third run under load 2.40 -> 1.50).
 INPUT_ROWS_DIVISOR_BELOW = {("avx512", "amd"): 512}
 
 

@@ -7,7 +7,8 @@
 # GEMM cols[N*Ho*Wo, R*S*C] = DY[N*Ho*Wo, K] x W[K, R*S*C] with the conv GEMM's lowering config
 # (the KRSC filter read as it is: no filter transpose) and one col2im gather over DX, which
 # reads each tap's column where h + pad - r = oh * stride. A CPU without AVX2 keeps the
-# transposed conv.
+# transposed conv. On AMD AVX-512 the GEMM's 196 DY rows go to 4 workgroups of 49
+# (gemm_config.input_rows_tile).
 
 from lit_helpers import explained_and_optimized, run
 
@@ -36,7 +37,8 @@ def dgrad_3x3_s2():
 # GEMM: dgrad [conv_dgrad]: {{.*}}cpu-conv-dgrad-col2im-gemm (3x3 stride 2x2: one GEMM DY x W into 9 taps' columns
 # GENERIC-NOT: cpu-conv-dgrad-col2im-gemm
 # AVX2: #iree_cpu.lowering_config<{{.*}}distribution = [48, 64, 0], vector_common_parallel = [6, 16, 0]
-# AMD: #iree_cpu.lowering_config<{{.*}}distribution = [64, 64, 0], vector_common_parallel = [8, 32, 0]
+# AMD-SAME: its 196 rows in workgroups of 49
+# AMD: #iree_cpu.lowering_config<{{.*}}distribution = [49, 64, 0], vector_common_parallel = [8, 32, 0]
 # GEMM-NOT: torch.aten.convolution
 # GEMM: %[[W:.+]] = iree_tensor_ext.compute_barrier.start %{{.*}} : tensor<256x2304xf32>
 # GEMM: %[[COLS:.+]] = linalg.matmul {{.*}}compilation_info = {{.*}} ins(%{{.*}}, %[[W]] : tensor<196x256xf32>, tensor<256x2304xf32>) outs(%{{.*}} : tensor<196x2304xf32>)
