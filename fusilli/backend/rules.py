@@ -1012,34 +1012,27 @@ def _core_conv_gemm_tile_text(t: Target, columns: int, rows: int, depth: int, st
     )
 
 
-def _patch_rows_text(t: Target, columns: int, rows: int, depth: int, strided_patches: bool) -> str:
-    """``", its 196 rows in workgroups of 49 (...)"`` where the GEMM of a gathered patch matrix takes
-    rows that leave no masked last register tile (gemm_config.patch_matrix_tile), else ``""``."""
+def _gemm_rows_text(
+    t: Target, columns: int, rows: int, depth: int, strided_patches: bool = False, materialized: bool = False
+) -> str:
+    """``", its 196 rows in workgroups of 49 (...)"`` where a conv GEMM takes workgroup rows other than
+    its table's (gemm_config.gemm_rows_tile: a ``materialized`` patch matrix's that leave no masked
+    last register tile, an A the graph reads as it is a divisor of its rows), else ``""``."""
     from fusilli.passes import gemm_config  # the tile tables (they import this module)
 
     isa, vendor = vector_isa(t), cpu_vendor(t.cpu)
     tile = gemm_config.conv_gemm_tile(isa, columns, vendor, strided_patches, rows, depth, cpu_core(t.cpu))
     if tile is None:
         return ""
-    block = gemm_config.patch_matrix_tile(tile, isa, vendor, rows).distribution[0]
+    block = gemm_config.gemm_rows_tile(tile, isa, vendor, rows, materialized).distribution[0]
     if block == tile.distribution[0]:
         return ""
-    return f", its {rows} rows in workgroups of {block} (no masked register tile past the patch matrix)"
-
-
-def _input_rows_text(t: Target, columns: int, rows: int, depth: int) -> str:
-    """``", its 196 rows in workgroups of 49 (...)"`` where the GEMM of an A the graph reads as it is
-    takes a divisor of its rows (gemm_config.input_rows_tile), else ``""``."""
-    from fusilli.passes import gemm_config  # the tile tables (they import this module)
-
-    isa, vendor = vector_isa(t), cpu_vendor(t.cpu)
-    tile = gemm_config.conv_gemm_tile(isa, columns, vendor, False, rows, depth, cpu_core(t.cpu))
-    if tile is None:
-        return ""
-    block = gemm_config.input_rows_tile(tile, isa, vendor, rows).distribution[0]
-    if block == tile.distribution[0]:
-        return ""
-    return f", its {rows} rows in workgroups of {block} (a divisor: no partial register tile in a last workgroup)"
+    why = (
+        "no masked register tile past the patch matrix"
+        if materialized
+        else "a divisor: no partial register tile in a last workgroup"
+    )
+    return f", its {rows} rows in workgroups of {block} ({why})"
 
 
 def _core_winograd_tile_text(t: Target, rows: int, depth: int) -> str:
@@ -1387,7 +1380,7 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
         return (
             f"1x1 dgrad, {rows} GEMM rows: DY x the forward filter as it is, GEMM tuned for {on}"
             + _core_conv_gemm_tile_text(t, out_channels, rows, channels)
-            + (_input_rows_text(t, out_channels, rows, channels) if p.fact("stride") == (1, 1) else "")
+            + (_gemm_rows_text(t, out_channels, rows, channels) if p.fact("stride") == (1, 1) else "")
             + _filter_layout_text(t, out_channels, rows, channels, copied)
         )
     if kernel == (1, 1):
@@ -1410,7 +1403,7 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
             f"1x1, {rows} GEMM rows >= {min_rows}, {channels} channels <= {max_channels}, "
             f"GEMM tuned for {on}"
             + _core_conv_gemm_tile_text(t, conv_out_channels(p), rows, channels)
-            + (_input_rows_text(t, out_channels, rows, channels) if p.fact("stride") == (1, 1) else "")
+            + (_gemm_rows_text(t, out_channels, rows, channels) if p.fact("stride") == (1, 1) else "")
             + (
                 ", its rows a view of the input where the stride divides H and W (there: whole output rows"
                 " per workgroup, register tiles as tall as a divisor of the output width)"
@@ -1433,7 +1426,7 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
             few_rows = amd_avx512 or avx2_not_intel
             min_rows = CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED_FEW if few_rows else CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED
     if p.fact("stride") == (2, 2) and rows >= min_rows:
-        patch_rows = _patch_rows_text(t, out_channels, rows, depth, strided_patches=True)
+        patch_rows = _gemm_rows_text(t, out_channels, rows, depth, strided_patches=True, materialized=True)
         return (
             f"{kernel[0]}x{kernel[1]} stride 2, {rows} GEMM rows >= {min_rows}, GEMM tuned for {on}"
             + _core_conv_gemm_tile_text(t, out_channels, rows, depth, strided_patches=True)
@@ -1445,7 +1438,7 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
         return (
             f"{kernel[0]}x{kernel[1]}, GEMM depth {depth} >= {CPU_CONV_GEMM_MIN_DEPTH_AVX512}, K-blocked GEMM for {on}"
             + _core_conv_gemm_tile_text(t, out_channels, rows, depth)
-            + _patch_rows_text(t, out_channels, rows, depth, strided_patches=False)
+            + _gemm_rows_text(t, out_channels, rows, depth, materialized=True)
             + _filter_layout_text(t, out_channels, rows, depth, copied)
         )
     return None
@@ -1896,7 +1889,7 @@ def CPU_CONV_DGRAD_COL2IM_GEMM(p: Problem, t: Target) -> str | None:
     depth = int(p.fact("channels", 0))
     columns = int(p.flops) // (2 * dy_positions * depth) if dy_positions and depth else 0
     padded = _padded_filter_text(t, columns, dy_positions, copied=True)
-    rows = _input_rows_text(t, columns, dy_positions, depth) if columns else ""
+    rows = _gemm_rows_text(t, columns, dy_positions, depth) if columns else ""
     return (
         f"{kernel[0]}x{kernel[1]} stride {stride[0]}x{stride[1]}: one GEMM DY x W into {taps} "
         f"taps' columns and a col2im gather, not the transposed conv of zero-inserted DY{rows}{padded}"

@@ -725,6 +725,12 @@ def input_rows_tile(tile: GemmTile, isa: str, vendor: str | None, m: int) -> Gem
     return tile if divisor is None else replace(tile, distribution=(divisor, tile.distribution[1]))
 
 
+def gemm_rows_tile(tile: GemmTile, isa: str, vendor: str | None, m: int, materialized_a: bool) -> GemmTile:
+    """``tile`` with the workgroup rows of a conv GEMM of ``m`` rows: ``patch_matrix_tile``'s where A
+    is a matrix the graph writes, else ``input_rows_tile``'s."""
+    return patch_matrix_tile(tile, isa, vendor, m) if materialized_a else input_rows_tile(tile, isa, vendor, m)
+
+
 def matmul_compilation_info(
     isa: str,
     m: int,
@@ -740,14 +746,14 @@ def matmul_compilation_info(
     """The ``compilation_info`` for an f32 conv-as-GEMM ``linalg.matmul`` on ``isa`` (and the
     CPU ``vendor`` and ``core``, ``targets.cpu_vendor`` / ``cpu_core``; ``strided_patches`` as in
     ``conv_gemm_tile``; ``materialized_a``: A is a matrix the graph writes, see
-    ``patch_matrix_tile``, else ``input_rows_tile``; ``padded_b``: B's rows are written padded, see
+    ``gemm_rows_tile``; ``padded_b``: B's rows are written padded, see
     ``PADDED_B_WHOLE_K_BELOW``; K whole below the tile's ``conv_whole_k_below``, see
     ``CONV_WHOLE_K_BELOW``), or None; with ``panel``, for the contraction over ``(m, j, n, c)``
     that reads B as panels of ``panel`` columns (``conv_b_panel``): the same tile, N split."""
     tile = conv_gemm_tile(isa, n, vendor, strided_patches, m, k, core)
     if tile is None:
         return None
-    tile = patch_matrix_tile(tile, isa, vendor, m) if materialized_a else input_rows_tile(tile, isa, vendor, m)
+    tile = gemm_rows_tile(tile, isa, vendor, m, materialized_a)
     if k < tile.conv_whole_k_below or ((padded_b or panel is not None) and k < tile.padded_b_whole_k_below):
         tile = replace(tile, cache_reduction=None, narrow_k_block=None)
     return _compilation_info(tile, None, m, n, k, panel)

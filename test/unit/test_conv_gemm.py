@@ -575,6 +575,17 @@ def test_patch_matrix_gemm_rows_on_amd_avx512():
     assert "distribution = [48, 64, 0]" in batch2.mlir("optimized", fs.Backend.CPU, "x86-64-v3")
 
 
+def _dgrad_1x1(name: str, dy_dim: list[int], c: int, stride: int = 1) -> fs.Graph:
+    """A validated NHWC 1x1 conv_dgrad of DY ``dy_dim`` into ``c`` channels (a strided one: col2im)."""
+    n, k, h, w = dy_dim
+    g = fs.Graph(name=name)
+    dy = g.tensor(name="dy", dim=dy_dim, stride=fs.strides(dy_dim, "NHWC"))
+    wt = g.tensor(name="w", dim=[k, c, 1, 1], stride=fs.strides([k, c, 1, 1], "NHWC"))
+    dx = g.conv_dgrad(dy, wt, padding=[0, 0], stride=[stride] * 2, dilation=[1, 1], name="dgrad")
+    dx.set_dim([n, c, h * stride, w * stride]).set_output(True)
+    return g.validate()
+
+
 @pytest.mark.parametrize(
     "isa, vendor, m, rows",
     [
@@ -606,21 +617,11 @@ def test_input_rows_divisor_on_amd_avx512():
     assert "distribution = [48, 64, 0]" in plain.mlir("optimized", fs.Backend.CPU, "x86-64-v3")
     assert "workgroups of" not in plain.explain(fs.Backend.CPU, "x86-64-v3")
     assert "workgroups of" not in plain.explain(fs.Backend.CPU, "sapphirerapids")
-    g = fs.Graph(name="input_rows_dgrad")
-    dy_dim, w_dim, dx_dim = [1, 1024, 14, 14], [1024, 256, 1, 1], [1, 256, 14, 14]
-    dy = g.tensor(name="dy", dim=dy_dim, stride=fs.strides(dy_dim, "NHWC"))
-    w = g.tensor(name="w", dim=w_dim, stride=fs.strides(w_dim, "NHWC"))
-    g.conv_dgrad(dy, w, padding=[0, 0], stride=[1, 1], dilation=[1, 1], name="dgrad").set_dim(dx_dim).set_output(True)
-    g.validate()
+    g = _dgrad_1x1("input_rows_dgrad", [1, 1024, 14, 14], 256)
     assert "distribution = [49, 64, 0]" in g.mlir("optimized", fs.Backend.CPU, "znver4")
     assert why in g.explain(fs.Backend.CPU, "znver4")
     # A strided dgrad's col2im GEMM (DY as A, 196 positions) as well.
-    g = fs.Graph(name="input_rows_col2im")
-    dy_dim, w_dim, dx_dim = [1, 1024, 14, 14], [1024, 512, 1, 1], [1, 512, 28, 28]
-    dy = g.tensor(name="dy", dim=dy_dim, stride=fs.strides(dy_dim, "NHWC"))
-    w = g.tensor(name="w", dim=w_dim, stride=fs.strides(w_dim, "NHWC"))
-    g.conv_dgrad(dy, w, padding=[0, 0], stride=[2, 2], dilation=[1, 1], name="dgrad").set_dim(dx_dim).set_output(True)
-    g.validate()
+    g = _dgrad_1x1("input_rows_col2im", [1, 1024, 14, 14], 512, stride=2)
     assert "cpu-conv-dgrad-col2im-gemm" in g.explain(fs.Backend.CPU, "znver4")
     assert "distribution = [49, 64, 0]" in g.mlir("optimized", fs.Backend.CPU, "znver4")
     assert why in g.explain(fs.Backend.CPU, "znver4")
@@ -644,18 +645,8 @@ def test_numerics_input_rows_divisor(cpu, rng, gemm_lowering, monkeypatch):
     rows = gemm_config.input_rows_tile(tile, isa, vendor, 196).distribution[0]
     assert rows != tile.distribution[0] and 196 % rows == 0
     fprop = build([1, 64, 14, 14], 40, (1, 1), (1, 1), (0, 0), (1, 1), epilogue=True, name="gemm_input_rows")
-    g = fs.Graph(name="gemm_input_rows_dgrad")
-    dy_dim, w_dim, dx_dim = [1, 40, 14, 14], [40, 64, 1, 1], [1, 64, 14, 14]
-    dy = g.tensor(name="dy", dim=dy_dim, stride=fs.strides(dy_dim, "NHWC"))
-    w = g.tensor(name="w", dim=w_dim, stride=fs.strides(w_dim, "NHWC"))
-    g.conv_dgrad(dy, w, padding=[0, 0], stride=[1, 1], dilation=[1, 1], name="dgrad").set_dim(dx_dim).set_output(True)
-    g.validate()
-    col2im = fs.Graph(name="gemm_input_rows_col2im")  # a strided dgrad: DY [196, 40] x W [40, 64]
-    dy = col2im.tensor(name="dy", dim=dy_dim, stride=fs.strides(dy_dim, "NHWC"))
-    w = col2im.tensor(name="w", dim=w_dim, stride=fs.strides(w_dim, "NHWC"))
-    dx = col2im.conv_dgrad(dy, w, padding=[0, 0], stride=[2, 2], dilation=[1, 1], name="dgrad")
-    dx.set_dim([1, 64, 28, 28]).set_output(True)
-    col2im.validate()
+    g = _dgrad_1x1("gemm_input_rows_dgrad", [1, 40, 14, 14], 64)
+    col2im = _dgrad_1x1("gemm_input_rows_col2im", [1, 40, 14, 14], 64, stride=2)  # DY [196, 40] x W [40, 64]
     for graph, columns in ((fprop, 40), (g, 64), (col2im, 64)):
         assert f"distribution = [{rows}, {columns}, 0]" in graph.mlir("optimized")
         run_and_check(graph, cpu, {t: random_array(t, rng) for t in graph.input_tensors()}, rtol=1e-4, atol=1e-4)

@@ -25,6 +25,16 @@ def fprop(name, c, hw, k):
     return g.validate()
 
 
+def dgrad(name, k, c, hw, stride):
+    """A 1x1 conv_dgrad of DY [1, k, hw, hw] into DX [1, c, hw * stride, hw * stride]."""
+    g = fs.Graph(name=name)
+    dy, w = nhwc(g, "dy", [1, k, hw, hw]), nhwc(g, "w", [k, c, 1, 1])
+    dx_dims = [1, c, hw * stride, hw * stride]
+    dx = g.conv_dgrad(dy, w, padding=[0, 0], stride=[stride] * 2, dilation=[1, 1], name="dgrad")
+    dx.set_dim(dx_dims).set_stride(fs.strides(dx_dims, "NHWC")).set_output(True)
+    return g.validate()
+
+
 @run
 def fprop_1x1_196_rows():
     print(explained_and_optimized(fprop("fprop_1x1_196_rows", 1024, 14, 512)))
@@ -40,11 +50,7 @@ def fprop_1x1_196_rows():
 
 @run
 def dgrad_1x1_196_rows():
-    g = fs.Graph(name="dgrad_1x1_196_rows")
-    dy, w = nhwc(g, "dy", [1, 1024, 14, 14]), nhwc(g, "w", [1024, 256, 1, 1])
-    dx = g.conv_dgrad(dy, w, padding=[0, 0], stride=[1, 1], dilation=[1, 1], name="dgrad")
-    dx.set_dim([1, 256, 14, 14]).set_stride(fs.strides([1, 256, 14, 14], "NHWC")).set_output(True)
-    print(explained_and_optimized(g.validate()))
+    print(explained_and_optimized(dgrad("dgrad_1x1_196_rows", 1024, 256, 14, 1)))
 
 
 # CHECK-LABEL: TEST: dgrad_1x1_196_rows
@@ -69,11 +75,7 @@ def fprop_1x1_784_rows():
 @run
 def dgrad_1x1_s2_col2im():
     # ResNet-50's dgrad of its 1x1 s2 512x28x28->1024: the col2im GEMM DY[196, 1024] x W[1024, 512].
-    g = fs.Graph(name="dgrad_1x1_s2_col2im")
-    dy, w = nhwc(g, "dy", [1, 1024, 14, 14]), nhwc(g, "w", [1024, 512, 1, 1])
-    dx = g.conv_dgrad(dy, w, padding=[0, 0], stride=[2, 2], dilation=[1, 1], name="dgrad")
-    dx.set_dim([1, 512, 28, 28]).set_stride(fs.strides([1, 512, 28, 28], "NHWC")).set_output(True)
-    print(explained_and_optimized(g.validate()))
+    print(explained_and_optimized(dgrad("dgrad_1x1_s2_col2im", 1024, 512, 14, 2)))
 
 
 # CHECK-LABEL: TEST: dgrad_1x1_s2_col2im
