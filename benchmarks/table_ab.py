@@ -5,9 +5,11 @@ fusilli/passes/gemm_config.py) while each row of the suite is compiled, with the
 off (the tables are not in the cache key), then restores them; the variants and PyTorch run
 interleaved in blocks, swapping who goes first, and the medians, the ratios to PyTorch and each
 variant's dispatch count are printed. A variant with no assignments compiles with the tables as
-they stand; EXPR is evaluated among the module's own names.
+they stand; EXPR is evaluated among the module's own names. ``NAME@ARCH`` compiles that variant
+for the CPU ``ARCH`` instead of the row's own (``--arch`` or the host): one host's named-core
+rules against the generic ones, e.g. ``--variant znver3 --variant v3@x86-64-v3``.
 
-Usage: python benchmarks/table_ab.py SUITE --variant NAME[:MODULE.ATTR=EXPR[;MODULE.ATTR=EXPR]...]...
+Usage: python benchmarks/table_ab.py SUITE --variant NAME[@ARCH][:MODULE.ATTR=EXPR[;MODULE.ATTR=EXPR]...]...
   [--blocks 6] [--iters 10]
   e.g. the twenty-eighth session's A/B of Winograd's 64-column filter panels on AVX2:
   python benchmarks/table_ab.py SUITE --variant 'plain:fusilli.passes.gemm_config.WINOGRAD_B_PANEL_ISAS=set()' \\
@@ -30,9 +32,11 @@ from fusilli.tools.benchmark.measure import _import_torch, interleaved_ms
 from fusilli.tools.benchmark.ops import SUBCOMMANDS
 
 
-def _parse(spec: str) -> tuple[str, list[tuple[Any, str, Any]]]:
-    """``NAME[:MODULE.ATTR=EXPR;...]`` as the name and its (module, attribute, value) list."""
-    name, _, assignments = spec.partition(":")
+def _parse(spec: str) -> tuple[str, tuple[str | None, list[tuple[Any, str, Any]]]]:
+    """``NAME[@ARCH][:MODULE.ATTR=EXPR;...]`` as the name, its CPU (None: the row's) and its
+    (module, attribute, value) list."""
+    head, _, assignments = spec.partition(":")
+    name, _, arch = head.partition("@")
     parsed = []
     for assignment in filter(None, assignments.split(";")):
         target, sep, expr = assignment.partition("=")
@@ -44,7 +48,7 @@ def _parse(spec: str) -> tuple[str, list[tuple[Any, str, Any]]]:
             raise SystemExit(f"{module_name} has no attribute {attr!r}")
         # EXPR sees the module's names (its tables, GemmTile): a developer's own command line.
         parsed.append((module, attr, eval(expr, dict(vars(module)))))  # noqa: S307
-    return name, parsed
+    return name, (arch or None, parsed)
 
 
 @contextmanager
@@ -62,7 +66,7 @@ def _applied(assignments: list[tuple[Any, str, Any]]) -> Iterator[None]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("suite")
-    parser.add_argument("--variant", action="append", required=True, help="NAME[:MODULE.ATTR=EXPR;...]")
+    parser.add_argument("--variant", action="append", required=True, help="NAME[@ARCH][:MODULE.ATTR=EXPR;...]")
     parser.add_argument("--blocks", type=int, default=6)
     parser.add_argument("--iters", type=int, default=10)
     args = parser.parse_args()
@@ -75,10 +79,10 @@ def main() -> None:
             continue
         ns = parse_command(argv)
         runs = {}
-        for name, assignments in variants.items():
+        for name, (arch, assignments) in variants.items():
             with _applied(assignments):
                 problem = SUBCOMMANDS[ns.subcommand].build(ns)
-                problem.graph.compile(fs.Handle(ns.backend, arch=ns.arch))
+                problem.graph.compile(fs.Handle(ns.backend, arch=arch or ns.arch))
             runs[name] = problem
         with torch.inference_mode():
             fns = {name: (lambda p=p: p.graph.execute(p.pack)) for name, p in runs.items()}
