@@ -1001,15 +1001,33 @@ def CPU_CONV_WINOGRAD_STRIDED(p: Problem, t: Target) -> str | None:
     )
 
 
-def _core_conv_gemm_tile_text(t: Target, columns: int, rows: int, depth: int, strided_patches: bool = False) -> str:
+def _core_conv_gemm_tile_text(
+    t: Target, columns: int, rows: int, depth: int, strided_patches: bool = False, copied: bool = False
+) -> str:
     """As ``_core_winograd_tile_text``, for a conv GEMM (gemm_config.CONV_GEMM_TILES_BY_CORE and
-    DEEP_VECTOR_BY_CORE)."""
+    DEEP_VECTOR_BY_CORE); ``" (znver3: K whole below 1024 deep)"`` where the core takes this GEMM's K
+    whole and its vendor's blocks would not (gemm_config.CONV_WHOLE_K_BELOW_BY_CORE; ``copied`` as in
+    ``_padded_filter_columns``: a filter written with padded rows takes K whole there anyway)."""
     from fusilli.passes import gemm_config  # the tile tables (they import this module)
 
-    isa, vendor = vector_isa(t), cpu_vendor(t.cpu)
-    return _core_tile_text(
-        t, lambda core: gemm_config.conv_gemm_tile(isa, columns, vendor, strided_patches, rows, depth, core)
+    isa, vendor, core = vector_isa(t), cpu_vendor(t.cpu), cpu_core(t.cpu)
+
+    def tile_of(core: str | None) -> Any:
+        tile = gemm_config.conv_gemm_tile(isa, columns, vendor, strided_patches, rows, depth, core)
+        return tile if tile is None else replace(tile, conv_whole_k_below=0)  # K: below
+
+    text = _core_tile_text(t, tile_of)
+    own, vendors = (
+        gemm_config.conv_gemm_tile(isa, columns, vendor, strided_patches, rows, depth, c) for c in (core, None)
     )
+    if own is None or vendors is None or not vendors.conv_whole_k_below <= depth < own.conv_whole_k_below:
+        return text
+    padded = _padded_filter_columns(t, columns, rows, copied) is not None
+    if padded and depth < vendors.padded_b_whole_k_below:
+        return text  # whole K either way
+    if gemm_config.k_block(vendors, rows, depth, columns) is not None:  # else whole K either way
+        text += f" ({core}: K whole below {own.conv_whole_k_below} deep)"
+    return text
 
 
 def _gemm_rows_text(
@@ -1379,7 +1397,7 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
         # 1x1 dgrads take the GEMM at any rows and depth (see CPU_CONV_GEMM_MIN_ROWS_1X1).
         return (
             f"1x1 dgrad, {rows} GEMM rows: DY x the forward filter as it is, GEMM tuned for {on}"
-            + _core_conv_gemm_tile_text(t, out_channels, rows, channels)
+            + _core_conv_gemm_tile_text(t, out_channels, rows, channels, copied=copied)
             + (_gemm_rows_text(t, out_channels, rows, channels) if p.fact("stride") == (1, 1) else "")
             + _filter_layout_text(t, out_channels, rows, channels, copied)
         )
@@ -1402,7 +1420,7 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
         return (
             f"1x1, {rows} GEMM rows >= {min_rows}, {channels} channels <= {max_channels}, "
             f"GEMM tuned for {on}"
-            + _core_conv_gemm_tile_text(t, conv_out_channels(p), rows, channels)
+            + _core_conv_gemm_tile_text(t, out_channels, rows, channels, copied=copied)
             + (_gemm_rows_text(t, out_channels, rows, channels) if p.fact("stride") == (1, 1) else "")
             + (
                 ", its rows a view of the input where the stride divides H and W (there: whole output rows"
@@ -1429,7 +1447,7 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
         patch_rows = _gemm_rows_text(t, out_channels, rows, depth, strided_patches=True, materialized=True)
         return (
             f"{kernel[0]}x{kernel[1]} stride 2, {rows} GEMM rows >= {min_rows}, GEMM tuned for {on}"
-            + _core_conv_gemm_tile_text(t, out_channels, rows, depth, strided_patches=True)
+            + _core_conv_gemm_tile_text(t, out_channels, rows, depth, strided_patches=True, copied=copied)
             + patch_rows
             + _filter_layout_text(t, out_channels, rows, depth, copied, strided_patches=True)
         )
@@ -1437,7 +1455,7 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
     if deep_k_blocked and p.fact("stride") == (1, 1) and depth >= CPU_CONV_GEMM_MIN_DEPTH_AVX512:
         return (
             f"{kernel[0]}x{kernel[1]}, GEMM depth {depth} >= {CPU_CONV_GEMM_MIN_DEPTH_AVX512}, K-blocked GEMM for {on}"
-            + _core_conv_gemm_tile_text(t, out_channels, rows, depth)
+            + _core_conv_gemm_tile_text(t, out_channels, rows, depth, copied=copied)
             + _gemm_rows_text(t, out_channels, rows, depth, materialized=True)
             + _filter_layout_text(t, out_channels, rows, depth, copied)
         )
@@ -1470,7 +1488,7 @@ def CPU_CONV_DGRAD_FLIPPED_GEMM(p: Problem, t: Target) -> str | None:
     columns, rows = conv_out_channels(p), conv_gemm_rows(p)
     return (
         f"{kernel[0]}x{kernel[1]} stride 1 on avx2: the im2col GEMM over flipped patches, no filter flip"
-        + _core_conv_gemm_tile_text(t, columns, rows, conv_gemm_depth(p))
+        + _core_conv_gemm_tile_text(t, columns, rows, conv_gemm_depth(p), copied=True)
         + _filter_layout_text(t, columns, rows, conv_gemm_depth(p), copied=True)
     )
 
@@ -1889,7 +1907,12 @@ def CPU_CONV_DGRAD_COL2IM_GEMM(p: Problem, t: Target) -> str | None:
     depth = int(p.fact("channels", 0))
     columns = int(p.flops) // (2 * dy_positions * depth) if dy_positions and depth else 0
     padded = _padded_filter_text(t, columns, dy_positions, copied=True)
-    rows = _gemm_rows_text(t, columns, dy_positions, depth) if columns else ""
+    rows = (
+        _core_conv_gemm_tile_text(t, columns, dy_positions, depth, copied=True)
+        + _gemm_rows_text(t, columns, dy_positions, depth)
+        if columns
+        else ""
+    )
     return (
         f"{kernel[0]}x{kernel[1]} stride {stride[0]}x{stride[1]}: one GEMM DY x W into {taps} "
         f"taps' columns and a col2im gather, not the transposed conv of zero-inserted DY{rows}{padded}"

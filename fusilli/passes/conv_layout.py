@@ -1019,7 +1019,9 @@ def _col2im_gemm(b: ir.TorchBuilder, dy_nhwc, w_krsc, dy_dims, dx_dims, kernel, 
     isa = rules.vector_isa(target)
     w2, padded_b = _materialized_b(_collapse(b.to_builtin(w_krsc), [[0], [1, 2, 3]]), isa, rows, transposed=False)
     mm = _matmul(dy2, w2, rows, cols, _mnk_map(M, K), _mnk_map(K, N))
-    info = gemm_config.matmul_compilation_info(isa, rows, cols, k, cpu_vendor(target.cpu), padded_b=padded_b)
+    info = gemm_config.matmul_compilation_info(
+        isa, rows, cols, k, cpu_vendor(target.cpu), core=cpu_core(target.cpu), padded_b=padded_b
+    )
     if info is not None:
         mm.owner.attributes["compilation_info"] = info
     columns = ir.expand_shape(mm, [[0, 1, 2], [3, 4, 5]], [n, oh, ow, fy, fx, c])

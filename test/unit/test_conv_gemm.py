@@ -293,6 +293,44 @@ def test_explain_and_ir_name_the_zen1_deep_tile():
     assert "vector_common_parallel = [6, 16, 0]" in g.mlir("optimized", fs.Backend.CPU, "znver2")
 
 
+@pytest.mark.parametrize(
+    "m, n, k, zen3_block",
+    [
+        (784, 128, 512, None),  # 1x1 1x512x28x28->128: Zen 1's blocks of 64, whole on Zen 3
+        (49, 2048, 512, None),  # dgrad 1x1 1x2048x7x7->512: one row block
+        (196, 512, 1024, 64),  # 1x1 1x1024x14x14->512: from 1024 deep the blocks stay
+        (196, 256, 2304, 64),  # 3x3 s2 1x256x28x28->256's patch matrix
+    ],
+)
+def test_zen3_conv_gemms_take_whole_k_below_1024(m, n, k, zen3_block):
+    """Zen 3's forward and data-gradient conv GEMMs take K whole below 1024 deep whatever B's rows
+    (gemm_config.CONV_WHOLE_K_BELOW_BY_CORE); Zen 1 and Zen 2 keep the vendor's blocks of 64 there,
+    and weight gradients (wgrad_matmul_compilation_info, which reads no depth limit) keep theirs."""
+    with fusilli_context():
+        zen3 = str(gemm_config.matmul_compilation_info("avx2", m, n, k, "amd", core="znver3"))
+        zen2 = str(gemm_config.matmul_compilation_info("avx2", m, n, k, "amd", core="znver2"))
+        amd = str(gemm_config.matmul_compilation_info("avx2", m, n, k, "amd"))
+    assert ("cache_reduction" in zen3) is (zen3_block is not None)
+    assert zen3_block is None or f"cache_reduction = [0, 0, {zen3_block}]" in zen3
+    assert "cache_reduction = [0, 0, 64]" in zen2 and zen2 == amd
+    assert zen3.replace(f"cache_reduction = [0, 0, {zen3_block}], ", "") == amd.replace(
+        "cache_reduction = [0, 0, 64], ", ""
+    )
+
+
+def test_explain_and_ir_name_zen3_whole_k():
+    """A 1x1 conv 512 deep with an unpadded B compiled for znver3 takes K whole and g.explain says so;
+    for znver2 it keeps the blocks of 64 and explain says nothing of K; 1024 deep Zen 3 keeps the blocks."""
+    g = build([1, 512, 28, 28], 128, (1, 1), (1, 1), (0, 0), name="gemm_zen3_whole_k")
+    assert "AMD (znver3: K whole below 1024 deep)" in g.explain(fs.Backend.CPU, "znver3")
+    assert "cache_reduction" not in g.mlir("optimized", fs.Backend.CPU, "znver3")
+    assert "K whole" not in g.explain(fs.Backend.CPU, "znver2")
+    assert "cache_reduction = [0, 0, 64]" in g.mlir("optimized", fs.Backend.CPU, "znver2")
+    deep = build([1, 1024, 14, 14], 512, (1, 1), (1, 1), (0, 0), name="gemm_zen3_deep")
+    assert "K whole" not in deep.explain(fs.Backend.CPU, "znver3")
+    assert "cache_reduction = [0, 0, 64]" in deep.mlir("optimized", fs.Backend.CPU, "znver3")
+
+
 def test_numerics_deep_vector_tile(rng, gemm_lowering, monkeypatch):
     """The deep GEMMs' 2x32 register tile (Zen 1's, DEEP_VECTOR_BY_CORE) given to AVX2 code for no named
     CPU and run as x86-64-v3 code on any AVX2 host, with bias + relu: a 1x1 conv 1024 deep over 63 rows
@@ -344,6 +382,7 @@ def test_numerics_narrow_k_blocks(cpu, rng, gemm_lowering, monkeypatch):
     base = gemm_config.conv_gemm_tile(isa, 136, vendor)
     narrow = gemm_config.GemmTile(base.distribution, base.vector, base.reduction, narrow_k_block=64)
     monkeypatch.setitem(gemm_config.CONV_GEMM_TILES_BY_VENDOR, (isa, vendor or ""), narrow)
+    monkeypatch.setattr(gemm_config, "CONV_WHOLE_K_BELOW_BY_CORE", {})  # Zen 3 takes 512 deep whole
     monkeypatch.setenv("FUSILLI_DISABLE_CACHE", "1")  # the tile tables are not in the cache key
     g = build([1, 512, 13, 13], 136, (1, 1), (1, 1), (0, 0), (1, 1), epilogue=True, name="gemm_narrow_k")
     assert "cache_reduction = [0, 0, 64]" in g.mlir("optimized")

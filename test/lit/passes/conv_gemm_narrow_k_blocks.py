@@ -1,5 +1,6 @@
 # RUN: env FUSILLI_LIT_TARGET=cpu:znver1 %python %s | filecheck %s --check-prefixes=CHECK,ZEN
 # RUN: env FUSILLI_LIT_TARGET=cpu:x86-64-v3 %python %s | filecheck %s --check-prefixes=CHECK,V3
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver3 %python %s | filecheck %s --check-prefixes=CHECK,ZEN3
 
 # On AMD's AVX2 cores (znver1-3) a 2-D conv GEMM with two row blocks or one, >= 128 columns and a B
 # operand over 128 KB takes K in cache blocks of 64 (gemm_config.narrow_k_block: on Zen 1 the
@@ -8,7 +9,9 @@
 # (gemm_config.PADDED_B_WHOLE_K_BELOW): then K is whole. AVX2 code for no named CPU (x86-64-v3)
 # takes K whole below 2048 deep in forward and data-gradient GEMMs (gemm_config.CONV_WHOLE_K_BELOW)
 # and the table's blocks of 256 from 512 deep in weight-gradient ones. Forward, data-gradient and weight-gradient
-# GEMMs alike; a B of 128 KB (the suite's 1x1 conv) keeps whole K.
+# GEMMs alike; a B of 128 KB (the suite's 1x1 conv) keeps whole K. Zen 3 (znver3) takes K whole below
+# 1024 deep in forward and data-gradient GEMMs whatever B's rows (gemm_config.CONV_WHOLE_K_BELOW_BY_CORE),
+# the blocks of 64 from 1024 deep and in weight gradients.
 
 from lit_helpers import explained_and_optimized, run
 
@@ -51,6 +54,20 @@ def fprop_1x1_s2_wide():
 
 
 @run
+def fprop_1x1_unpadded_512_deep():
+    # 784 x 128 GEMM 512 deep: B is 256 KB in rows of 512 B (no padding).
+    print(explained_and_optimized(fprop("fprop_1x1_unpadded_512_deep", 1, 512, 28, 128, 1)))
+
+
+# CHECK-LABEL: TEST: fprop_1x1_unpadded_512_deep
+# ZEN: #iree_cpu.lowering_config<cache_parallel = [48, 64, 0], cache_reduction = [0, 0, 64], distribution = [48, 64, 0]
+# ZEN3: conv [conv_fprop]: {{.*}}GEMM tuned for avx2, AMD (znver3: K whole below 1024 deep))
+# ZEN3: #iree_cpu.lowering_config<cache_parallel = [48, 64, 0], distribution = [48, 64, 0], vector_common_parallel = [6, 16, 0]
+# V3: #iree_cpu.lowering_config<cache_parallel = [48, 64, 0], distribution = [48, 64, 0], vector_common_parallel = [6, 16, 0]
+# CHECK: linalg.matmul {compilation_info = {{.*}}} ins(%{{.*}}, %{{.*}} : tensor<784x512xf32>, tensor<512x128xf32>)
+
+
+@run
 def fprop_1x1_deep_padded():
     # 196 x 512 GEMM 1024 deep, B padded: K blocks of 64 on Zen from 1024 deep, whole K on V3.
     print(explained_and_optimized(fprop("fprop_1x1_deep_padded", 1, 1024, 14, 512, 1)))
@@ -61,6 +78,8 @@ def fprop_1x1_deep_padded():
 # CHECK-LABEL: TEST: fprop_1x1_deep_padded
 # ZEN: #iree_cpu.lowering_config<cache_parallel = [48, 1, 64, 0], cache_reduction = [0, 0, 0, 64], distribution = [48, 1, 64, 0]
 # V3: #iree_cpu.lowering_config<cache_parallel = [48, 64, 0], distribution = [48, 64, 0]
+# ZEN3: #iree_cpu.lowering_config<cache_parallel = [48, 64, 0], cache_reduction = [0, 0, 64], distribution = [48, 64, 0]
+# ZEN3: linalg.matmul {compilation_info = {{.*}}} ins(%{{.*}}, %{{.*}} : tensor<196x1024xf32>, tensor<1024x512xf32>)
 # ZEN: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<196x1024xf32>, tensor<8x1024x64xf32>)
 # V3: linalg.matmul {compilation_info = {{.*}}} ins(%{{.*}}, %{{.*}} : tensor<196x1024xf32>, tensor<1024x512xf32>)
 
@@ -103,6 +122,7 @@ def wgrad_1x1_s2_deep():
 # CHECK-LABEL: TEST: wgrad_1x1_s2_deep
 # CHECK: wgrad [conv_wgrad]: {{.*}}cpu-conv-wgrad-gemm (one GEMM over 576 output positions, conv GEMM tile
 # ZEN: #iree_cpu.lowering_config<cache_parallel = [48, 64, 0], cache_reduction = [0, 0, 64], distribution = [48, 64, 0], vector_common_parallel = [6, 16, 0]
+# ZEN3: #iree_cpu.lowering_config<cache_parallel = [48, 64, 0], cache_reduction = [0, 0, 64], distribution = [48, 64, 0], vector_common_parallel = [6, 16, 0]
 # V3: cache_reduction = [0, 0, 256]
 # CHECK: linalg.matmul {{.*}}compilation_info = {{.*}} : tensor<576x512xf32>, tensor<576x256xf32>) outs(%{{.*}} : tensor<512x256xf32>)
 
@@ -112,7 +132,7 @@ def dgrad_1x1_one_row_block():
     # DX[49, 2048] = DY[49, 512] x W[512, 2048]: ResNet-50's batch-1 7x7 dgrad, its 49 rows one
     # block (gemm_config.ONE_BLOCK_SHORT_REMAINDER_ISAS), B 4 MB, too few rows to pay for a padded
     # copy (gemm_config.B_ROW_PAD_COPY_MIN_ROWS): K blocks of 64 on Zen as well; on V3 512 deep,
-    # K whole.
+    # K whole, and on Zen 3.
     g = gradient(
         "dgrad_1x1_one_row_block", "conv_dgrad", [("dy", [1, 512, 7, 7]), ("w", [512, 2048, 1, 1])], [1, 2048, 7, 7]
     )
@@ -122,4 +142,5 @@ def dgrad_1x1_one_row_block():
 # CHECK-LABEL: TEST: dgrad_1x1_one_row_block
 # ZEN: #iree_cpu.lowering_config<cache_parallel = [49, 64, 0], cache_reduction = [0, 0, 64], distribution = [49, 64, 0]
 # V3: #iree_cpu.lowering_config<cache_parallel = [49, 64, 0], distribution = [49, 64, 0]
+# ZEN3: #iree_cpu.lowering_config<cache_parallel = [49, 64, 0], distribution = [49, 64, 0]
 # CHECK: linalg.matmul {{.*}}compilation_info = {{.*}} : tensor<49x512xf32>, tensor<512x2048xf32>)
