@@ -1005,29 +1005,35 @@ def _core_conv_gemm_tile_text(
     t: Target, columns: int, rows: int, depth: int, strided_patches: bool = False, copied: bool = False
 ) -> str:
     """As ``_core_winograd_tile_text``, for a conv GEMM (gemm_config.CONV_GEMM_TILES_BY_CORE and
-    DEEP_VECTOR_BY_CORE); ``" (znver3: K whole below 1024 deep)"`` where the core takes this GEMM's K
-    whole and its vendor's blocks would not (gemm_config.CONV_WHOLE_K_BELOW_BY_CORE; ``copied`` as in
-    ``_padded_filter_columns``: a filter written with padded rows takes K whole there anyway)."""
+    DEEP_VECTOR_BY_CORE); where the core blocks this GEMM's K otherwise than its vendor
+    (gemm_config.CONV_WHOLE_K_BELOW_BY_CORE, STRIDED_PATCH_TABLE_K_BLOCK_CORES), ``" (znver3: K whole
+    below 1024 deep)"`` or ``" (znver3: K in blocks of 256)"`` (``copied`` as in ``_padded_filter_columns``:
+    whether the filter's rows are written padded)."""
     from fusilli.passes import gemm_config  # the tile tables (they import this module)
 
     isa, vendor, core = vector_isa(t), cpu_vendor(t.cpu), cpu_core(t.cpu)
 
     def tile_of(core: str | None) -> Any:
-        tile = gemm_config.conv_gemm_tile(isa, columns, vendor, strided_patches, rows, depth, core)
-        return tile if tile is None else replace(tile, conv_whole_k_below=0)  # K: below
+        return gemm_config.conv_gemm_tile(isa, columns, vendor, strided_patches, rows, depth, core)
 
-    text = _core_tile_text(t, tile_of)
-    own, vendors = (
-        gemm_config.conv_gemm_tile(isa, columns, vendor, strided_patches, rows, depth, c) for c in (core, None)
-    )
-    if own is None or vendors is None or not vendors.conv_whole_k_below <= depth < own.conv_whole_k_below:
+    def shape_of(core: str | None) -> Any:  # the register tile and workgroups; K below
+        tile = tile_of(core)
+        return tile if tile is None else replace(tile, conv_whole_k_below=0, narrow_k_block=None)
+
+    text = _core_tile_text(t, shape_of)
+    own, vendors = tile_of(core), tile_of(None)
+    if core is None or own is None or vendors is None:
         return text
     padded = _padded_filter_columns(t, columns, rows, copied) is not None
-    if padded and depth < vendors.padded_b_whole_k_below:
-        return text  # whole K either way
-    if gemm_config.k_block(vendors, rows, depth, columns) is not None:  # else whole K either way
-        text += f" ({core}: K whole below {own.conv_whole_k_below} deep)"
-    return text
+    own_block, vendors_block = (
+        gemm_config.k_block(gemm_config.conv_gemm_k_tile(tile, depth, padded), rows, depth, columns)
+        for tile in (own, vendors)
+    )
+    if own_block == vendors_block:
+        return text
+    if own_block is None:
+        return text + f" ({core}: K whole below {own.conv_whole_k_below} deep)"
+    return text + f" ({core}: K in blocks of {own_block})"
 
 
 def _gemm_rows_text(

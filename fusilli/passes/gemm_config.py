@@ -217,6 +217,18 @@ PADDED_B_WHOLE_K_BELOW = 1024
 # -> 0.82 / 0.93, one thread 1.03 -> 0.87 / 0.92; 1x2048x7x7->512 1.13 -> 1.24 / 1.22, one thread 0.92
 # -> 0.88 / 0.94. Zen 2 (the same caches and FMA width as Zen 3) keeps Zen 1's blocks: not measured.
 CONV_WHOLE_K_BELOW_BY_CORE = {("avx2", "znver3"): 1024}
+# ... and the GEMMs of strided convs' patch matrices (3x3 stride 2, 1152-4608 deep) take the tile's
+# blocks of 256 there instead of the narrow ones. EPYC Zen 3 VM, in one process, ratio to PyTorch,
+# blocks of 64 -> 256 (python benchmarks/table_ab.py, the AMD tile without ``narrow_k_block``), two
+# runs on two threads and one on one, and one earlier run of each (AVX2 code for no named CPU's tile):
+# 3x3 s2 1x256x28x28->256 0.83, 0.81, 0.81 -> 0.87, 0.85, 0.91 (one thread 0.85 -> 0.89, 0.86 -> 0.95);
+# 1x512x14x14->512 0.95, 1.33, 0.89 -> 1.04, 1.32, 1.07 (1.01 -> 1.02, 0.94 -> 0.95); 8x512x14x14->512
+# 1.13, 0.86, 0.90 -> 1.10, 0.91, 0.96 (0.88 -> 0.92, 0.89 -> 0.91); two more runs, this rule against
+# the blocks of 64: 3x3 s2 2x128x28x28->256 (benchmarks/conv_strided.txt, 1152 deep) 0.80 -> 0.85, 1.00 ->
+# 1.06, 1x256x28x28->256 0.82 -> 0.83, 0.85 -> 0.92. Stride-1 GEMMs that deep (the
+# batch-1 7x7 maps' 3x3, 49 rows x 4608) moved either way (forward 0.86 -> 0.96, 1.20 -> 1.22, one
+# thread 1.04 / 1.04; dgrad 1.21 -> 1.12, 0.89 -> 0.97, one thread 1.11 -> 0.99) and keep Zen 1's.
+STRIDED_PATCH_TABLE_K_BLOCK_CORES = {("avx2", "znver3")}
 CONV_GEMM_TILES_BY_VENDOR = {
     ("avx2", "amd"): GemmTile(
         (48, 64),
@@ -657,6 +669,8 @@ def conv_gemm_tile(
     whole_k_below = CONV_WHOLE_K_BELOW_BY_CORE.get((isa, core or ""))
     if tile is not None and whole_k_below is not None:
         tile = replace(tile, conv_whole_k_below=max(tile.conv_whole_k_below, whole_k_below))
+    if tile is not None and strided_patches and (isa, core or "") in STRIDED_PATCH_TABLE_K_BLOCK_CORES:
+        tile = replace(tile, narrow_k_block=None)
     return tile
 
 
@@ -773,10 +787,17 @@ def matmul_compilation_info(
     tile = conv_gemm_tile(isa, n, vendor, strided_patches, m, k, core)
     if tile is None:
         return None
-    tile = gemm_rows_tile(tile, isa, vendor, m, materialized_a)
-    if k < tile.conv_whole_k_below or ((padded_b or panel is not None) and k < tile.padded_b_whole_k_below):
-        tile = replace(tile, cache_reduction=None, narrow_k_block=None)
+    tile = conv_gemm_k_tile(gemm_rows_tile(tile, isa, vendor, m, materialized_a), k, padded_b or panel is not None)
     return _compilation_info(tile, None, m, n, k, panel)
+
+
+def conv_gemm_k_tile(tile: GemmTile, k: int, padded_b: bool) -> GemmTile:
+    """``tile`` for a forward or dgrad conv GEMM ``k`` deep, its K blocks dropped where K is whole:
+    below the tile's ``conv_whole_k_below``, or ``padded_b_whole_k_below`` where B's rows are padded
+    (or B is in panels)."""
+    if k < tile.conv_whole_k_below or (padded_b and k < tile.padded_b_whole_k_below):
+        return replace(tile, cache_reduction=None, narrow_k_block=None)
+    return tile
 
 
 # A conv GEMM's B operand (its filter matrix, [depth, columns]) is read a row per reduction step,

@@ -318,6 +318,23 @@ def test_zen3_conv_gemms_take_whole_k_below_1024(m, n, k, zen3_block):
     )
 
 
+def test_zen3_strided_patch_gemms_take_the_table_k_blocks():
+    """Zen 3's GEMMs over a strided conv's patch matrix take the tile's K blocks of 256, not Zen 1's 64
+    (gemm_config.STRIDED_PATCH_TABLE_K_BLOCK_CORES); stride-1 GEMMs that deep keep the 64."""
+    with fusilli_context():
+        strided = {
+            core: str(gemm_config.matmul_compilation_info("avx2", 196, 256, 2304, "amd", True, core, True))
+            for core in ("znver3", "znver2")
+        }
+        deep = str(gemm_config.matmul_compilation_info("avx2", 196, 256, 2304, "amd", False, "znver3", True))
+    assert "cache_reduction = [0, 0, 256]" in strided["znver3"]
+    assert "cache_reduction = [0, 0, 64]" in strided["znver2"] and "cache_reduction = [0, 0, 64]" in deep
+    g = channels_last_conv_graph([1, 256, 28, 28], 256, (3, 3), (2, 2), (1, 1), name="gemm_zen3_s2")
+    assert "AMD (znver3: K in blocks of 256)" in g.explain(fs.Backend.CPU, "znver3")
+    assert "cache_reduction = [0, 0, 256]" in g.mlir("optimized", fs.Backend.CPU, "znver3")
+    assert "znver2: K" not in g.explain(fs.Backend.CPU, "znver2")
+
+
 def test_explain_and_ir_name_zen3_whole_k():
     """A 1x1 conv 512 deep with an unpadded B compiled for znver3 takes K whole and g.explain says so;
     for znver2 it keeps the blocks of 64 and explain says nothing of K; 1024 deep Zen 3 keeps the blocks."""

@@ -11,7 +11,8 @@
 # and the table's blocks of 256 from 512 deep in weight-gradient ones. Forward, data-gradient and weight-gradient
 # GEMMs alike; a B of 128 KB (the suite's 1x1 conv) keeps whole K. Zen 3 (znver3) takes K whole below
 # 1024 deep in forward and data-gradient GEMMs whatever B's rows (gemm_config.CONV_WHOLE_K_BELOW_BY_CORE),
-# the blocks of 64 from 1024 deep and in weight gradients.
+# the blocks of 64 from 1024 deep and in weight gradients, and the GEMMs of strided convs' patch
+# matrices in the table's blocks of 256 (gemm_config.STRIDED_PATCH_TABLE_K_BLOCK_CORES).
 
 from lit_helpers import explained_and_optimized, run
 
@@ -82,6 +83,25 @@ def fprop_1x1_deep_padded():
 # ZEN3: linalg.matmul {compilation_info = {{.*}}} ins(%{{.*}}, %{{.*}} : tensor<196x1024xf32>, tensor<1024x512xf32>)
 # ZEN: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<196x1024xf32>, tensor<8x1024x64xf32>)
 # V3: linalg.matmul {compilation_info = {{.*}}} ins(%{{.*}}, %{{.*}} : tensor<196x1024xf32>, tensor<1024x512xf32>)
+
+
+@run
+def fprop_3x3_s2_patches():
+    # 196 x 256 GEMM 2304 deep over the gathered patch matrix of a 3x3 stride-2 conv.
+    g = fs.Graph(name="fprop_3x3_s2_patches")
+    x, w = nhwc(g, "x", [1, 256, 28, 28]), nhwc(g, "w", [256, 256, 3, 3])
+    g.conv_fprop(x, w, padding=[1, 1], stride=[2, 2], dilation=[1, 1], name="conv").set_output(True)
+    print(explained_and_optimized(g.validate()))
+
+
+# CHECK-LABEL: TEST: fprop_3x3_s2_patches
+# Zen 1 takes the polyphase Winograd there (from 49 tiles: rules.CPU_CONV_POLYPHASE_CORE_LIMITS).
+# ZEN: conv [conv_fprop]: {{.*}}cpu-conv-winograd-strided
+# ZEN3: conv [conv_fprop]: {{.*}}GEMM tuned for avx2, AMD (znver3: K in blocks of 256)
+# ZEN3: cache_reduction = [0, 0, 256]
+# ZEN3: linalg.matmul {compilation_info = {{.*}}} ins(%{{.*}}, %{{.*}} : tensor<196x2304xf32>, tensor<2304x256xf32>)
+# V3: cache_reduction = [0, 0, 256]
+# V3: linalg.matmul {compilation_info = {{.*}}} ins(%{{.*}}, %{{.*}} : tensor<196x2304xf32>, tensor<2304x256xf32>)
 
 
 @run
