@@ -1176,8 +1176,17 @@ CPU_CONV_GEMM_MAX_CHANNELS_1X1_PADDED = 2048
 # 1x256x14x14->256 (196) 0.99, 1.05 -> 1.06, 1.13; 1x1024x7x7->256 (49) 0.74, 0.98 -> 0.89, 1.08;
 # the split executor's 392-row halves of 1x512x28x28->128 and ->256 even (1.07 / 1.03 either way).
 # AVX2 code did not gain (x86-64-v3 and znver3 code, PyTorch held to AVX2: 0.80 -> 0.82, 0.86 ->
-# 0.86-0.87, 0.59-0.88 -> 0.57-0.93) and keeps CPU_CONV_GEMM_MIN_ROWS_1X1.
+# 0.86-0.87, 0.59-0.88 -> 0.57-0.93) and keeps CPU_CONV_GEMM_MIN_ROWS_1X1, but on a Zen 3 host Zen 3's
+# own code did (CPU_CONV_GEMM_1X1_FEW_ROWS_CORES): EPYC Zen 3 VM (znver3), python
+# benchmarks/table_ab.py (this table with and without the AMD AVX2 entry, in one process, run
+# interleaved with PyTorch), ratio to PyTorch, two runs on two threads and one on one
+# (FUSILLI_CPU_EXECUTOR=local-sync OMP_NUM_THREADS=1): 1x1 1x512x14x14->256 (196 rows) 0.59, 0.58 ->
+# 0.76, 0.80 (one thread 0.63 -> 0.89); 1x256x14x14->256 0.81, 0.84 -> 1.01, 1.07 (0.88 -> 0.95);
+# 1x512x14x14->128 0.76, 0.87 -> 0.96, 1.15 (0.78 -> 0.93); 1x1024x14x14->256 0.69, 0.72 -> 0.77, 0.77
+# (0.90 -> 0.85); 1x1024x7x7->256 (49) 0.89, 0.89 -> 1.07, 0.89 (0.86 -> 0.90); 2x1024x14x14->256
+# (392) 1.26, 1.01 -> 1.39, 1.00 (0.77 -> 0.84).
 CPU_CONV_GEMM_1X1_FEW_ROWS_TARGETS = {("avx512", "amd")}
+CPU_CONV_GEMM_1X1_FEW_ROWS_CORES = {("avx2", "znver3")}
 # ... and on cores whose deep conv GEMMs take a register tile of their own (gemm_config.DEEP_VECTOR_BY_CORE:
 # Zen 1's 2x32 from 1024 deep) a stride-1 1x1 conv that deep from CPU_CONV_GEMM_MIN_ROWS_1X1_PADDED
 # rows. EPYC Zen 1 VM (znver1), python benchmarks/conv_lowerings.py --lowering auto (IREE's data
@@ -1416,6 +1425,8 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
         if k_blocked and not intel and padded_columns is not None:  # a forward conv here (copied: False)
             min_rows, max_channels = CPU_CONV_GEMM_MIN_ROWS_1X1_PADDED, CPU_CONV_GEMM_MAX_CHANNELS_1X1_PADDED
         elif p.fact("stride") == (1, 1) and (isa, vendor or "") in CPU_CONV_GEMM_1X1_FEW_ROWS_TARGETS:
+            min_rows = CPU_CONV_GEMM_MIN_ROWS_1X1_PADDED
+        elif p.fact("stride") == (1, 1) and (isa, cpu_core(t.cpu) or "") in CPU_CONV_GEMM_1X1_FEW_ROWS_CORES:
             min_rows = CPU_CONV_GEMM_MIN_ROWS_1X1_PADDED
         elif p.fact("stride") == (1, 1) and gemm_config.deep_vector(isa, cpu_core(t.cpu), channels) is not None:
             min_rows = CPU_CONV_GEMM_MIN_ROWS_1X1_PADDED

@@ -335,6 +335,21 @@ def test_zen3_strided_patch_gemms_take_the_table_k_blocks():
     assert "znver2: K" not in g.explain(fs.Backend.CPU, "znver2")
 
 
+def test_numerics_zen3_conv_gemms(rng):
+    """Zen 3's own choices run as znver3 code against the reference: a stride-1 1x1 conv of 196 rows
+    as the GEMM (rules.CPU_CONV_GEMM_1X1_FEW_ROWS_CORES) 512 deep with K whole, with bias + relu, and
+    a 3x3 stride-2 conv's patch-matrix GEMM in K blocks of 256 (1152 deep, 4.5 blocks)."""
+    arch = arch_running_here("znver3")
+    handle = fs.Handle(fs.Backend.CPU, arch=arch)
+    few_rows = build([1, 512, 14, 14], 136, (1, 1), (1, 1), (0, 0), (1, 1), epilogue=True, name="gemm_zen3_few")
+    strided = build([1, 128, 28, 28], 72, (3, 3), (2, 2), (1, 1), (1, 1), epilogue=True, name="gemm_zen3_s2_blocks")
+    assert "cpu-conv-im2col-gemm (1x1, 196 GEMM rows >= 49" in few_rows.explain(fs.Backend.CPU, arch)
+    assert "cache_reduction" not in few_rows.mlir("optimized", fs.Backend.CPU, arch)
+    assert "cache_reduction = [0, 0, 256]" in strided.mlir("optimized", fs.Backend.CPU, arch)
+    for g in (few_rows, strided):
+        run_and_check(g, handle, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
+
+
 def test_explain_and_ir_name_zen3_whole_k():
     """A 1x1 conv 512 deep with an unpadded B compiled for znver3 takes K whole and g.explain says so;
     for znver2 it keeps the blocks of 64 and explain says nothing of K; 1024 deep Zen 3 keeps the blocks."""
@@ -422,9 +437,11 @@ def _problem(shape, kernel, stride, padding, channels_last=True, element=F32):
         ((8, 1024, 14, 14, 256), (1, 1), (1, 1), (0, 0), True),
         ((1, 256, 56, 56, 512), (1, 1), (2, 2), (0, 0), True),
         ((1, 512, 28, 28, 256), (1, 1), (2, 2), (0, 0), False),  # 196 rows
-        # stride-1 1x1 convs below 512 rows: AMD AVX-512 from 49 (rules.CPU_CONV_GEMM_1X1_FEW_ROWS_TARGETS)
-        ((1, 1024, 14, 14, 256), (1, 1), (1, 1), (0, 0), {"znver4": True, "x86-64-v3": False}),  # 196 rows
-        ((1, 1024, 7, 7, 256), (1, 1), (1, 1), (0, 0), {"znver4": True, "x86-64-v3": False}),  # 49 rows
+        # stride-1 1x1 convs below 512 rows: AMD AVX-512 and Zen 3 from 49 (rules.CPU_CONV_GEMM_1X1_FEW_ROWS_TARGETS,
+        # CPU_CONV_GEMM_1X1_FEW_ROWS_CORES)
+        ((1, 1024, 14, 14, 256), (1, 1), (1, 1), (0, 0), {"znver4": True, "znver3": True}),
+        ((1, 1024, 7, 7, 256), (1, 1), (1, 1), (0, 0), {"znver4": True, "znver3": True}),  # 49 rows
+        ((1, 512, 14, 14, 256), (1, 1), (1, 1), (0, 0), {"znver4": True, "znver3": True}),  # 196 rows 512 deep
         ((1, 1024, 6, 6, 256), (1, 1), (1, 1), (0, 0), False),  # 36 rows
         ((8, 2048, 7, 7, 256), (1, 1), (1, 1), (0, 0), False),  # 2048 channels
         # Output channels whose filter rows are written apart (512, 1024, 2048): from 49 rows, up to
@@ -432,7 +449,7 @@ def _problem(shape, kernel, stride, padding, channels_last=True, element=F32):
         ((1, 512, 28, 28, 1024), (1, 1), (2, 2), (0, 0), True),  # 196 rows
         ((8, 2048, 7, 7, 512), (1, 1), (1, 1), (0, 0), True),  # 2048 channels
         ((1, 4096, 7, 7, 512), (1, 1), (1, 1), (0, 0), False),  # 4096 channels
-        ((1, 256, 14, 14, 256), (1, 1), (1, 1), (0, 0), {"znver4": True, "x86-64-v3": False}),  # 196 rows
+        ((1, 256, 14, 14, 256), (1, 1), (1, 1), (0, 0), {"znver4": True, "znver3": True}),  # 196 rows
         # Winograd over the phases takes strided 3x3 convs whose transformed data stays <= 40 MiB
         # (cpu-conv-winograd-strided goes first; test_winograd): 38 MiB, 15 MB, 7.5 MB ...
         ((8, 128, 56, 56, 128), (3, 3), (2, 2), (1, 1), False),
@@ -447,9 +464,9 @@ def _problem(shape, kernel, stride, padding, channels_last=True, element=F32):
         ((1, 8, 8, 8, 16), (1, 1), (1, 1), (0, 0), False),  # below the im2col size
     ],
 )
-@pytest.mark.parametrize("arch", ["x86-64-v3", "znver4"])
+@pytest.mark.parametrize("arch", ["x86-64-v3", "znver4", "znver3"])
 def test_auto_choice(shape, kernel, stride, padding, expected, arch):
-    expected = expected[arch] if isinstance(expected, dict) else expected
+    expected = expected.get(arch, False) if isinstance(expected, dict) else expected
     target = Target.resolve("cpu", arch)
     problem = _problem(shape, kernel, stride, padding)
     assert conv_layout.im2col_gemm("auto", problem, target) is expected

@@ -133,6 +133,7 @@ def test_1x1_convs_with_padded_filter_rows_take_the_gemm_from_49_rows(arch):
     assert takes_gemm([8, 1024, 7, 7], 1024) == amd_or_avx2
     assert not takes_gemm([1, 4096, 7, 7], 512)  # deeper than measured
     assert not takes_gemm([1, 512, 6, 6], 2048)  # 36 rows
-    # 1 KiB rows: the 512-row limit, but on AMD AVX-512 (rules.CPU_CONV_GEMM_1X1_FEW_ROWS_TARGETS)
-    assert takes_gemm([1, 512, 7, 7], 256) == (arch in ("znver4", "znver5"))
+    # 1 KiB rows: the 512-row limit, but on AMD AVX-512 (rules.CPU_CONV_GEMM_1X1_FEW_ROWS_TARGETS) and
+    # Zen 3 (rules.CPU_CONV_GEMM_1X1_FEW_ROWS_CORES)
+    assert takes_gemm([1, 512, 7, 7], 256) == (arch in ("znver4", "znver5", "znver3"))
     assert takes_gemm([2, 256, 16, 16], 256)  # 512 rows

@@ -1,6 +1,7 @@
 # RUN: %python %s > %t.json
 # RUN: %fusilli-opt %t.json --backend cpu --arch znver1 --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,ZEN1
 # RUN: %fusilli-opt %t.json --backend cpu --arch znver2 --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,ZEN2
+# RUN: %fusilli-opt %t.json --backend cpu --arch znver3 --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,ZEN3
 
 # Deep conv GEMMs per core (gemm_config.DEEP_VECTOR_BY_CORE): on Zen 1 (znver1) a conv GEMM at
 # least 1024 deep takes 2 rows x four 8-wide vectors, the workgroups (48x64) and K blocks (64, B
@@ -9,7 +10,8 @@
 # (1568 rows, 1024 deep), its 1x1 dgrad 8x512x7x7 from 2048 DY channels (392 rows, 2048 deep), and
 # 1x1 8x512x14x14->512 (1568 rows, 512 deep). On Zen 1 a stride-1 1x1 conv that deep takes the GEMM
 # from 49 rows (rules.CPU_CONV_GEMM_MIN_ROWS_1X1_PADDED): 1x1 1x1024x14x14->256 (196 rows); Zen 2 leaves
-# it to IREE's data tiling (torch.aten.mm, no config). Where Zen 1 takes 2x32, the filter is written
+# it to IREE's data tiling (torch.aten.mm, no config); Zen 3 (znver3) takes Zen 2's tiles, and that
+# GEMM from 49 rows whatever its depth (rules.CPU_CONV_GEMM_1X1_FEW_ROWS_CORES). Where Zen 1 takes 2x32, the filter is written
 # in 64-column panels (gemm_config.conv_b_panel): the forward filter's transposition and the 1x1
 # dgrad's copy write [K / 64, depth, 64] and the GEMM is a contraction over (m, j, n, c), its N split
 # in the config; Zen 2's filters keep their padded rows and linalg.matmul.
@@ -41,6 +43,7 @@ print(g.to_json())
 
 # ZEN1-DAG: #[[DEEP:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [48, 1, 64, 0], cache_reduction = [0, 0, 0, 64], distribution = [48, 1, 64, 0], vector_common_parallel = [2, 1, 32, 0], vector_reduction = [0, 0, 0, 8]>
 # ZEN2-DAG: #[[DEEP:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [48, 64, 0], cache_reduction = [0, 0, 64], distribution = [48, 64, 0], vector_common_parallel = [6, 16, 0], vector_reduction = [0, 0, 8]>
+# ZEN3-DAG: #[[DEEP:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [48, 64, 0], cache_reduction = [0, 0, 64], distribution = [48, 64, 0], vector_common_parallel = [6, 16, 0], vector_reduction = [0, 0, 8]>
 # CHECK-DAG: #[[SHALLOW:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [48, 64, 0], distribution = [48, 64, 0], vector_common_parallel = [6, 16, 0], vector_reduction = [0, 0, 8]>
 # CHECK-DAG: #[[INFO_DEEP:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[DEEP]]
 # CHECK-DAG: #[[INFO_SHALLOW:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[SHALLOW]]
@@ -50,8 +53,11 @@ print(g.to_json())
 # ZEN1: linalg.transpose ins(%{{.*}} : tensor<2048x8x64xf32>) outs(%{{.*}} : tensor<8x2048x64xf32>) permutation = [1, 0, 2]
 # ZEN1: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<392x2048xf32>, tensor<8x2048x64xf32>) outs(%{{.*}} : tensor<392x8x64xf32>) attrs = {compilation_info = #[[INFO_DEEP]]}
 # ZEN2: linalg.matmul {compilation_info = #[[INFO_DEEP]]} ins(%{{.*}}, %{{.*}} : tensor<1568x1024xf32>, tensor<1024x512xf32>)
+# ZEN3: linalg.matmul {compilation_info = #[[INFO_DEEP]]} ins(%{{.*}}, %{{.*}} : tensor<1568x1024xf32>, tensor<1024x512xf32>)
 # ZEN2: linalg.matmul {compilation_info = #[[INFO_DEEP]]} ins(%{{.*}}, %{{.*}} : tensor<392x2048xf32>, tensor<2048x512xf32>)
+# ZEN3: linalg.matmul {compilation_info = #[[INFO_DEEP]]} ins(%{{.*}}, %{{.*}} : tensor<392x2048xf32>, tensor<2048x512xf32>)
 # CHECK: compute_barrier.start %padded{{.*}} : tensor<512x528xf32>
 # CHECK: linalg.matmul {compilation_info = #[[INFO_SHALLOW]]} ins(%{{.*}}, %{{.*}} : tensor<1568x512xf32>, tensor<512x512xf32>)
 # ZEN1: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<196x1024xf32>, tensor<4x1024x64xf32>) outs(%{{.*}} : tensor<196x4x64xf32>) attrs = {compilation_info = #[[INFO_DEEP]]}
 # ZEN2: torch.aten.mm %{{.*}}, %{{.*}} : !torch.vtensor<[196,1024],f32>, !torch.vtensor<[1024,256],f32>
+# ZEN3: linalg.matmul {compilation_info = #[[INFO_DEEP]]} ins(%{{.*}}, %{{.*}} : tensor<196x1024xf32>, tensor<1024x256xf32>)
