@@ -200,8 +200,9 @@ CONV_GEMM_TILES = {
 # 0.74 -> 0.85, ->256 0.87 -> 0.83, s2 8x1024x14x14->2048 0.67 -> 0.55, 8x2048x7x7->512 0.70 ->
 # 0.61). Zen 2 and 3 take it with the vendor's tile, not measured.
 PADDED_B_WHOLE_K_BELOW = 1024
-# Per core (ISA, LLVM CPU name): forward and data-gradient conv GEMMs take K whole below this depth
-# whatever B's rows (the tile's ``conv_whole_k_below``), ahead of the vendor's narrow blocks. Zen 3
+# Per core (ISA, LLVM CPU name): forward and data-gradient conv GEMMs of more than one row block take
+# K whole below this depth whatever B's rows (the tile's ``conv_whole_k_below``), ahead of the vendor's
+# narrow blocks. Zen 3
 # (full-width 256-bit FMAs, Zen 1's 32 KB L1 and 512 KB L2) ran 512-deep GEMMs with an unpadded B
 # (128 or 256 columns: rows of 512 B or 1 KiB) faster whole than in Zen 1's blocks of 64. EPYC Zen 3
 # VM (znver3), python benchmarks/table_ab.py (both compiled in one process, run interleaved with
@@ -209,9 +210,10 @@ PADDED_B_WHOLE_K_BELOW = 1024
 # (FUSILLI_CPU_EXECUTOR=local-sync OMP_NUM_THREADS=1): 1x1 1x512x28x28->128 0.89, 0.88, 0.93 -> 0.95,
 # 0.96, 0.96 (one thread 0.93 -> 1.11); 1x512x28x28->256 0.88, 0.79, 0.88 -> 0.99, 0.95, 0.61 (0.85 ->
 # 0.92); 8x512x28x28->128 1.18, 0.90, 0.91 -> 1.11, 1.07, 1.07 (0.95 -> 1.11); 8x512x28x28->256 0.82,
-# 0.84, 0.94 -> 0.94, 0.99, 0.91 (0.83 -> 1.10); dgrad 1x1 1x2048x7x7->512 (49 rows, one block) 1.13,
-# 0.92, 0.96 -> 1.04, 1.01, 0.95 (even); the col2im GEMM of dgrad 1x1 s2 1x256x56x56->512 3.05, 2.35,
-# 2.62 -> 2.98, 2.60, 2.67. From 1024 deep the blocks of 64 stayed ahead of whole K and of blocks of
+# 0.84, 0.94 -> 0.94, 0.99, 0.91 (0.83 -> 1.10); the col2im GEMM of dgrad 1x1 s2 1x256x56x56->512 3.05,
+# 2.35, 2.62 -> 2.98, 2.60, 2.67. One row block keeps the narrow blocks, as Zen 1 measured it (above):
+# dgrad 1x1 1x2048x7x7->512 (49 rows) 1.13, 0.92, 0.96, 1.04, 0.96, 0.98 -> 1.04, 1.01, 0.95, 1.03,
+# 0.94, 0.90 (behind in four of six). From 1024 deep the blocks of 64 stayed ahead of whole K and of blocks of
 # 256 (AVX2 code for no named CPU, CONV_WHOLE_K_BELOW; one run each on two threads and one): 1x1 s2
 # 1x1024x14x14->2048 1.29 -> 1.18 / 1.29, one thread 1.28 -> 1.06 / 1.21; s2 8x1024x14x14->2048 0.97
 # -> 0.82 / 0.93, one thread 1.03 -> 0.87 / 0.92; 1x2048x7x7->512 1.13 -> 1.24 / 1.22, one thread 0.92
@@ -667,7 +669,7 @@ def conv_gemm_tile(
     if tile is not None and vector is not None:
         tile = replace(tile, vector=vector)
     whole_k_below = CONV_WHOLE_K_BELOW_BY_CORE.get((isa, core or ""))
-    if tile is not None and whole_k_below is not None:
+    if tile is not None and whole_k_below is not None and rows > tile.distribution[0]:  # not one row block
         tile = replace(tile, conv_whole_k_below=max(tile.conv_whole_k_below, whole_k_below))
     if tile is not None and strided_patches and (isa, core or "") in STRIDED_PATCH_TABLE_K_BLOCK_CORES:
         tile = replace(tile, narrow_k_block=None)

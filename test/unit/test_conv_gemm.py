@@ -297,14 +297,15 @@ def test_explain_and_ir_name_the_zen1_deep_tile():
     "m, n, k, zen3_block",
     [
         (784, 128, 512, None),  # 1x1 1x512x28x28->128: Zen 1's blocks of 64, whole on Zen 3
-        (49, 2048, 512, None),  # dgrad 1x1 1x2048x7x7->512: one row block
+        (49, 2048, 512, 64),  # dgrad 1x1 1x2048x7x7->512: one row block keeps the blocks
         (196, 512, 1024, 64),  # 1x1 1x1024x14x14->512: from 1024 deep the blocks stay
         (196, 256, 2304, 64),  # 3x3 s2 1x256x28x28->256's patch matrix
     ],
 )
 def test_zen3_conv_gemms_take_whole_k_below_1024(m, n, k, zen3_block):
-    """Zen 3's forward and data-gradient conv GEMMs take K whole below 1024 deep whatever B's rows
-    (gemm_config.CONV_WHOLE_K_BELOW_BY_CORE); Zen 1 and Zen 2 keep the vendor's blocks of 64 there,
+    """Zen 3's forward and data-gradient conv GEMMs of more than one row block take K whole below 1024
+    deep whatever B's rows (gemm_config.CONV_WHOLE_K_BELOW_BY_CORE); Zen 1 and Zen 2 keep the vendor's
+    blocks of 64 there,
     and weight gradients (wgrad_matmul_compilation_info, which reads no depth limit) keep theirs."""
     with fusilli_context():
         zen3 = str(gemm_config.matmul_compilation_info("avx2", m, n, k, "amd", core="znver3"))

@@ -10,7 +10,8 @@
 # takes K whole below 2048 deep in forward and data-gradient GEMMs (gemm_config.CONV_WHOLE_K_BELOW)
 # and the table's blocks of 256 from 512 deep in weight-gradient ones. Forward, data-gradient and weight-gradient
 # GEMMs alike; a B of 128 KB (the suite's 1x1 conv) keeps whole K. Zen 3 (znver3) takes K whole below
-# 1024 deep in forward and data-gradient GEMMs whatever B's rows (gemm_config.CONV_WHOLE_K_BELOW_BY_CORE),
+# 1024 deep in forward and data-gradient GEMMs of more than one row block whatever B's rows
+# (gemm_config.CONV_WHOLE_K_BELOW_BY_CORE),
 # the blocks of 64 from 1024 deep and in weight gradients, and the GEMMs of strided convs' patch
 # matrices in the table's blocks of 256 (gemm_config.STRIDED_PATCH_TABLE_K_BLOCK_CORES).
 
@@ -152,7 +153,7 @@ def dgrad_1x1_one_row_block():
     # DX[49, 2048] = DY[49, 512] x W[512, 2048]: ResNet-50's batch-1 7x7 dgrad, its 49 rows one
     # block (gemm_config.ONE_BLOCK_SHORT_REMAINDER_ISAS), B 4 MB, too few rows to pay for a padded
     # copy (gemm_config.B_ROW_PAD_COPY_MIN_ROWS): K blocks of 64 on Zen as well; on V3 512 deep,
-    # K whole, and on Zen 3.
+    # K whole (Zen 3 keeps the blocks of 64 for one row block).
     g = gradient(
         "dgrad_1x1_one_row_block", "conv_dgrad", [("dy", [1, 512, 7, 7]), ("w", [512, 2048, 1, 1])], [1, 2048, 7, 7]
     )
@@ -162,5 +163,5 @@ def dgrad_1x1_one_row_block():
 # CHECK-LABEL: TEST: dgrad_1x1_one_row_block
 # ZEN: #iree_cpu.lowering_config<cache_parallel = [49, 64, 0], cache_reduction = [0, 0, 64], distribution = [49, 64, 0]
 # V3: #iree_cpu.lowering_config<cache_parallel = [49, 64, 0], distribution = [49, 64, 0]
-# ZEN3: #iree_cpu.lowering_config<cache_parallel = [49, 64, 0], distribution = [49, 64, 0]
+# ZEN3: #iree_cpu.lowering_config<cache_parallel = [49, 64, 0], cache_reduction = [0, 0, 64], distribution = [49, 64, 0]
 # CHECK: linalg.matmul {{.*}}compilation_info = {{.*}} : tensor<49x512xf32>, tensor<512x2048xf32>)
