@@ -198,38 +198,38 @@ CONV_GEMM_TILES = {
 # 1.02 -> 1.16, 1.03 -> 1.15; 8x1024x14x14->256 1.23 -> 1.36, 1.22 -> 1.40 (rows compiled alike moved
 # up to 0.98 / 1.25 in a run). From 1024 deep whole K was mixed or lost (one run: 8x1024x14x14->512
 # 0.74 -> 0.85, ->256 0.87 -> 0.83, s2 8x1024x14x14->2048 0.67 -> 0.55, 8x2048x7x7->512 0.70 ->
-# 0.61). Zen 2 and 3 take it with the vendor's tile, not measured.
+# 0.61). Zen 2 takes it with the vendor's tile, not measured; Zen 3 takes K whole below 1024 deep
+# whatever B's rows (next).
 PADDED_B_WHOLE_K_BELOW = 1024
-# Per core (ISA, LLVM CPU name): forward and data-gradient conv GEMMs of more than one row block take
-# K whole below this depth whatever B's rows (the tile's ``conv_whole_k_below``), ahead of the vendor's
-# narrow blocks. Zen 3
-# (full-width 256-bit FMAs, Zen 1's 32 KB L1 and 512 KB L2) ran 512-deep GEMMs with an unpadded B
-# (128 or 256 columns: rows of 512 B or 1 KiB) faster whole than in Zen 1's blocks of 64. EPYC Zen 3
-# VM (znver3), python benchmarks/table_ab.py (both compiled in one process, run interleaved with
-# PyTorch), ratio to PyTorch, blocks of 64 -> whole K, three runs on two threads and one on one
+# Per core (ISA, LLVM CPU name): forward and data-gradient conv GEMMs of more than one row block take K
+# whole below this depth whatever B's rows (the tile's ``conv_whole_k_below``), ahead of the vendor's
+# narrow blocks. Zen 3 (full-width 256-bit FMAs, Zen 1's 32 KB L1 and 512 KB L2) ran 512-deep GEMMs with
+# an unpadded B (128 or 256 columns: rows of 512 B or 1 KiB) faster whole than in Zen 1's blocks of 64.
+# EPYC Zen 3 VM (znver3), python benchmarks/table_ab.py (both compiled in one process, run interleaved
+# with PyTorch), ratio to PyTorch, blocks of 64 -> whole K, three runs on two threads and one on one
 # (FUSILLI_CPU_EXECUTOR=local-sync OMP_NUM_THREADS=1): 1x1 1x512x28x28->128 0.89, 0.88, 0.93 -> 0.95,
 # 0.96, 0.96 (one thread 0.93 -> 1.11); 1x512x28x28->256 0.88, 0.79, 0.88 -> 0.99, 0.95, 0.61 (0.85 ->
 # 0.92); 8x512x28x28->128 1.18, 0.90, 0.91 -> 1.11, 1.07, 1.07 (0.95 -> 1.11); 8x512x28x28->256 0.82,
 # 0.84, 0.94 -> 0.94, 0.99, 0.91 (0.83 -> 1.10); the col2im GEMM of dgrad 1x1 s2 1x256x56x56->512 3.05,
 # 2.35, 2.62 -> 2.98, 2.60, 2.67. One row block keeps the narrow blocks, as Zen 1 measured it (above):
-# dgrad 1x1 1x2048x7x7->512 (49 rows) 1.13, 0.92, 0.96, 1.04, 0.96, 0.98 -> 1.04, 1.01, 0.95, 1.03,
-# 0.94, 0.90 (behind in four of six). From 1024 deep the blocks of 64 stayed ahead of whole K and of blocks of
-# 256 (AVX2 code for no named CPU, CONV_WHOLE_K_BELOW; one run each on two threads and one): 1x1 s2
-# 1x1024x14x14->2048 1.29 -> 1.18 / 1.29, one thread 1.28 -> 1.06 / 1.21; s2 8x1024x14x14->2048 0.97
-# -> 0.82 / 0.93, one thread 1.03 -> 0.87 / 0.92; 1x2048x7x7->512 1.13 -> 1.24 / 1.22, one thread 0.92
-# -> 0.88 / 0.94. Zen 2 (the same caches and FMA width as Zen 3) keeps Zen 1's blocks: not measured.
+# dgrad 1x1 1x2048x7x7->512 (49 rows) 1.13, 0.92, 0.96, 1.04, 0.96, 0.98 -> 1.04, 1.01, 0.95, 1.03, 0.94,
+# 0.90 (behind in four of six). From 1024 deep the blocks of 64 stayed ahead of whole K and of blocks of
+# 256 (AVX2 code for no named CPU, CONV_WHOLE_K_BELOW; one run each on two threads and one) on the
+# strided 1x1 rows: s2 1x1024x14x14->2048 1.29 -> 1.18 / 1.29, one thread 1.28 -> 1.06 / 1.21; s2
+# 8x1024x14x14->2048 0.97 -> 0.82 / 0.93, one thread 1.03 -> 0.87 / 0.92; 1x2048x7x7->512 (one row block)
+# moved either way (1.13 -> 1.24 / 1.22, one thread 0.92 -> 0.88 / 0.94). Zen 2 (the same caches and FMA width as Zen 3) keeps Zen 1's blocks: not measured.
 CONV_WHOLE_K_BELOW_BY_CORE = {("avx2", "znver3"): 1024}
-# ... and the GEMMs of strided convs' patch matrices (3x3 stride 2, 1152-4608 deep) take the tile's
-# blocks of 256 there instead of the narrow ones. EPYC Zen 3 VM, in one process, ratio to PyTorch,
-# blocks of 64 -> 256 (python benchmarks/table_ab.py, the AMD tile without ``narrow_k_block``), two
-# runs on two threads and one on one, and one earlier run of each (AVX2 code for no named CPU's tile):
-# 3x3 s2 1x256x28x28->256 0.83, 0.81, 0.81 -> 0.87, 0.85, 0.91 (one thread 0.85 -> 0.89, 0.86 -> 0.95);
-# 1x512x14x14->512 0.95, 1.33, 0.89 -> 1.04, 1.32, 1.07 (1.01 -> 1.02, 0.94 -> 0.95); 8x512x14x14->512
-# 1.13, 0.86, 0.90 -> 1.10, 0.91, 0.96 (0.88 -> 0.92, 0.89 -> 0.91); two more runs, this rule against
-# the blocks of 64: 3x3 s2 2x128x28x28->256 (benchmarks/conv_strided.txt, 1152 deep) 0.80 -> 0.85, 1.00 ->
-# 1.06, 1x256x28x28->256 0.82 -> 0.83, 0.85 -> 0.92. Stride-1 GEMMs that deep (the
-# batch-1 7x7 maps' 3x3, 49 rows x 4608) moved either way (forward 0.86 -> 0.96, 1.20 -> 1.22, one
-# thread 1.04 / 1.04; dgrad 1.21 -> 1.12, 0.89 -> 0.97, one thread 1.11 -> 0.99) and keep Zen 1's.
+# ... and the GEMMs of strided convs' patch matrices (3x3 stride 2, 1152-4608 deep) take the tile's blocks
+# of 256 there instead of the narrow ones. EPYC Zen 3 VM, in one process, ratio to PyTorch, blocks of 64
+# -> 256 (python benchmarks/table_ab.py, the AMD tile without ``narrow_k_block``), two runs on two threads
+# and one on one, and one earlier run of each (AVX2 code for no named CPU's tile): 3x3 s2 1x256x28x28->256
+# 0.83, 0.81, 0.81 -> 0.87, 0.85, 0.91 (one thread 0.85 -> 0.89, 0.86 -> 0.95); 1x512x14x14->512 0.95,
+# 1.33, 0.89 -> 1.04, 1.32, 1.07 (1.01 -> 1.02, 0.94 -> 0.95); 8x512x14x14->512 1.13, 0.86, 0.90 -> 1.10,
+# 0.91, 0.96 (0.88 -> 0.92, 0.89 -> 0.91); two more runs, this rule against the blocks of 64: 3x3 s2
+# 2x128x28x28->256 (benchmarks/conv_strided.txt, 1152 deep) 0.80 -> 0.85, 1.00 -> 1.06, 1x256x28x28->256
+# 0.82 -> 0.83, 0.85 -> 0.92. Stride-1 GEMMs that deep (the batch-1 7x7 maps' 3x3, 49 rows x 4608) moved
+# either way (forward 0.86 -> 0.96, 1.20 -> 1.22, one thread 1.04 / 1.04; dgrad 1.21 -> 1.12, 0.89 ->
+# 0.97, one thread 1.11 -> 0.99) and keep Zen 1's.
 STRIDED_PATCH_TABLE_K_BLOCK_CORES = {("avx2", "znver3")}
 CONV_GEMM_TILES_BY_VENDOR = {
     ("avx2", "amd"): GemmTile(
@@ -313,7 +313,8 @@ def deep_gemm_rows(rows: int, isa: str = "avx512") -> int:
 
 # AMD's AVX2 cores (znver1-3 as named) take K in blocks of 64 (``narrow_k_block``) in 2-D conv
 # GEMMs of at least two row blocks or of one (see below), NARROW_K_BLOCK_MIN_COLUMNS columns and a B operand (K x N)
-# of more than NARROW_K_BLOCK_MIN_B_BYTES, K a multiple of the register tile's K step. On Zen 1
+# of more than NARROW_K_BLOCK_MIN_B_BYTES, K a multiple of the register tile's K step (Zen 3 not below
+# 1024 deep with more than one row block, nor over a strided patch matrix: see above). On Zen 1
 # (32 KB L1D, 512 KB L2, 256-bit FMAs issued as two 128-bit halves) a workgroup's B block of
 # 256 x 64 f32 is 64 KB, twice the L1, read again for each 6-row register step; in blocks of 64
 # it is 16 KB. One thread (FUSILLI_CPU_EXECUTOR=local-sync, PyTorch on one thread beside),
@@ -333,8 +334,8 @@ def deep_gemm_rows(rows: int, isa: str = "avx512") -> int:
 # 1x256x14x14, 196 positions: 1.74 -> 1.45, 1.76 -> 1.49), one row block (the 49-row dgrads
 # 1x2048x7x7->512 0.99 -> 0.79, 1x512x7x7->2048 1.13 -> 0.97) and the chunked weight gradients'
 # batched GEMMs (8x512x28x28->128 0.78 -> 0.62, 8x128x28x28->512 0.73 -> 0.58, 1x1 s2
-# 8x256x56x56->512 0.75 -> 0.59). Zen 2 and 3 (the same L1 and L2, full-width FMAs) were not
-# measured; AVX2 code for no named CPU (x86-64-v3) keeps the table's blocks. One row block (rows
+# 8x256x56x56->512 0.75 -> 0.59). Zen 2 (the same L1 and L2, full-width FMAs) was not measured (Zen 3
+# was: CONV_WHOLE_K_BELOW_BY_CORE, STRIDED_PATCH_TABLE_K_BLOCK_CORES); AVX2 code for no named CPU (x86-64-v3) keeps the table's blocks. One row block (rows
 # short of the tile's rows plus a register tile: ResNet-50's batch-1 7x7 data gradients, 49 rows):
 # the fourteenth session measured it again, the two compiled in one process (K blocks of 256 ->
 # 64, nothing else different) and run interleaved with PyTorch, three runs, ratio to PyTorch: dgrad
@@ -651,7 +652,8 @@ def conv_gemm_tile(
     its A operand is a strided conv's patch matrix (stride > 1, a filter larger than 1x1), see
     ``STRIDED_PATCH_GEMM_TILES_BY_VENDOR``; a stride-1 GEMM of ``rows`` x ``depth`` deep enough takes
     ``deep_gemm_rows`` rows per workgroup, and one ``depth`` deep enough the core's register tile
-    of DEEP_VECTOR_BY_CORE (see above), and the core's CONV_WHOLE_K_BELOW_BY_CORE."""
+    of DEEP_VECTOR_BY_CORE (see above); the core's CONV_WHOLE_K_BELOW_BY_CORE where ``rows`` are more
+    than one block of its workgroups, and its STRIDED_PATCH_TABLE_K_BLOCK_CORES."""
     key = (isa, vendor or "")
     if strided_patches and n >= rules.CPU_CONV_GEMM_WIDE_MIN_OUT_CHANNELS and key in STRIDED_PATCH_GEMM_TILES_BY_VENDOR:
         return STRIDED_PATCH_GEMM_TILES_BY_VENDOR[key]
