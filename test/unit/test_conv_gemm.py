@@ -304,9 +304,8 @@ def test_explain_and_ir_name_the_zen1_deep_tile():
 )
 def test_zen3_conv_gemms_take_whole_k_below_1024(m, n, k, zen3_block):
     """Zen 3's forward and data-gradient conv GEMMs of more than one row block take K whole below 1024
-    deep whatever B's rows (gemm_config.CONV_WHOLE_K_BELOW_BY_CORE); Zen 1 and Zen 2 keep the vendor's
-    blocks of 64 there,
-    and weight gradients (wgrad_matmul_compilation_info, which reads no depth limit) keep theirs."""
+    deep whatever B's rows (gemm_config.CONV_WHOLE_K_BELOW_BY_CORE), the rest of the config the vendor's;
+    Zen 2 (and a vendor-only call) keeps the blocks of 64."""
     with fusilli_context():
         zen3 = str(gemm_config.matmul_compilation_info("avx2", m, n, k, "amd", core="znver3"))
         zen2 = str(gemm_config.matmul_compilation_info("avx2", m, n, k, "amd", core="znver2"))
