@@ -1012,16 +1012,14 @@ def _core_conv_gemm_tile_text(
     from fusilli.passes import gemm_config  # the tile tables (they import this module)
 
     isa, vendor, core = vector_isa(t), cpu_vendor(t.cpu), cpu_core(t.cpu)
+    own, vendors = (
+        gemm_config.conv_gemm_tile(isa, columns, vendor, strided_patches, rows, depth, c) for c in (core, None)
+    )
 
-    def tile_of(core: str | None) -> Any:
-        return gemm_config.conv_gemm_tile(isa, columns, vendor, strided_patches, rows, depth, core)
-
-    def shape_of(core: str | None) -> Any:  # the register tile and workgroups; K below
-        tile = tile_of(core)
+    def shape_of(tile: Any) -> Any:  # the register tile and workgroups; K below
         return tile if tile is None else replace(tile, conv_whole_k_below=0, narrow_k_block=None)
 
-    text = _core_tile_text(t, shape_of)
-    own, vendors = tile_of(core), tile_of(None)
+    text = _core_tile_text(t, lambda c: shape_of(own if c is not None else vendors))
     if core is None or own is None or vendors is None:
         return text
     padded = _padded_filter_columns(t, columns, rows, copied) is not None
@@ -1424,11 +1422,11 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
         min_rows = CPU_CONV_GEMM_MIN_ROWS_1X1
         if k_blocked and not intel and padded_columns is not None:  # a forward conv here (copied: False)
             min_rows, max_channels = CPU_CONV_GEMM_MIN_ROWS_1X1_PADDED, CPU_CONV_GEMM_MAX_CHANNELS_1X1_PADDED
-        elif p.fact("stride") == (1, 1) and (isa, vendor or "") in CPU_CONV_GEMM_1X1_FEW_ROWS_TARGETS:
-            min_rows = CPU_CONV_GEMM_MIN_ROWS_1X1_PADDED
-        elif p.fact("stride") == (1, 1) and (isa, cpu_core(t.cpu) or "") in CPU_CONV_GEMM_1X1_FEW_ROWS_CORES:
-            min_rows = CPU_CONV_GEMM_MIN_ROWS_1X1_PADDED
-        elif p.fact("stride") == (1, 1) and gemm_config.deep_vector(isa, cpu_core(t.cpu), channels) is not None:
+        elif p.fact("stride") == (1, 1) and (
+            (isa, vendor or "") in CPU_CONV_GEMM_1X1_FEW_ROWS_TARGETS
+            or (isa, cpu_core(t.cpu) or "") in CPU_CONV_GEMM_1X1_FEW_ROWS_CORES
+            or gemm_config.deep_vector(isa, cpu_core(t.cpu), channels) is not None
+        ):
             min_rows = CPU_CONV_GEMM_MIN_ROWS_1X1_PADDED
         if rows < min_rows or not 0 < channels <= max_channels:
             return None
