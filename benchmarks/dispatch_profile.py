@@ -19,8 +19,13 @@ placement; measured on the Zen 5 VM, the polyphase input transform of 3x3 s2 1x1
 allocated per call, do not page-fault each time (fusilli itself reuses one workspace): without
 it 3x3 8x512x7x7 under Winograd F(2x2) read 26.9 ms a call against 10.6.
 
+``--variant NAME[@ARCH][:MODULE.ATTR=EXPR;...]`` (``benchmarks/table_ab.py``'s syntax, repeatable)
+profiles each row once per variant, the tables patched while its IR is built, in ``--rounds``
+rounds that alternate the variants: a tile's cost per dispatch, one thread, without the whole
+graph's noise around it.
+
 Usage: python benchmarks/dispatch_profile.py SUITE [--lowering auto] [--device local-sync|local-task]
-  [--repetitions 5] [--arch ARCH]
+  [--repetitions 5] [--arch ARCH] [--variant SPEC]... [--rounds 1]
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import subprocess
 import tempfile
 
 import numpy as np
+from table_ab import _applied, _parse  # benchmarks/, this script's own folder
 
 from fusilli import pipeline
 from fusilli.backend.compiler import compile_module
@@ -82,12 +88,16 @@ def _dispatches(profile_text: str) -> list[tuple[str, float, float]]:
     return rows
 
 
-def profile(argv: list[str], lowering: str, device: str, repetitions: int, arch: str | None) -> None:
+def profile(argv: list[str], lowering: str, device: str, repetitions: int, arch: str | None, variant: str = "") -> None:
     ns = parse_command(argv)
     pipeline.CONV_LOWERING = lowering
-    graph = SUBCOMMANDS[ns.subcommand].build(ns).graph
-    target = graph.target(None, arch or ns.arch)
-    text = graph.mlir("optimized", None, arch or ns.arch)
+    name, (variant_arch, assignments) = _parse(variant) if variant else ("", (None, []))
+    arch = variant_arch or arch
+    with _applied(assignments):
+        graph = SUBCOMMANDS[ns.subcommand].build(ns).graph
+        target = graph.target(None, arch or ns.arch)
+        text = graph.mlir("optimized", None, arch or ns.arch)
+        explained = graph.explain(None, arch or ns.arch)
     flags = tuple(f for f in target.flags if "externalize-transients" not in f)
     vmfb, stats = compile_module(parse_module(text), flags)
     signature = re.search(r"func\.func @main\((.*?)\)\s*(?:->|attributes|\{)", text)
@@ -129,8 +139,8 @@ def profile(argv: list[str], lowering: str, device: str, repetitions: int, arch:
         raise SystemExit(f"no median in iree-benchmark-module's output:\n{run.stdout[-2000:]}")
     whole_us = float(median.group(1)) * (1e3 if median.group(2) == "ms" else 1.0)
     rows = _dispatches(summary)
-    print(f"== {ns.label or ' '.join(argv)}")
-    for line in graph.explain(None, arch or ns.arch).splitlines()[1:]:
+    print(f"== {ns.label or ' '.join(argv)}" + (f" [{name}]" if name else ""))
+    for line in explained.splitlines()[1:]:
         if not line.startswith("execution:"):  # fusilli's executor; here the tool runs the module
             print(f"   {line}")
     print(f"   {device}, lowering {lowering}: {stats.dispatch_count} dispatches, whole call median {whole_us:.1f} us")
@@ -149,10 +159,15 @@ def main() -> None:
     parser.add_argument("--device", default="local-sync", choices=("local-sync", "local-task"))
     parser.add_argument("--repetitions", type=int, default=5)
     parser.add_argument("--arch", default=None, help="CPU to compile for (default: the row's or the host)")
+    parser.add_argument("--variant", action="append", default=[], help="NAME[@ARCH][:MODULE.ATTR=EXPR;...]")
+    parser.add_argument("--rounds", type=int, default=1, help="rounds over the variants, alternating them")
     args = parser.parse_args()
     for _, argv in read_suite(args.suite):
-        if argv is not None:
-            profile(argv, args.lowering, args.device, args.repetitions, args.arch)
+        if argv is None:
+            continue
+        for _ in range(args.rounds):
+            for variant in args.variant or [""]:
+                profile(argv, args.lowering, args.device, args.repetitions, args.arch, variant)
 
 
 if __name__ == "__main__":

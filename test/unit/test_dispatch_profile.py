@@ -33,3 +33,23 @@ def test_reports_each_dispatch_of_the_graph(tmp_path):
     assert [int(r[0]) for r in rows] == [0, 1, 2], out
     assert any("matmul" in r[1] for r in rows) and all(float(r[2]) >= float(r[3]) > 0 for r in rows), out
     assert "(between and around dispatches)" in out, out
+
+
+def test_variants_alternate_per_row(tmp_path):
+    # --variant (table_ab.py's syntax): each row profiled once per variant per round, the variants'
+    # tables patched while the IR is built; a variant without assignments is the tables as they stand.
+    suite = tmp_path / "suite.txt"
+    suite.write_text(
+        '--label "tiny 1x1" conv -F 1 -n 1 -c 16 -H 8 -W 8 -k 32 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1 -l 1 -j 1 '
+        "--in_layout NHWC --out_layout NHWC --fil_layout NHWC --spatial_dim 2\n"
+    )
+    variant = "wide:fusilli.passes.gemm_config.CONV_GEMM_TILES={'avx2': GemmTile((8, 32), (2, 32), 4)}"
+    run = subprocess.run(
+        [sys.executable, SCRIPT, str(suite), "--lowering", "gemm", "--repetitions", "1", "--rounds", "2"]
+        + ["--arch", "x86-64-v3", "--variant", "tables", "--variant", variant],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr
+    assert re.findall(r"^== tiny 1x1 \[(\w+)\]$", run.stdout, re.M) == ["tables", "wide", "tables", "wide"], run.stdout
