@@ -1768,25 +1768,40 @@ def CPU_CONV_WGRAD_GEMM(p: Problem, t: Target) -> str | None:
         p.fact("kernel"), positions, out_channels, transposed, isa, vendor, columns
     )
     shape = f" as DW^T[R*S*C = {columns}, K]" if transposed else ""
+    core = cpu_core(t.cpu)
+    rows = columns if transposed else out_channels
+    cols = out_channels if transposed else columns
+    # The GEMM's tile with and without the core's K per vector step (gemm_config.wgrad_step).
     if chunk is not None:
-        rows = columns if transposed else out_channels
-        cols = out_channels if transposed else columns
-        tile = gemm_config.chunked_wgrad_tile(isa, rows, cols, vendor)
+        tiles = [gemm_config.chunked_wgrad_tile(isa, rows, cols, vendor, c) for c in (core, None)]
+    elif transposed:
+        tiles = [gemm_config.wgrad_transposed_tile(isa, rows, cols, positions, vendor, c) for c in (core, None)]
+    else:
+        tiles = [gemm_config.wgrad_tile(isa, cols, positions, vendor, c, rows) for c in (core, None)]
+    stepped = ""
+    if tiles[0] is not None and tiles[1] is not None and tiles[0].reduction != tiles[1].reduction:
+        step = tiles[0].reduction
+        stepped = f" ({core}: K {'one position' if step == 1 else f'{step} positions'} per vector step)"
+    if chunk is not None:
+        tile = tiles[1]
         plain = gemm_config.conv_gemm_tile(isa, cols, vendor)
         which = (
             f"a {tile.vector[0]}x{tile.vector[1]} register tile over its {rows} rows for {on}"
             if tile is not None and plain is not None and tile.vector != plain.vector
             else f"conv GEMM tile for {on}"
         )
-        return f"one batched GEMM over {positions // chunk} chunks of {chunk} output positions, summed{shape}, {which}"
-    tile = None if transposed else gemm_config.wgrad_tile(isa, columns, positions, vendor)
+        return (
+            f"one batched GEMM over {positions // chunk} chunks of {chunk} output positions, summed{shape}, "
+            f"{which}{stepped}"
+        )
+    tile = None if transposed else tiles[1]
     if tile is not None and tile != gemm_config.conv_gemm_tile(isa, columns, vendor):
         (rows, cols), (vector_rows, vector_cols) = tile.distribution, tile.vector
         return (
             f"one GEMM over {positions} output positions, a {vector_rows}x{vector_cols} register tile "
-            f"in {rows}x{cols} workgroups for {on}"
+            f"in {rows}x{cols} workgroups for {on}{stepped}"
         )
-    return f"one GEMM over {positions} output positions{shape}, conv GEMM tile for {on}"
+    return f"one GEMM over {positions} output positions{shape}, conv GEMM tile for {on}{stepped}"
 
 
 # cpu-conv-dgrad-winograd-strided: 3x3 stride-2 data gradients as Winograd F(2, 2) per DX phase

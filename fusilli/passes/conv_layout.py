@@ -693,11 +693,19 @@ def _matmul(lhs: ir.Value, rhs: ir.Value, rows: int, cols: int, lhs_map, rhs_map
     return ir.linalg.matmul(lhs, rhs, outs=[init], indexing_maps=[lhs_map, rhs_map, out_map])
 
 
-def _chunked_wgrad_gemm(lhs: ir.Value, rhs: ir.Value, chunk: int, isa: str, vendor: str | None) -> ir.Value:
+def _chunked_wgrad_gemm(
+    lhs: ir.Value,
+    rhs: ir.Value,
+    chunk: int,
+    isa: str,
+    vendor: str | None,
+    core: str | None = None,
+) -> ir.Value:
     """``out[M, N] = sum_c lhs_c^T x rhs_c`` of a weight gradient's ``[positions, M]`` and ``[positions,
     N]`` operands (DY and the patches for DW[K, R*S*C], the other way round for DW^T) over chunks of
     ``chunk`` output positions (gemm_config.wgrad_chunk_positions): a batched GEMM of partials with
-    the ISA's tile for ``N`` columns, then their sum over the chunks (a reduction dispatch of its own)."""
+    the ISA's tile for ``N`` columns (the ``core``'s K step), then their sum over the chunks (a reduction
+    dispatch of its own)."""
     f32 = builtin_element_type("f32")
     positions, k = ir.RankedTensorType(lhs.type).shape
     columns = ir.RankedTensorType(rhs.type).get_dim_size(1)
@@ -710,7 +718,7 @@ def _chunked_wgrad_gemm(lhs: ir.Value, rhs: ir.Value, chunk: int, isa: str, vend
     maps.append(ir.AffineMap.get(4, 0, [d[0], d[1], d[2]]))
     init = ir.linalg.fill(zero, outs=[ir.tensor.EmptyOp([chunks, k, columns], f32).result])
     partial = ir.linalg.batch_matmul(a, b, outs=[init], indexing_maps=maps)
-    info = gemm_config.wgrad_chunked_compilation_info(isa, chunks, k, columns, chunk, vendor)
+    info = gemm_config.wgrad_chunked_compilation_info(isa, chunks, k, columns, chunk, vendor, core)
     if info is not None:
         partial.owner.attributes["compilation_info"] = info
     e = [ir.AffineDimExpr.get(i) for i in range(3)]  # m, n, chunk
@@ -1192,7 +1200,7 @@ def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
                 dw_shape, groups, to_nchw = [k, fy, fx, c], [[0], [1, 2, 3]], TO_NCHW
             info = None
             if chunk is not None:
-                mm = _chunked_wgrad_gemm(lhs, rhs, chunk, isa, vendor)
+                mm = _chunked_wgrad_gemm(lhs, rhs, chunk, isa, vendor, core)
                 if transposed:
                     # The chunks' sum as DW^T, its permute to the filter's layout a small dispatch of
                     # its own: fused, the sum wrote DW^T transposed (1x1 8x512x28x28->128, one thread:
@@ -1206,9 +1214,11 @@ def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
             else:
                 mm = _matmul(lhs, rhs, rows, cols, _mnk_map(K, M), _mnk_map(K, N))
                 if transposed:
-                    info = gemm_config.wgrad_transposed_matmul_compilation_info(isa, columns, k, positions, vendor)
+                    info = gemm_config.wgrad_transposed_matmul_compilation_info(
+                        isa, columns, k, positions, vendor, core
+                    )
                 elif tiled:
-                    info = gemm_config.wgrad_matmul_compilation_info(isa, k, columns, positions, vendor)
+                    info = gemm_config.wgrad_matmul_compilation_info(isa, k, columns, positions, vendor, core)
             if info is not None:
                 mm.owner.attributes["compilation_info"] = info
             dw = ir.expand_shape(mm, groups, dw_shape)

@@ -348,12 +348,18 @@ def deep_gemm_rows(rows: int, isa: str = "avx512") -> int:
 # (Measured on those dgrads; a weight gradient with as few output channels takes it too, unmeasured.)
 NARROW_K_BLOCK_MIN_COLUMNS = 128
 NARROW_K_BLOCK_MIN_B_BYTES = 128 << 10
+# Only GEMMs whose depth is a multiple of 8 (the K step of every tile the rule was measured with)
+# take the narrow blocks, whatever a core's own K step (WGRAD_VECTOR_REDUCTION_BY_CORE): a remainder
+# of K that is no whole step runs as masked code. Zen 3, the weight gradient 3x3 1x256x14x14's
+# GEMM (256 x 2304 over 196 positions) in K steps of 1 took blocks of 64 and their 4-deep remainder:
+# 3285 and 3270 us in K steps of 8 and whole K -> 4315 and 4350 (dispatch_profile, one thread).
+NARROW_K_BLOCK_DEPTH_MULTIPLE = 8
 
 
 def narrow_k_blocks_apply(tile: GemmTile, m: int, n: int, k: int) -> bool:
     """Whether a 2-D ``m`` x ``n`` GEMM ``k`` deep takes ``tile.narrow_k_block`` (see above)."""
     narrow = tile.narrow_k_block
-    if narrow is None or k < 2 * narrow or k % tile.reduction:
+    if narrow is None or k < 2 * narrow or k % NARROW_K_BLOCK_DEPTH_MULTIPLE:
         return False
     rows, vector_rows = tile.distribution[0], tile.vector[0]
     row_blocks_measured = m >= 2 * rows or m < rows + vector_rows  # two or more, or one (not 1 + a remainder)
@@ -972,22 +978,82 @@ WGRAD_MANY_POSITIONS_TILES = {("avx2", "amd"): GemmTile((32, 64), (4, 16), 8, ca
 WGRAD_MANY_POSITIONS_MIN = 784
 
 
-def wgrad_tile(isa: str, n: int, k: int, vendor: str | None = None) -> GemmTile | None:
-    """The tile of a weight gradient's f32 GEMM ``DW[K, n = R*S*C]`` over ``k`` output positions
+def wgrad_tile(
+    isa: str, n: int, k: int, vendor: str | None = None, core: str | None = None, m: int = 0
+) -> GemmTile | None:
+    """The tile of a weight gradient's f32 GEMM ``DW[m = K, n = R*S*C]`` over ``k`` output positions
     (one GEMM, not transposed) on ``isa`` and the CPU ``vendor``: ``WGRAD_MANY_POSITIONS_TILES``'
     from ``WGRAD_MANY_POSITIONS_MIN`` positions, else the conv GEMM's for ``n`` columns and its
-    K blocks, without the deep stride-1 convs' row blocks (measured on forward GEMMs)."""
+    K blocks, without the deep stride-1 convs' row blocks (measured on forward GEMMs); the
+    ``core``'s K step of WGRAD_VECTOR_REDUCTION_BY_CORE (below)."""
     many = WGRAD_MANY_POSITIONS_TILES.get((isa, vendor or ""))
     if many is not None and k >= WGRAD_MANY_POSITIONS_MIN:
-        return many
-    return conv_gemm_tile(isa, n, vendor)
+        return wgrad_core_step(many, isa, core, m, n, k)
+    return wgrad_core_step(conv_gemm_tile(isa, n, vendor), isa, core, m, n, k)
 
 
-def wgrad_matmul_compilation_info(isa: str, m: int, n: int, k: int, vendor: str | None = None) -> ir.Attribute | None:
+def wgrad_matmul_compilation_info(
+    isa: str, m: int, n: int, k: int, vendor: str | None = None, core: str | None = None
+) -> ir.Attribute | None:
     """The ``compilation_info`` of a weight gradient's f32 GEMM ``DW[m = K, n = R*S*C]`` over ``k``
     output positions (rules.CPU_CONV_WGRAD_GEMM), with ``wgrad_tile``."""
-    tile = wgrad_tile(isa, n, k, vendor)
+    tile = wgrad_tile(isa, n, k, vendor, core, m)
     return None if tile is None else _compilation_info(tile, None, m, n, k)
+
+
+# Per core (ISA, LLVM CPU name): the K (output positions) per vector step of every weight-gradient
+# GEMM (one GEMM, DW^T, the chunks' batched GEMM), in place of the tile's 8. Both operands of these
+# GEMMs run K along their rows (DY[positions, K] and the patches[positions, R*S*C], read
+# transposed), so a register tile's step reads 6 consecutive floats of one row of A and 16 of one
+# row of B whatever the step. EPYC Zen 3 VM (znver3), python benchmarks/dispatch_profile.py
+# --variant (the GEMM dispatch alone, one thread, min us over 5 calls, two rounds), 8 -> 1: the
+# chunks' batched GEMM of 1x1 8x128x28x28->512 and 8x512x28x28->128 (49 x 512 x 128 over 128
+# positions, 6x16 in 48x64) 12763, 12859 -> 11657, 11747 and 12811, 12715 -> 11723, 11668; of 1x1 s2
+# 8x256x56x56->512 (49 x 512 x 256) 25553, 25809 -> 23373, 23577; the one GEMM of 1x1 s2
+# 1x256x56x56->512 (512 x 256 over 784, 4x16 in 32x64, K blocks of 64) 3601, 3608 -> 3157, 3096.
+# Whole graphs, python benchmarks/table_ab.py (both compiled in one process, run interleaved with
+# PyTorch), ratio to PyTorch, three runs on two threads and one on one (local-sync): 1x1
+# 1x512x7x7->2048 1.19, 1.27, 1.18 -> 1.61, 1.77, 1.56 (0.81 -> 1.09); 1x2048x7x7->512 1.12, 1.43,
+# 1.34 -> 1.13, 1.78, 1.60 (0.85 -> 0.87); 8x128x28x28->512 0.88, 0.82, 0.89 -> 0.84, 0.89, 0.98 (0.73
+# -> 0.81); 8x512x28x28->128 0.83, 0.83, 1.08 -> 0.85, 0.86, 1.08 (0.71 -> 0.78); s2 8x256x56x56->512
+# 0.90, 0.81, 0.80 -> 0.95, 0.93, 0.85 (0.90 -> 0.94); s2 1x256x56x56->512 0.86, 0.84, 0.94 -> 0.87,
+# 0.87, 0.88 (0.81 -> 0.92); 3x3 1x512x7x7 (512 x 4608 over 49: 4033, 4073 -> 3582, 3702 us alone)
+# 7.44, 8.17, 8.65 -> 7.64, 8.15, 9.00; 3x3 1x256x14x14 (whole K: NARROW_K_BLOCK_DEPTH_MULTIPLE) 1.65,
+# 3.12, 3.25 -> 2.37, 2.94, 3.53.
+# Steps of 4 measured between (the chunked GEMMs 14150 and 16920 against 17498 in one run). GEMMs
+# of fewer than WGRAD_STEP_MIN_COLUMNS columns (64: DW^T of 64 output channels, DW of 64 filter
+# columns) lost with it and keep the tile's step: DW^T of 1x1 1x256x56x56->64 (256 x 64 over 3136)
+# 1348, 1355 -> 1689, 1719; of 8x256x56x56->64 (98 x 256 x 64 over 256) 11157, 11453 -> 11922, 11848;
+# DW of 1x64x56x56->256 (256 x 64 over 3136) gained on one thread (1490, 1495 -> 1297, 1291) but
+# lost on two, ratio to PyTorch, python benchmarks/table_ab.py, three runs: 0.83, 0.92, 0.86 ->
+# 0.75, 0.87, 0.74. So did 2-D GEMMs in K blocks whose B rows lie 4 KB or more apart (each block's
+# 64 rows on a few L1 sets): the GEMMs Zen 3 leaves data-tiled (rules.CPU_CONV_WGRAD_DATA_TILING)
+# given the tile instead, three runs, steps of 8 -> 1: 3x3 8x512x7x7 (512 x 4608 over 392, narrow
+# blocks of 64) 2.02, 1.59, 2.09 -> 0.67, 0.53, 0.77; 1x1 8x1024x14x14->256 (256 x 1024 over 1568, the
+# many-positions tile's blocks of 64) 0.70, 0.75, 0.52 -> 0.44, 0.69, 0.49. K blocks gained with rows
+# 1 KB apart (1x1 s2 1x256x56x56->512, above), so GEMMs in K blocks take the step up to
+# WGRAD_STEP_BLOCKED_MAX_COLUMNS columns (whole K it gained at any: 512 x 4608 over 49). Other cores
+# were not measured and keep the tile's step.
+WGRAD_VECTOR_REDUCTION_BY_CORE = {("avx2", "znver3"): 1}
+WGRAD_STEP_MIN_COLUMNS = 128
+WGRAD_STEP_BLOCKED_MAX_COLUMNS = 256
+
+
+def wgrad_step(isa: str, core: str | None, tile: GemmTile | None, m: int, n: int, k: int) -> int | None:
+    """The ``core``'s K per vector step of a weight-gradient GEMM of ``m`` x ``n`` over ``k``
+    positions (n: R*S*C of DW, K of DW^T; m and k 0 for a chunk's batched GEMM, K whole) with
+    ``tile`` on ``isa`` (see above), or None for the tile's own."""
+    if tile is None or n < WGRAD_STEP_MIN_COLUMNS:
+        return None
+    if m and n > WGRAD_STEP_BLOCKED_MAX_COLUMNS and k_block(tile, m, k, n) is not None:
+        return None
+    return WGRAD_VECTOR_REDUCTION_BY_CORE.get((isa, core or ""))
+
+
+def wgrad_core_step(tile: GemmTile | None, isa: str, core: str | None, m: int, n: int, k: int) -> GemmTile | None:
+    """``tile`` with ``wgrad_step``'s K per vector step where the core has one."""
+    step = wgrad_step(isa, core, tile, m, n, k)
+    return tile if tile is None or step is None else replace(tile, reduction=step)
 
 
 # The transposed GEMM of a forward conv with few output positions (rules.CPU_CONV_GEMM_FEW_POSITIONS),
@@ -1100,29 +1166,37 @@ CHUNKED_ODD_ROWS_VECTOR_ROWS = {("avx2", "amd"): 3}
 CHUNKED_ODD_ROWS_MAX_ROWS = 147
 
 
-def chunked_wgrad_tile(isa: str, m: int, n: int, vendor: str | None = None) -> GemmTile | None:
+def chunked_wgrad_tile(isa: str, m: int, n: int, vendor: str | None = None, core: str | None = None) -> GemmTile | None:
     """The tile of a chunked weight gradient's batched GEMM of ``m`` rows and ``n`` columns on
     ``isa`` and the CPU ``vendor``: the conv GEMM's, or for rows it leaves a remainder of, a
-    register tile of ``CHUNKED_ODD_ROWS_VECTOR_ROWS`` rows over every row (see above)."""
+    register tile of ``CHUNKED_ODD_ROWS_VECTOR_ROWS`` rows over every row (see above); the
+    ``core``'s K step of WGRAD_VECTOR_REDUCTION_BY_CORE."""
     tile = conv_gemm_tile(isa, n, vendor)
     vector_rows = CHUNKED_ODD_ROWS_VECTOR_ROWS.get((isa, vendor or ""))
     if tile is None or vector_rows is None or m % tile.vector[0] == 0 or m % vector_rows:
-        return tile
+        return wgrad_core_step(tile, isa, core, 0, n, 0)
     if m > CHUNKED_ODD_ROWS_MAX_ROWS:
-        return tile
+        return wgrad_core_step(tile, isa, core, 0, n, 0)
     # Whole K, as measured (chunks of ~256 positions): K blocks would make the accumulator's zero
     # fill one vector of every row, beyond AVX2 codegen's 16 KB.
-    return replace(
+    odd_rows = replace(
         tile, distribution=(m, tile.distribution[1]), vector=(vector_rows, tile.vector[1]), cache_reduction=None
     )
+    return wgrad_core_step(odd_rows, isa, core, 0, n, 0)
 
 
 def wgrad_chunked_compilation_info(
-    isa: str, chunks: int, m: int, n: int, positions: int, vendor: str | None = None
+    isa: str,
+    chunks: int,
+    m: int,
+    n: int,
+    positions: int,
+    vendor: str | None = None,
+    core: str | None = None,
 ) -> ir.Attribute | None:
     """The ``compilation_info`` of a chunked weight gradient's batched GEMM ``partial[chunks, m = K,
     n = C]`` over ``positions`` per chunk: ``chunked_wgrad_tile``, one chunk per workgroup row."""
-    tile = chunked_wgrad_tile(isa, m, n, vendor)
+    tile = chunked_wgrad_tile(isa, m, n, vendor, core)
     return None if tile is None else _compilation_info(tile, chunks, m, n, positions)
 
 
@@ -1203,11 +1277,11 @@ def wgrad_gemm_transposed(
     return filter_columns % columns != 0 or few_out_channels
 
 
-def wgrad_transposed_matmul_compilation_info(
-    isa: str, m: int, n: int, k: int, vendor: str | None = None
-) -> ir.Attribute | None:
-    """The ``compilation_info`` of a transposed weight gradient's f32 GEMM ``DW^T[m = R*S*C, n = K]``
-    over ``k`` output positions (see above), or None."""
+def wgrad_transposed_tile(
+    isa: str, m: int, n: int, k: int, vendor: str | None = None, core: str | None = None
+) -> GemmTile | None:
+    """The tile of a transposed weight gradient's f32 GEMM ``DW^T[m = R*S*C, n = K]`` over ``k``
+    output positions (see above; the ``core``'s K step, WGRAD_VECTOR_REDUCTION_BY_CORE), or None."""
     tile = conv_gemm_tile(isa, n, vendor)
     if tile is None:
         return None
@@ -1217,7 +1291,16 @@ def wgrad_transposed_matmul_compilation_info(
         rows = math.ceil(math.ceil(m / blocks) / vector_rows) * vector_rows
     columns = min(tile.distribution[1], n)
     rows = min(rows, _MAX_VECTOR_BYTES.get(isa, 16 * 512) // (4 * columns) // vector_rows * vector_rows)
-    return _compilation_info(replace(tile, distribution=(rows, tile.distribution[1])), None, m, n, k)
+    return wgrad_core_step(replace(tile, distribution=(rows, tile.distribution[1])), isa, core, m, n, k)
+
+
+def wgrad_transposed_matmul_compilation_info(
+    isa: str, m: int, n: int, k: int, vendor: str | None = None, core: str | None = None
+) -> ir.Attribute | None:
+    """The ``compilation_info`` of a transposed weight gradient's f32 GEMM ``DW^T[m = R*S*C, n = K]``
+    over ``k`` output positions, with ``wgrad_transposed_tile``, or None."""
+    tile = wgrad_transposed_tile(isa, m, n, k, vendor, core)
+    return None if tile is None else _compilation_info(tile, None, m, n, k)
 
 
 # The row-block GEMMs of a weight gradient with few input channels (conv_layout._row_block_wgrad,

@@ -7,6 +7,7 @@ from conftest import arch_running_here, random_array, run_and_check
 
 import fusilli as fs
 from fusilli import reference
+from fusilli.ir import fusilli_context
 from fusilli.reference.conv import conv_data_grad, conv_forward, conv_weight_grad
 
 # (layout of all tensors, dims of DY, forward operand dims (X for wgrad, W for dgrad),
@@ -681,6 +682,72 @@ def test_wgrad_gemm_tile_of_many_positions_only_where_measured():
     assert tile(196) == ((48, 64), (6, 16), 256)  # few positions: the conv GEMM's
     assert tile(784, vendor=None) == ((48, 64), (6, 16), 256)  # x86-64-v3 code
     assert tile(784, isa="avx512") == ((64, 64), (8, 32), 256)
+
+
+def test_zen3_wgrad_gemms_step_k_one_position_at_a_time():
+    """Zen 3's weight-gradient GEMMs of >= 128 columns take K one position per vector step
+    (gemm_config.WGRAD_VECTOR_REDUCTION_BY_CORE): the one GEMM over many positions (Zen 1's tile) or
+    few (the conv GEMM's), the chunks' batched GEMM, DW^T; 64 columns, GEMMs in narrow K blocks, other
+    cores and AVX2 code for no named CPU keep the tile's 8. A depth that is no multiple of 8 takes no
+    narrow K blocks."""
+    from fusilli.passes import gemm_config
+
+    assert gemm_config.wgrad_tile("avx2", 256, 784, "amd", "znver3").reduction == 1
+    assert gemm_config.wgrad_tile("avx2", 256, 784, "amd", "znver3").distribution == (32, 64)  # the table's
+    assert gemm_config.wgrad_tile("avx2", 2304, 196, "amd", "znver3").reduction == 1
+    assert gemm_config.wgrad_tile("avx2", 64, 3136, "amd", "znver3").reduction == 8  # 64 columns
+    for core in ("znver1", "znver2", None):
+        assert gemm_config.wgrad_tile("avx2", 256, 784, "amd", core).reduction == 8
+    assert gemm_config.wgrad_tile("avx512", 256, 784, "amd", "znver4").reduction == 8
+    assert gemm_config.chunked_wgrad_tile("avx2", 512, 128, "amd", "znver3").reduction == 1
+    assert gemm_config.chunked_wgrad_tile("avx2", 256, 64, "amd", "znver3").reduction == 8
+    assert gemm_config.chunked_wgrad_tile("avx2", 147, 128, "amd", "znver3").vector == (3, 16)  # odd rows kept
+    with fusilli_context():
+        chunked = str(gemm_config.wgrad_chunked_compilation_info("avx2", 49, 512, 128, 128, "amd", "znver3"))
+        transposed = {
+            (k, core): str(gemm_config.wgrad_transposed_matmul_compilation_info("avx2", 512, k, 225, "amd", core))
+            for k in (64, 128)
+            for core in ("znver3", "znver1")
+        }
+    assert "vector_reduction = [0, 0, 0, 1]" in chunked
+    assert "vector_reduction = [0, 0, 1]" in transposed[128, "znver3"]
+    assert "vector_reduction = [0, 0, 8]" in transposed[64, "znver3"]
+    assert "vector_reduction = [0, 0, 8]" in transposed[128, "znver1"]
+    # 196 positions: blocks of 64 would leave 4, no whole step of 8; whole K (as in steps of 8).
+    deep = gemm_config.wgrad_tile("avx2", 2304, 196, "amd", "znver3")
+    assert deep.narrow_k_block == 64 and gemm_config.k_block(deep, 256, 196, 2304) is None
+    assert gemm_config.k_block(deep, 256, 256, 2304) == 64  # 256 positions: the narrow blocks ...
+    # K blocks over B rows 4 KB or more apart keep steps of 8 (8x1024x14x14->256's DW[256, 1024] over
+    # 1568 in the many-positions tile's blocks; narrow blocks), K blocks over 1 KB rows take 1.
+    assert gemm_config.wgrad_tile("avx2", 1024, 1568, "amd", "znver3", 256).reduction == 8
+    assert gemm_config.wgrad_tile("avx2", 2304, 256, "amd", "znver3", 256).reduction == 8
+    assert gemm_config.wgrad_tile("avx2", 256, 784, "amd", "znver3", 512).reduction == 1
+    with fusilli_context():
+        narrow_t = str(gemm_config.wgrad_transposed_matmul_compilation_info("avx2", 512, 128, 3136, "amd", "znver3"))
+    assert "cache_reduction = [0, 0, 64]" in narrow_t and "vector_reduction = [0, 0, 1]" in narrow_t  # 512 B rows
+
+
+def test_explain_and_numerics_zen3_wgrad_k_steps(rng):
+    """As znver3 code against the reference: the one GEMM DW[128, 128] over 225 output positions (1x1
+    stride 2, no multiple of 8), the chunks of a 1x1 over 4096 positions and DW^T[256, 128] (K = 128 <
+    R*S*C, stride 2), each in K steps of one position, and g.explain names the step; for znver1 it does not."""
+    arch = arch_running_here("znver3")
+    handle = fs.Handle(fs.Backend.CPU, arch=arch)
+    one = dict(padding=[0, 0], stride=[1, 1], dilation=[1, 1])
+    two = dict(padding=[0, 0], stride=[2, 2], dilation=[1, 1])
+    cases = [
+        (_wgrad_graph("wgrad_zen3_one", [1, 128, 15, 15], [1, 128, 29, 29], [128, 128, 1, 1], two, True), "one GEMM"),
+        (_wgrad_graph("wgrad_zen3_chunks", [1, 128, 64, 64], [1, 128, 64, 64], [128, 128, 1, 1], one, True), "chunks"),
+        (_wgrad_graph("wgrad_zen3_t", [1, 128, 15, 15], [1, 256, 29, 29], [128, 256, 1, 1], two, True), "DW^T"),
+    ]
+    for (g, ins, _), form in cases:
+        g.validate()
+        explained = g.explain(fs.Backend.CPU, "znver3")
+        assert form in explained and "(znver3: K one position per vector step)" in explained, explained
+        assert "znver1: K" not in g.explain(fs.Backend.CPU, "znver1")
+        optimized = g.mlir("optimized", fs.Backend.CPU, "znver3")
+        assert "vector_reduction = [0, 0, 1]" in optimized or "vector_reduction = [0, 0, 0, 1]" in optimized
+        run_and_check(g, handle, {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("arch", ["x86-64-v3", "znver4"])

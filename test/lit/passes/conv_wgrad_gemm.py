@@ -2,6 +2,7 @@
 # RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,TUNED,AMD
 # RUN: env FUSILLI_LIT_TARGET=cpu:sapphirerapids %python %s | filecheck %s --check-prefixes=CHECK,INTEL
 # RUN: env FUSILLI_LIT_TARGET=cpu:znver1 %python %s | filecheck %s --check-prefixes=CHECK,ZEN
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver3 %python %s | filecheck %s --check-prefixes=CHECK,ZEN3
 
 # A channels-last weight gradient Winograd does not take is one GEMM over the output positions,
 # DW[K, R*S*C] = DY^T x patches (fusilli-conv-layout). Where cpu-conv-wgrad-gemm holds (AVX2
@@ -12,6 +13,8 @@
 # channels and more filter columns transposed, DW^T[R*S*C, K] (gemm_config.wgrad_gemm_transposed).
 # AMD's AVX2 cores (znver1) leave a stride-1 GEMM of >= 96 positions with >= 128 output channels
 # and filter columns plain, for IREE's data tiling (rules.CPU_CONV_WGRAD_DATA_TILING; its flags).
+# Zen 3 (znver3) steps K one position at a time in the GEMMs of >= 128 columns
+# (gemm_config.WGRAD_VECTOR_REDUCTION_BY_CORE), g.explain says so.
 
 from lit_helpers import explained_and_optimized, nhwc_wgrad_graph, run
 
@@ -33,6 +36,8 @@ def wgrad_1x1_deep():
 # ZEN: cpu-conv-wgrad-data-tiling (one GEMM DW[256, 1024] over 1568 output positions, data-tiled for avx2, AMD
 # ZEN-NOT: compilation_info
 # ZEN: linalg.matmul indexing_maps = [{{.*}}] ins(%{{.*}}, %{{.*}} : tensor<1568x256xf32>, tensor<1568x1024xf32>) outs(%{{.*}} : tensor<256x1024xf32>)
+# ZEN3: cpu-conv-wgrad-data-tiling (one GEMM DW[256, 1024] over 1568 output positions, data-tiled for avx2, AMD
+# ZEN3-NOT: compilation_info
 
 
 @run
@@ -105,6 +110,9 @@ def wgrad_1x1_chunked():
 # ZEN: cpu-conv-wgrad-gemm (one batched GEMM over 49 chunks of 128 output positions, summed
 # ZEN: linalg.batch_matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<49x128x512xf32>, tensor<49x128x128xf32>) outs(%{{.*}} : tensor<49x512x128xf32>)
 # ZEN: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]{{.*}} ins(%{{.*}} : tensor<49x512x128xf32>) outs(%{{.*}} : tensor<512x128xf32>)
+# ZEN3: cpu-conv-wgrad-gemm (one batched GEMM over 49 chunks of 128 output positions, summed, conv GEMM tile for avx2, AMD (znver3: K one position per vector step))
+# ZEN3: #iree_cpu.lowering_config<{{.*}}distribution = [1, 48, 64, 0], vector_common_parallel = [1, 6, 16, 0], vector_reduction = [0, 0, 0, 1]>
+# ZEN3: linalg.batch_matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<49x128x512xf32>, tensor<49x128x128xf32>) outs(%{{.*}} : tensor<49x512x128xf32>)
 
 
 @run
@@ -123,6 +131,9 @@ def wgrad_1x1_few_out_channels_chunked():
 # AMD: cpu-conv-wgrad-gemm (one GEMM over 25088 output positions, conv GEMM tile
 # AMD-NOT: batch_matmul
 # AMD: linalg.matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<25088x64xf32>, tensor<25088x256xf32>) outs(%{{.*}} : tensor<64x256xf32>)
+# Zen 3 keeps K steps of 8 in GEMMs of 64 columns.
+# ZEN3: summed as DW^T[R*S*C = 256, K], conv GEMM tile for avx2, AMD)
+# ZEN3: #iree_cpu.lowering_config<{{.*}}distribution = [1, 48, 64, 0], vector_common_parallel = [1, 6, 16, 0], vector_reduction = [0, 0, 0, 8]>
 
 
 @run
@@ -162,6 +173,8 @@ def wgrad_1x1_many_positions():
 # ZEN: #iree_cpu.lowering_config<cache_parallel = [32, 64, 0], cache_reduction = [0, 0, 64], distribution = [32, 64, 0], vector_common_parallel = [4, 16, 0]
 # AVX2: #iree_cpu.lowering_config<cache_parallel = [48, 64, 0], cache_reduction = [0, 0, 256], distribution = [48, 64, 0], vector_common_parallel = [6, 16, 0]
 # AMD: #iree_cpu.lowering_config<{{.*}}distribution = [64, 64, 0], vector_common_parallel = [8, 32, 0]
+# ZEN3: cpu-conv-wgrad-gemm (one GEMM over 784 output positions, a 4x16 register tile in 32x64 workgroups for avx2, AMD (znver3: K one position per vector step))
+# ZEN3: #iree_cpu.lowering_config<cache_parallel = [32, 64, 0], cache_reduction = [0, 0, 64], distribution = [32, 64, 0], vector_common_parallel = [4, 16, 0], vector_reduction = [0, 0, 1]>
 # INTEL-NOT: compilation_info
 # CHECK: linalg.matmul {{.*}}ins(%{{.*}}, %{{.*}} : tensor<784x512xf32>, tensor<784x256xf32>) outs(%{{.*}} : tensor<512x256xf32>)
 
