@@ -336,7 +336,8 @@ def cpu_execution(graph: Any, arch: str | None = None) -> CpuExecution:
     row split's half is lowered as its whole on ``rules.LOWERED_AS_WHOLE_TARGETS``); else the
     pool, which Zen 1 always takes (``SPLIT_EXCLUDED_CORES``). A batch-1 graph whose rows split
     (``plan_row_split``) splits them without the byte limits, unless it writes more than it
-    reads (``ROW_SPLIT_MAX_WRITE_RATIO``):
+    reads (``ROW_SPLIT_MAX_WRITE_RATIO``) or, on Zen 3, its halves read whole more than half the
+    bytes they split (``ROW_SPLIT_MAX_WHOLE_FRACTION_BY_CORE``):
     measured on the 2-core Zen 5 VM, ResNet-50's batch-1 1x1 convs, row split against the
     pool, three in-process runs (benchmarks/conv_lowerings.py, ``auto`` against
     ``auto@local-task``), ms: 1x64x56x56->64 0.082-0.099 / 0.109-0.121, 1x256x56x56->64
@@ -481,6 +482,20 @@ ROW_SPLIT_MAX_WRITE_RATIO = 1.0
 # 0.258, 0.286 -> 0.257, 1x256x14x14->1024 0.352 -> 0.298, 0.378 -> 0.354. x86-64-v3 code there
 # gained in 5 of 6 (1x128x28x28->512 0.650 -> 0.708 in one), after losing on the Zen 4 VM above.
 ROW_SPLIT_MAX_WRITE_RATIO_BY_TARGET = {("avx512", "amd"): 4.0}
+# Per core: a row split only while the tensors both halves read whole (the filter, transposed by each
+# half) hold at most this fraction of the bytes split. 2-core EPYC Zen 3 VM (znver3), ResNet-50's
+# batch-1 rows that auto split by rows, in one process, ratio to PyTorch, three runs, split / pool
+# (python benchmarks/conv_lowerings.py SUITE --lowering auto --lowering auto@local-task), whole/split
+# bytes in brackets: 1x1 s2 1x512x28x28->1024 (2 MiB filter, 0.87) 0.74, 0.80, 0.75 / 0.93, 0.88, 0.92;
+# 1x1024x14x14->512 (1.67) 0.80, 0.74, 0.71 / 0.88, 0.69, 0.72 and 1x1024x14x14->256 (1.0) 0.77, 0.73,
+# 0.73 / 0.74, 0.69, 0.85, even; the split ahead below it: 1x512x28x28->256 (0.21) 1.40, 1.06, 0.99 /
+# 1.21, 0.96, 0.93, 1x64x56x56->64 (0.02) 1.13, 1.16, 1.17 / 0.93, 0.78, 0.97, 1x256x56x56->64 (0.02)
+# 1.36, 1.16, 1.09 / 1.16, 1.00, 1.03, s2 1x256x56x56->512 (0.14) 0.96, 1.10, 1.01 / 0.95, 0.94, 0.90.
+# The rule against the split (auto against auto@split), four more runs: s2 1x512x28x28->1024 0.85,
+# 0.87, 1.03, 0.96 / 0.81, 0.78, 0.93, 0.80; 1x1024x14x14->512 0.84, 0.80, 0.78, 0.90 / 0.75, 0.73,
+# 0.78, 0.76; 1x1024x14x14->256 0.74, 0.86, 0.83 / 0.75, 0.76, 0.78 (and once 0.47 / 0.76, a stall).
+# Other cores were not measured against it and split rows whatever the filter's bytes.
+ROW_SPLIT_MAX_WHOLE_FRACTION_BY_CORE = {"znver3": 0.5}
 
 
 def _split_does_not_pay(graph: Any, plan: BatchSplitPlan, half: Any, arch: str | None) -> str | None:
@@ -501,6 +516,13 @@ def _split_does_not_pay(graph: Any, plan: BatchSplitPlan, half: Any, arch: str |
         ratio = ROW_SPLIT_MAX_WRITE_RATIO_BY_TARGET.get(key, ROW_SPLIT_MAX_WRITE_RATIO)
         if written > ratio * read:
             return f"its rows' halves would write {written} bytes, > {ratio} x the {read} they read"
+        core = cpu_core(target.cpu)
+        whole_fraction = ROW_SPLIT_MAX_WHOLE_FRACTION_BY_CORE.get(core or "")
+        if whole_fraction is not None and plan.whole_bytes > whole_fraction * plan.split_bytes:
+            return (
+                f"both row halves would read {plan.whole_bytes} bytes whole, > {whole_fraction} of the "
+                f"{plan.split_bytes} bytes split ({core})"
+            )
     # An im2col GEMM over a spatial filter gathers a patch matrix R*S/stride^2 times its
     # input: two halves streaming theirs at once lose to the pool (7x7 s2 stem
     # 8x3x224x224->64: 13.4-13.7 vs 10.5-11.0 ms).

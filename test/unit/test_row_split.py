@@ -238,3 +238,17 @@ def test_auto_keeps_a_row_split_that_writes_more_than_it_reads_on_the_pool(auto_
     wider = channels_last_conv_graph([1, 32, 56, 56], 256, (1, 1), (1, 1), (0, 0), name="rows_wider")
     execution = runtime.cpu_execution(wider, "znver5")
     assert execution.executor == "local-task" and "> 4.0 x" in execution.why
+
+
+def test_zen3_keeps_a_row_split_whose_filter_outweighs_half_its_split_bytes_on_the_pool(auto_on_two_cpus):
+    # runtime.ROW_SPLIT_MAX_WHOLE_FRACTION_BY_CORE: on Zen 3 both halves transposing a 2 MiB filter
+    # lost to the pool (1x1 s2 1x512x28x28->1024: 2 MiB whole, 2.4 MB split, 0.87).
+    strided = channels_last_conv_graph([1, 512, 28, 28], 1024, (1, 1), (2, 2), (0, 0), name="rows_zen3_s2")
+    execution = runtime.cpu_execution(strided, "znver3")
+    assert execution.executor == "local-task", execution.why
+    assert "read 2097152 bytes whole, > 0.5 of the 2408448 bytes split (znver3)" in execution.why
+    assert "not split: both row halves" in strided.explain(fs.Backend.CPU, "znver3")
+    assert runtime.cpu_execution(strided, "znver4").executor == "split"  # other cores: no such limit
+    # A filter under half the split bytes still splits there (1x512x28x28->256: 0.5 MiB against 2.4 MB).
+    light = channels_last_conv_graph([1, 512, 28, 28], 256, (1, 1), (1, 1), (0, 0), name="rows_zen3_light")
+    assert runtime.cpu_execution(light, "znver3").executor == "split"
