@@ -1713,7 +1713,10 @@ def CPU_CONV_WGRAD_DATA_TILING(p: Problem, t: Target) -> str | None:
     if spatial and p.flops < CPU_CONV_WGRAD_DATA_TILING_MIN_SPATIAL_FLOPS:
         return None
     transposed = gemm_config.wgrad_gemm_transposed(isa, out_channels, columns, vendor, cpu_core(t.cpu), positions)
-    if gemm_config.wgrad_chunk_positions(p.fact("kernel"), positions, out_channels, transposed, isa, vendor, columns):
+    chunk = gemm_config.wgrad_chunk_positions(
+        p.fact("kernel"), positions, out_channels, transposed, isa, vendor, columns, cpu_core(t.cpu)
+    )
+    if chunk:
         return None  # the chunks of many positions won
     return (
         f"one GEMM DW[{out_channels}, {columns}] over {positions} output positions, "
@@ -1765,7 +1768,7 @@ def CPU_CONV_WGRAD_GEMM(p: Problem, t: Target) -> str | None:
     out_channels, positions = conv_out_channels(p), conv_gemm_rows(p)
     transposed = gemm_config.wgrad_gemm_transposed(isa, out_channels, columns, vendor, cpu_core(t.cpu), positions)
     chunk = gemm_config.wgrad_chunk_positions(
-        p.fact("kernel"), positions, out_channels, transposed, isa, vendor, columns
+        p.fact("kernel"), positions, out_channels, transposed, isa, vendor, columns, cpu_core(t.cpu)
     )
     shape = f" as DW^T[R*S*C = {columns}, K]" if transposed else ""
     core = cpu_core(t.cpu)

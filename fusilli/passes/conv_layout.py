@@ -1187,7 +1187,7 @@ def _rewrite_wgrad(op: ir.Operation, target: Target) -> bool:
             core = cpu_core(target.cpu)
             transposed = tiled and gemm_config.wgrad_gemm_transposed(isa, k, columns, vendor, core, positions)
             chunk = (
-                gemm_config.wgrad_chunk_positions((fy, fx), positions, k, transposed, isa, vendor, columns)
+                gemm_config.wgrad_chunk_positions((fy, fx), positions, k, transposed, isa, vendor, columns, core)
                 if tiled
                 else None
             )

@@ -1117,8 +1117,18 @@ WGRAD_CHUNK_MIN_OUT_CHANNELS = 128
 # 8x256x56x56->512 0.81 -> 0.91, 0.73 -> 0.81; 3x3 s2 8x64x56x56->128 (DW^T, 576 filter columns)
 # 1.17 -> 1.18, 1.16 -> 1.21. 8x256x56x56->64 (320 KB, kept) lost with 128: 1.06 -> 0.94, 1.16 ->
 # 1.06; 64 positions lost everywhere (0.83-0.96), and one GEMM (no chunks) more (0.59-0.70).
-# Zen 4 (1 MB) measured 256 best (above), Zen 2 and 3 not measured.
+# Zen 4 (1 MB) measured 256 best (above), Zen 2 not measured. Zen 3 (the same 512 KB L2, and
+# weight-gradient GEMMs in K steps of one position there, WGRAD_VECTOR_REDUCTION_BY_CORE) keeps the
+# chunk whole (WGRAD_CHUNK_WHOLE_CORES): EPYC Zen 3 VM (znver3), python benchmarks/dispatch_profile.py
+# --variant, one thread, the whole call's median over two rounds, ms, 128 -> 224 positions:
+# 8x512x28x28->128 14.1, 14.3 -> 13.4, 13.8; 8x128x28x28->512 15.3, 14.8 -> 13.1, 14.6; 1x1 s2
+# 8x256x56x56->512 31.0, 30.6 -> 28.4, 30.2. Two threads, python benchmarks/table_ab.py, ratio to
+# PyTorch, three runs (one thread beside): 8x512x28x28->128 0.93, 0.91, 0.84 -> 0.93, 0.94, 0.87 (0.77
+# -> 0.79); 8x128x28x28->512 1.03, 0.89, 1.17 -> 1.14, 0.90, 1.20 (0.79 -> 0.87); s2 8x256x56x56->512
+# 0.94, 0.90, 0.81 -> 1.04, 0.92, 1.04 (0.93 -> 0.98); three runs in K steps of 8 (the thirty-second
+# session) gained as well: s2 8x256x56x56->512 0.82, 0.93, 0.77 -> 0.89, 0.98, 0.85.
 WGRAD_CHUNK_L2_BYTES = {("avx2", "amd"): 512 << 10}
+WGRAD_CHUNK_WHOLE_CORES = {("avx2", "znver3")}
 
 
 def wgrad_chunk_positions(
@@ -1129,11 +1139,13 @@ def wgrad_chunk_positions(
     isa: str = "generic",
     vendor: str | None = None,
     filter_columns: int = 0,
+    core: str | None = None,
 ) -> int | None:
     """The output positions per chunk of a weight gradient's GEMM on ``isa`` and the CPU ``vendor``
     (see above; ``transposed``: as DW^T, ``wgrad_gemm_transposed``; ``filter_columns``: R*S*C):
     the divisor of ``positions`` nearest ``WGRAD_CHUNK_POSITIONS`` (halved where a chunk's rows
-    outgrow ``WGRAD_CHUNK_L2_BYTES``) within a factor of two, or None where it stays one GEMM."""
+    outgrow ``WGRAD_CHUNK_L2_BYTES``, but not on the ``core``s of ``WGRAD_CHUNK_WHOLE_CORES``) within
+    a factor of two, or None where it stays one GEMM."""
     any_kernel = transposed and isa in WGRAD_CHUNK_TRANSPOSED_ANY_KERNEL_ISAS
     if (tuple(kernel) != (1, 1) and not any_kernel) or positions < WGRAD_CHUNK_MIN_POSITIONS:
         return None
@@ -1141,7 +1153,7 @@ def wgrad_chunk_positions(
         return None
     # A divisor within a factor of two of the chunk measured (none: one GEMM, as for a prime count).
     want = WGRAD_CHUNK_POSITIONS
-    l2_bytes = WGRAD_CHUNK_L2_BYTES.get((isa, vendor or ""))
+    l2_bytes = None if (isa, core or "") in WGRAD_CHUNK_WHOLE_CORES else WGRAD_CHUNK_L2_BYTES.get((isa, vendor or ""))
     if l2_bytes is not None and 4 * want * (out_channels + filter_columns) > l2_bytes:
         want //= 2
     divisors = [d for d in range(want // 2, 2 * want + 1) if positions % d == 0]

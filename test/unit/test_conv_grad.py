@@ -456,6 +456,9 @@ def test_wgrad_chunks_only_where_measured():
     assert gemm_config.wgrad_chunk_positions((1, 1), 6272, 512, False, "avx2", "amd", 128) == 128  # 640 KB at 256
     assert gemm_config.wgrad_chunk_positions((1, 1), 25088, 64, True, "avx2", "amd", 256) == 256  # 320 KB
     assert gemm_config.wgrad_chunk_positions((1, 1), 6272, 512, False, "avx2", None, 128) == 224  # x86-64-v3: kept
+    # Zen 3 keeps the chunk whole (gemm_config.WGRAD_CHUNK_WHOLE_CORES); Zen 1 and 2 halve it.
+    assert gemm_config.wgrad_chunk_positions((1, 1), 6272, 512, False, "avx2", "amd", 128, "znver3") == 224
+    assert gemm_config.wgrad_chunk_positions((1, 1), 6272, 512, False, "avx2", "amd", 128, "znver2") == 128
 
 
 def test_wgrad_chunks_halved_for_amd_avx2_l2(rng):
@@ -729,7 +732,8 @@ def test_zen3_wgrad_gemms_step_k_one_position_at_a_time():
 
 def test_explain_and_numerics_zen3_wgrad_k_steps(rng):
     """As znver3 code against the reference: the one GEMM DW[128, 128] over 225 output positions (1x1
-    stride 2, no multiple of 8), the chunks of a 1x1 over 4096 positions and DW^T[256, 128] (K = 128 <
+    stride 2, no multiple of 8), the chunks of a 1x1 over 4096 positions (whole chunks of 256,
+    gemm_config.WGRAD_CHUNK_WHOLE_CORES) and DW^T[256, 128] (K = 128 <
     R*S*C, stride 2), each in K steps of one position, and g.explain names the step; for znver1 it does not."""
     arch = arch_running_here("znver3")
     handle = fs.Handle(fs.Backend.CPU, arch=arch)
@@ -737,7 +741,7 @@ def test_explain_and_numerics_zen3_wgrad_k_steps(rng):
     two = dict(padding=[0, 0], stride=[2, 2], dilation=[1, 1])
     cases = [
         (_wgrad_graph("wgrad_zen3_one", [1, 128, 15, 15], [1, 128, 29, 29], [128, 128, 1, 1], two, True), "one GEMM"),
-        (_wgrad_graph("wgrad_zen3_chunks", [1, 128, 64, 64], [1, 128, 64, 64], [128, 128, 1, 1], one, True), "chunks"),
+        (_wgrad_graph("wgrad_zen3_chunks", [1, 256, 64, 64], [1, 384, 64, 64], [256, 384, 1, 1], one, True), "chunks"),
         (_wgrad_graph("wgrad_zen3_t", [1, 128, 15, 15], [1, 256, 29, 29], [128, 256, 1, 1], two, True), "DW^T"),
     ]
     for (g, ins, _), form in cases:
@@ -745,6 +749,8 @@ def test_explain_and_numerics_zen3_wgrad_k_steps(rng):
         explained = g.explain(fs.Backend.CPU, "znver3")
         assert form in explained and "(znver3: K one position per vector step)" in explained, explained
         assert "znver1: K" not in g.explain(fs.Backend.CPU, "znver1")
+        if form == "chunks":  # 640 KB of DY and X rows a chunk of 256: whole on Zen 3, halved on Zen 1
+            assert "16 chunks of 256" in explained and "32 chunks of 128" in g.explain(fs.Backend.CPU, "znver1")
         optimized = g.mlir("optimized", fs.Backend.CPU, "znver3")
         assert "vector_reduction = [0, 0, 1]" in optimized or "vector_reduction = [0, 0, 0, 1]" in optimized
         run_and_check(g, handle, {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4)

@@ -110,9 +110,10 @@ def wgrad_1x1_chunked():
 # ZEN: cpu-conv-wgrad-gemm (one batched GEMM over 49 chunks of 128 output positions, summed
 # ZEN: linalg.batch_matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<49x128x512xf32>, tensor<49x128x128xf32>) outs(%{{.*}} : tensor<49x512x128xf32>)
 # ZEN: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]{{.*}} ins(%{{.*}} : tensor<49x512x128xf32>) outs(%{{.*}} : tensor<512x128xf32>)
-# ZEN3: cpu-conv-wgrad-gemm (one batched GEMM over 49 chunks of 128 output positions, summed, conv GEMM tile for avx2, AMD (znver3: K one position per vector step))
+# Zen 3 keeps the chunk of 224 (gemm_config.WGRAD_CHUNK_WHOLE_CORES).
+# ZEN3: cpu-conv-wgrad-gemm (one batched GEMM over 28 chunks of 224 output positions, summed, conv GEMM tile for avx2, AMD (znver3: K one position per vector step))
 # ZEN3: #iree_cpu.lowering_config<{{.*}}distribution = [1, 48, 64, 0], vector_common_parallel = [1, 6, 16, 0], vector_reduction = [0, 0, 0, 1]>
-# ZEN3: linalg.batch_matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<49x128x512xf32>, tensor<49x128x128xf32>) outs(%{{.*}} : tensor<49x512x128xf32>)
+# ZEN3: linalg.batch_matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<28x224x512xf32>, tensor<28x224x128xf32>) outs(%{{.*}} : tensor<28x512x128xf32>)
 
 
 @run
