@@ -1712,11 +1712,11 @@ def CPU_CONV_WGRAD_DATA_TILING(p: Problem, t: Target) -> str | None:
     spatial = any(int(d) != 1 for d in p.fact("kernel", ()))
     if spatial and p.flops < CPU_CONV_WGRAD_DATA_TILING_MIN_SPATIAL_FLOPS:
         return None
-    transposed = gemm_config.wgrad_gemm_transposed(isa, out_channels, columns, vendor, cpu_core(t.cpu), positions)
-    chunk = gemm_config.wgrad_chunk_positions(
-        p.fact("kernel"), positions, out_channels, transposed, isa, vendor, columns, cpu_core(t.cpu)
-    )
-    if chunk:
+    core = cpu_core(t.cpu)
+    transposed = gemm_config.wgrad_gemm_transposed(isa, out_channels, columns, vendor, core, positions)
+    if gemm_config.wgrad_chunk_positions(
+        p.fact("kernel"), positions, out_channels, transposed, isa, vendor, columns, core
+    ):
         return None  # the chunks of many positions won
     return (
         f"one GEMM DW[{out_channels}, {columns}] over {positions} output positions, "
@@ -1764,14 +1764,13 @@ def CPU_CONV_WGRAD_GEMM(p: Problem, t: Target) -> str | None:
     on = f"{isa}, AMD" if vendor == "amd" else f"{isa}, Intel" if vendor == "intel" else isa
     from fusilli.passes import gemm_config  # the tile table (it imports this module)
 
-    columns = conv_gemm_depth(p)
+    columns, core = conv_gemm_depth(p), cpu_core(t.cpu)
     out_channels, positions = conv_out_channels(p), conv_gemm_rows(p)
-    transposed = gemm_config.wgrad_gemm_transposed(isa, out_channels, columns, vendor, cpu_core(t.cpu), positions)
+    transposed = gemm_config.wgrad_gemm_transposed(isa, out_channels, columns, vendor, core, positions)
     chunk = gemm_config.wgrad_chunk_positions(
-        p.fact("kernel"), positions, out_channels, transposed, isa, vendor, columns, cpu_core(t.cpu)
+        p.fact("kernel"), positions, out_channels, transposed, isa, vendor, columns, core
     )
     shape = f" as DW^T[R*S*C = {columns}, K]" if transposed else ""
-    core = cpu_core(t.cpu)
     rows = columns if transposed else out_channels
     cols = out_channels if transposed else columns
     # The GEMM's tile with and without the core's K per vector step (gemm_config.wgrad_step).

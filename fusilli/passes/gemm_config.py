@@ -985,7 +985,8 @@ def wgrad_tile(
     (one GEMM, not transposed) on ``isa`` and the CPU ``vendor``: ``WGRAD_MANY_POSITIONS_TILES``'
     from ``WGRAD_MANY_POSITIONS_MIN`` positions, else the conv GEMM's for ``n`` columns and its
     K blocks, without the deep stride-1 convs' row blocks (measured on forward GEMMs); the
-    ``core``'s K step of WGRAD_VECTOR_REDUCTION_BY_CORE (below)."""
+    ``core``'s K step of WGRAD_VECTOR_REDUCTION_BY_CORE (below; ``m`` 0, rows unknown: without the
+    step's limit on K blocks)."""
     many = WGRAD_MANY_POSITIONS_TILES.get((isa, vendor or ""))
     if many is not None and k >= WGRAD_MANY_POSITIONS_MIN:
         return wgrad_core_step(many, isa, core, m, n, k)
