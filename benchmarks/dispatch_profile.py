@@ -88,16 +88,24 @@ def _dispatches(profile_text: str) -> list[tuple[str, float, float]]:
     return rows
 
 
-def profile(argv: list[str], lowering: str, device: str, repetitions: int, arch: str | None, variant: str = "") -> None:
+def profile(
+    argv: list[str],
+    lowering: str,
+    device: str,
+    repetitions: int,
+    arch: str | None,
+    variant: tuple[str, tuple[str | None, list]] = ("", (None, [])),
+) -> None:
+    """Profiles one suite row; ``variant``: ``table_ab._parse``'s (name, (arch, assignments))."""
     ns = parse_command(argv)
     pipeline.CONV_LOWERING = lowering
-    name, (variant_arch, assignments) = _parse(variant) if variant else ("", (None, []))
-    arch = variant_arch or arch
+    name, (variant_arch, assignments) = variant
+    arch = variant_arch or arch or ns.arch
     with _applied(assignments):
         graph = SUBCOMMANDS[ns.subcommand].build(ns).graph
-        target = graph.target(None, arch or ns.arch)
-        text = graph.mlir("optimized", None, arch or ns.arch)
-        explained = graph.explain(None, arch or ns.arch)
+        target = graph.target(None, arch)
+        text = graph.mlir("optimized", None, arch)
+        explained = graph.explain(None, arch)
     flags = tuple(f for f in target.flags if "externalize-transients" not in f)
     vmfb, stats = compile_module(parse_module(text), flags)
     signature = re.search(r"func\.func @main\((.*?)\)\s*(?:->|attributes|\{)", text)
@@ -162,11 +170,12 @@ def main() -> None:
     parser.add_argument("--variant", action="append", default=[], help="NAME[@ARCH][:MODULE.ATTR=EXPR;...]")
     parser.add_argument("--rounds", type=int, default=1, help="rounds over the variants, alternating them")
     args = parser.parse_args()
+    variants = [_parse(spec) for spec in args.variant] or [("", (None, []))]  # a bad spec fails before any compile
     for _, argv in read_suite(args.suite):
         if argv is None:
             continue
         for _ in range(args.rounds):
-            for variant in args.variant or [""]:
+            for variant in variants:
                 profile(argv, args.lowering, args.device, args.repetitions, args.arch, variant)
 
 

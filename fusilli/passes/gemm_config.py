@@ -1186,16 +1186,19 @@ def chunked_wgrad_tile(isa: str, m: int, n: int, vendor: str | None = None, core
     ``core``'s K step of WGRAD_VECTOR_REDUCTION_BY_CORE."""
     tile = conv_gemm_tile(isa, n, vendor)
     vector_rows = CHUNKED_ODD_ROWS_VECTOR_ROWS.get((isa, vendor or ""))
-    if tile is None or vector_rows is None or m % tile.vector[0] == 0 or m % vector_rows:
-        return wgrad_core_step(tile, isa, core, 0, n, 0)
-    if m > CHUNKED_ODD_ROWS_MAX_ROWS:
-        return wgrad_core_step(tile, isa, core, 0, n, 0)
-    # Whole K, as measured (chunks of ~256 positions): K blocks would make the accumulator's zero
-    # fill one vector of every row, beyond AVX2 codegen's 16 KB.
-    odd_rows = replace(
-        tile, distribution=(m, tile.distribution[1]), vector=(vector_rows, tile.vector[1]), cache_reduction=None
-    )
-    return wgrad_core_step(odd_rows, isa, core, 0, n, 0)
+    if (
+        tile is not None
+        and vector_rows is not None
+        and m % tile.vector[0] != 0  # rows the table's register tile leaves a remainder of ...
+        and m % vector_rows == 0  # ... that the odd-rows tile divides, up to the most measured
+        and m <= CHUNKED_ODD_ROWS_MAX_ROWS
+    ):
+        # Whole K, as measured (chunks of ~256 positions): K blocks would make the accumulator's zero
+        # fill one vector of every row, beyond AVX2 codegen's 16 KB.
+        tile = replace(
+            tile, distribution=(m, tile.distribution[1]), vector=(vector_rows, tile.vector[1]), cache_reduction=None
+        )
+    return wgrad_core_step(tile, isa, core, 0, n, 0)  # a batched GEMM: K whole, no K-block limit
 
 
 def wgrad_chunked_compilation_info(
