@@ -514,17 +514,48 @@ def winograd_gemm_tile(
 # lines of each B row per step): it keeps the plain layout.
 WINOGRAD_B_PANEL = 64
 WINOGRAD_B_PANEL_ISAS = {"avx2"}
+# Per core (ISA, LLVM CPU name), ahead of the above: (panel width, from this many bytes per B row).
+# Zen 3 (znver3; full-width 256-bit FMAs, where Zen 1 issues each as two halves) is bound by B's
+# reads from rows of 128 columns up: a 4x16 register tile reads one 64-byte line of each of `depth`
+# B rows per step, and rows 512 bytes apart fall into 8 of L1's 64 sets (32 KB, 8 ways): 64 lines,
+# fewer than the 128-256 rows a strip of B spans, so every step's line comes from L2. Panels of the
+# register tile's 16 columns make each strip one contiguous block. Zen 3 VM, the GEMM dispatch
+# alone, one thread (python benchmarks/dispatch_profile.py SUITE --device local-sync --rounds 2
+# --variant 'old:fusilli.passes.gemm_config.WINOGRAD_B_PANEL_BY_CORE={}' --variant cur), min us,
+# plain (or 64-column panels at 512 columns) -> 16-column panels: polyphase 25x196x256x128 (cpu.txt's
+# 3x3 s2 + bias + relu) 4119, 4071 -> 3262, 3354; 25x196x128x128 2084, 2094 -> 1601, 1595;
+# 25x392x256x256 18488, 17151 -> 13675, 13654; 25x1568x128x128 17889, 17057 -> 15252, 15634; F(4x4)
+# 36x392x128x128 6117, 6012 -> 5130, 5017; 36x128x256x256 9312, 8124 -> 6443, 6362; 36x32x512x512
+# (64-column panels before) 8534, 9738 -> 7530, 8114; F(2x2) 16x49x256x256 1380, 1371 -> 1075, 1086;
+# the data gradients' alike (dgrad 3x3 8x128x28x28 36x392x128x128 6170, 6386 -> 4996, 4862; 81x392x128x128
+# 14789, 14470 -> 11830, 12003). Rows of 64 columns (256 bytes apart, 128 lines in L1 for 64 rows)
+# ran even, 16-column panels from 256 bytes: 36x784x64x64 2429, 2319, 2297, 2380 -> 2288, 2282,
+# 2289, 2272; 36x1568x64x64 4676, 4670 -> 4672, 4740; hence from 512 bytes. Whole graphs, two
+# threads, in one process, interleaved with PyTorch (python benchmarks/table_ab.py SUITE --variant
+# 'old:fusilli.passes.gemm_config.WINOGRAD_B_PANEL_BY_CORE={}' --variant cur; the filter transform
+# iterating in its output's order, winograd.filter_transform), ratio to PyTorch, two runs: cpu.txt's 3x3 s2 + bias + relu 0.91, 1.08 -> 0.97, 1.15; 3x3 s2 1x128x56x56->128 0.90, 0.77 ->
+# 1.01, 0.85; 8x128x56x56->128 0.94, 0.88 -> 1.03, 1.00; 8x256x28x28->256 0.92, 0.90 -> 1.08, 1.08;
+# 1x128x28x28->128 1.54, 1.03 -> 1.81, 1.19; 8x256x14x14->256 1.66, 1.62 -> 1.86, 1.89; 8x512x7x7->512
+# 1.59, 1.42 -> 1.70, 1.50; dgrad 3x3 8x128x28x28 1.46, 2.11 -> 2.05, 2.23; s2 8x128x56x56 0.98, 1.18
+# -> 1.13, 1.31; s2 1x128x56x56 1.00, 0.92 -> 1.10, 1.06; even: 1x256x14x14->256 1.13, 0.85 -> 1.10,
+# 0.78 (two runs before 1.19, 1.21 -> 1.25, 1.38), dgrad 8x512x7x7 1.61, 1.78 -> 1.58, 1.77.
+WINOGRAD_B_PANEL_BY_CORE: dict[tuple[str, str], tuple[int, int]] = {("avx2", "znver3"): (16, 512)}
 
 
 def winograd_b_panel(
     isa: str, columns: int, rows: int, depth: int, vendor: str | None = None, core: str | None = None
 ) -> int | None:
     """The panel width Winograd's transformed filter of ``columns`` (its GEMMs ``rows`` x
-    ``columns`` x ``depth``) is written in on ``isa`` (see above), or None for the plain
-    ``[t*t, depth, columns]``."""
+    ``columns`` x ``depth``) is written in on ``isa`` and the CPU ``core`` (see above: the core's
+    entry, else the ISA's rule), or None for the plain ``[t*t, depth, columns]``."""
+    tile = winograd_gemm_tile(isa, rows, depth, vendor, core)
+    core_entry = WINOGRAD_B_PANEL_BY_CORE.get((isa, core or ""))
+    if core_entry is not None:
+        panel, min_row_bytes = core_entry
+        return _panel_fitting(tile, columns, panel) if columns * 4 >= min_row_bytes else None
     if isa not in WINOGRAD_B_PANEL_ISAS or (columns * 4) % B_ROW_ALIAS_BYTES:
         return None
-    return _panel_fitting(winograd_gemm_tile(isa, rows, depth, vendor, core), columns, WINOGRAD_B_PANEL)
+    return _panel_fitting(tile, columns, WINOGRAD_B_PANEL)
 
 
 def _panel_fitting(tile: GemmTile | None, columns: int, panel: int) -> int | None:

@@ -477,9 +477,16 @@ def filter_transform(p: WinogradPlan, taps: list[ir.Value], panel: int | None = 
         maps = [_map(3, [c_, k_])] * len(taps) + [_map(3, [b_])] * KERNEL
         u = _stacked_generic(taps + columns, maps, [t, c, k], _map(3, [b_, c_, k_]), t, body)
         return _collapse(u, [[0, 1], [2], [3]], [t * t, c, k])
-    # Iterating (b, c, j, n): each tap read as [C, K / panel, panel], written with c and j swapped
-    # (the panel's columns stay innermost in both, so loads and stores stay contiguous vectors).
-    b_, c_, j_, n_ = _dims(4)
+    # Iterating (b, j, c, n), the output's order: each tap read as [C, K / panel, panel] with c and j
+    # swapped, so each result is written as one stream and the nine taps are read as strided ones
+    # (the panel's columns innermost in both: contiguous vectors). Iterating (b, c, j, n), the taps'
+    # order, wrote K / panel streams per result, a panel's width apart. One thread (python
+    # benchmarks/dispatch_profile.py SUITE --device local-sync), min us, the taps' order -> the
+    # output's: Zen 3's 16-column panels, 3x3 1x128x28x28->128 F(4x4) 177, 177 -> 114, 116, its dgrad
+    # 171, 174 -> 122, 114; 1x256x14x14->256 F(2x2) 339, 353 -> 320, 313, its dgrad 331, 339 -> 344,
+    # 277; x86-64-v3 code's 64-column panels on the same VM, 3x3 8x512x7x7->512 3490, 3544 -> 3084, 3290,
+    # its dgrad 3582, 3789 -> 3062, 3064.
+    b_, j_, c_, n_ = _dims(4)
     panels = [ir.expand_shape(tap, [[0], [1, 2]], [c, k // panel, panel]) for tap in taps]
     maps = [_map(4, [c_, j_, n_])] * len(taps) + [_map(4, [b_])] * KERNEL
     u = _stacked_generic(panels + columns, maps, [t, k // panel, c, panel], _map(4, [b_, j_, c_, n_]), t, body)

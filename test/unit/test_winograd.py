@@ -66,9 +66,11 @@ def test_numerics_f32(cpu, rng, lowering, m, case):
     lowering(f"winograd{m}")
     x_dim, k, padding = CASES[case]
     g = build(x_dim, k, padding, epilogue=case == "pad1", name=f"wino_{case}_m{m}")
-    # The GEMM: a batch_matmul, or on AVX2 with 512 columns the contraction over 64-column panels.
+    # The GEMM: a batch_matmul, or on AVX2 with 512 columns the contraction over 64-column panels
+    # (16-column ones on Zen 3, from 128 columns).
     ir_text = g.mlir("optimized")
-    assert "linalg.batch_matmul" in ir_text or f"tensor<{(m + 2) ** 2}x{k // 64}x{x_dim[1]}x64xf32>" in ir_text
+    panelled = [f"tensor<{(m + 2) ** 2}x{k // p}x{x_dim[1]}x{p}xf32>" for p in (16, 64)]
+    assert "linalg.batch_matmul" in ir_text or any(u in ir_text for u in panelled)
     inputs = {t: random_array(t, rng) for t in g.input_tensors()}
     want = np.asarray(reference.run(g, inputs)["y"], np.float64)
     scale = float(np.abs(want).max())
@@ -281,6 +283,27 @@ def test_winograd_b_panel_choice():
     assert gemm_config.winograd_b_panel("generic", 512, 128, 512) is None
 
 
+def test_winograd_b_panel_choice_zen3():
+    # Zen 3: panels of the 4x16 register tile's 16 columns from rows 512 bytes apart (128 columns),
+    # where a strip of B rows falls into too few of L1's sets; Zen 1 keeps 64-column panels from 2 KiB.
+    for columns in (128, 256, 384, 512, 1024, 2048):
+        assert gemm_config.winograd_b_panel("avx2", columns, 196, 128, "amd", "znver3") == 16
+    for columns in (64, 96, 120):  # rows under 512 bytes apart
+        assert gemm_config.winograd_b_panel("avx2", columns, 196, 128, "amd", "znver3") is None
+    assert gemm_config.winograd_b_panel("avx2", 136, 196, 128, "amd", "znver3") is None  # no whole 16-wide panels
+    assert gemm_config.winograd_b_panel("avx2", 256, 196, 128, "amd", "znver1") is None
+    assert gemm_config.winograd_b_panel("avx2", 512, 196, 128, "amd", "znver1") == 64
+    assert gemm_config.winograd_b_panel("avx512", 256, 196, 128, "amd", "znver4") is None
+    with fusilli_context():
+        info = str(gemm_config.batch_matmul_compilation_info("avx2", 25, 196, 256, 128, "amd", "znver3", panel=16))
+    # The same 64x64 workgroups and 4x16 tile, N as 4 panels of 16 columns per workgroup.
+    assert "distribution = [1, 64, 4, 16, 0]" in info and "vector_common_parallel = [1, 4, 1, 16, 0]" in info
+    line = channels_last_conv_graph([4, 128, 28, 28], 256, (3, 3), (2, 2), (1, 1), name="pp_zen3_explain").explain(
+        fs.Backend.CPU, arch="znver3"
+    )
+    assert "the transformed filter in 16-column panels (rows of 256 would alias in L1)" in line
+
+
 def _strided_dgrad_graph(n, k, c, hw, name):
     g = fs.Graph(name=name)
     dy = g.tensor(name="dy", dim=[n, k, hw // 2, hw // 2], stride=fs.strides([n, k, hw // 2, hw // 2], "NHWC"))
@@ -321,6 +344,37 @@ def test_winograd_b_panels_numerics(rng, lowering, lowering_name, build_graph, p
     assert np.linalg.norm(got - want) / np.linalg.norm(want) < 1e-5
     plain = {"winograd4": 6, "winograd2": 6, "polyphase2": 5 if "pp_" in g.name else 4}[lowering_name]
     assert g.compile_stats.dispatch_count == plain
+
+
+@pytest.mark.parametrize(
+    "lowering_name, build_graph, panelled",
+    [
+        ("winograd4", lambda: build([1, 32, 10, 10], 128, [1, 1], epilogue=True, name="z3_panels_f4"), "36x9x8x16"),
+        (
+            "polyphase2",
+            lambda: channels_last_conv_graph(
+                [1, 16, 14, 14], 256, (3, 3), (2, 2), (1, 1), epilogue=True, name="z3_pp_panels"
+            ),
+            "25x16x16x16",
+        ),
+        ("polyphase2", lambda: _strided_dgrad_graph(1, 32, 128, 12, "z3_dgrad_panels"), "25x8x32x16"),
+    ],
+)
+def test_winograd_zen3_16_column_panels_numerics(rng, lowering, lowering_name, build_graph, panelled):
+    # Zen 3 code: the transformed filter of 128 or 256 columns written as 16-column panels, the
+    # GEMM's 4x16 tile reading each panel's rows as one block, against the reference.
+    lowering(lowering_name)
+    arch = arch_running_here("znver3")
+    g = build_graph()
+    optimized = g.mlir("optimized", fs.Backend.CPU, arch)
+    assert f"tensor<{panelled}xf32>" in optimized and "linalg.batch_matmul" not in optimized
+    assert "vector_common_parallel = [1, 4, 1, 16, 0]" in optimized
+    inputs = {t: random_array(t, rng) for t in g.input_tensors()}
+    want = np.asarray(reference.run(g, inputs)["y"], np.float64)
+    scale = float(np.abs(want).max())
+    handle = fs.Handle(fs.Backend.CPU, arch=arch)
+    got = np.asarray(run_and_check(g, handle, inputs, rtol=0, atol=SCALED_ATOL[4] * scale)["y"], np.float64)
+    assert np.linalg.norm(got - want) / np.linalg.norm(want) < 1e-5
 
 
 def test_polyphase_epilogue_adds_no_dispatch(cpu, lowering):

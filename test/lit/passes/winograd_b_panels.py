@@ -1,6 +1,7 @@
-# RUN: env FUSILLI_LIT_TARGET=cpu:znver1 %python %s | filecheck %s --check-prefixes=CHECK,AVX2
-# RUN: env FUSILLI_LIT_TARGET=cpu:x86-64-v3 %python %s | filecheck %s --check-prefixes=CHECK,AVX2
-# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,AVX512
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver1 %python %s | filecheck %s --check-prefixes=CHECK,AVX2,PLAIN
+# RUN: env FUSILLI_LIT_TARGET=cpu:x86-64-v3 %python %s | filecheck %s --check-prefixes=CHECK,AVX2,PLAIN
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,AVX512,PLAIN
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver3 %python %s | filecheck %s --check-prefixes=CHECK,ZEN3
 # RUN: %python %s stats | filecheck %s --check-prefix=STATS
 # RUN: %python %s explain | filecheck %s --check-prefix=EXPLAIN
 
@@ -10,7 +11,8 @@
 # (c and the panel index swapped in its output map, the panel's 64 columns innermost) and the
 # GEMM reads it as a contraction over (b, m, j, n, c) whose tile splits N into panels; its
 # [t*t, tiles, columns / 64, 64] result is the plain [t*t, tiles, columns] collapsed. AVX-512 (not
-# measured) and 256 columns keep the plain layout and linalg.batch_matmul.
+# measured) and 256 columns keep the plain layout and linalg.batch_matmul. Zen 3 (znver3) writes
+# panels of its 4x16 register tile's 16 columns from 128 columns (rows 512 bytes apart) up.
 
 import sys
 
@@ -72,7 +74,7 @@ if len(sys.argv) > 1 and sys.argv[1] == "explain":
             ("dgrad 3x3 s2 8x512x14x14", strided_dgrad(512, 512, 8, 14)),
             ("3x3 8x256x14x14->256", forward(256, 256, 1, 8, 14)),
         )
-        for arch in ("znver1", "x86-64-v3", "znver4"):
+        for arch in ("znver1", "x86-64-v3", "znver4", "znver3"):
             for label, g in cases:
                 print(
                     arch,
@@ -87,6 +89,8 @@ if len(sys.argv) > 1 and sys.argv[1] == "explain":
     # EXPLAIN: znver1 3x3 8x256x14x14->256 {{.*}}cpu-conv-winograd (F(4x4, 3x3){{.*}} GEMM tuned for avx2)']
     # EXPLAIN: x86-64-v3 3x3 8x512x7x7->512 {{.*}}cpu-conv-winograd (F(4x4, 3x3){{.*}}, the transformed filter in 64-column panels
     # EXPLAIN: znver4 3x3 8x512x7x7->512 {{.*}}cpu-conv-winograd (F(4x4, 3x3){{.*}} GEMM tuned for avx512, not Intel)']
+    # EXPLAIN: znver3 3x3 8x512x7x7->512 {{.*}}cpu-conv-winograd (F(4x4, 3x3){{.*}}, the transformed filter in 16-column panels (rows of 512 would alias in L1))
+    # EXPLAIN: znver3 3x3 8x256x14x14->256 {{.*}}cpu-conv-winograd (F(4x4, 3x3){{.*}}, the transformed filter in 16-column panels (rows of 256 would alias in L1))
     sys.exit(0)
 
 
@@ -105,6 +109,10 @@ def forward_512_columns():
 # AVX2: tensor.collapse_shape %[[M]] {{\[\[}}0], [1], [2, 3]] : tensor<36x4x8x64xf32> into tensor<36x4x512xf32>
 # AVX2-NOT: linalg.batch_matmul
 # AVX512: linalg.batch_matmul {compilation_info = #{{.*}}} ins(%{{.*}}, %{{.*}} : tensor<36x4x16xf32>, tensor<36x16x512xf32>)
+# Zen 3: the same contraction over 32 panels of 16 columns, four to a 64-column workgroup.
+# ZEN3: #iree_cpu.lowering_config<cache_parallel = [1, 4, 4, 16, 0], distribution = [1, 4, 4, 16, 0], vector_common_parallel = [1, 4, 1, 16, 0], vector_reduction = [0, 0, 0, 0, 8]>
+# ZEN3: linalg.generic {{.*}}"reduction"]} ins(%{{.*}}, %{{.*}} : tensor<36x4x16xf32>, tensor<36x32x16x16xf32>) outs(%{{.*}} : tensor<36x4x32x16xf32>) attrs =  {compilation_info = #{{.*}}}
+# ZEN3-NOT: linalg.batch_matmul
 
 
 @run
@@ -112,9 +120,37 @@ def forward_256_columns():
     print(with_lowering("winograd4", forward, 256))
 
 
-# Rows of 1 KiB do not alias (measured even): the plain layout on every ISA.
+# Rows of 1 KiB do not alias on Zen 1 (measured even): the plain layout there and on the other
+# ISAs; Zen 3's 16-column panels.
 # CHECK-LABEL: TEST: forward_256_columns
-# CHECK: linalg.batch_matmul {compilation_info = #{{.*}}} ins(%{{.*}}, %{{.*}} : tensor<36x4x16xf32>, tensor<36x16x256xf32>)
+# PLAIN: linalg.batch_matmul {compilation_info = #{{.*}}} ins(%{{.*}}, %{{.*}} : tensor<36x4x16xf32>, tensor<36x16x256xf32>)
+# ZEN3: linalg.generic {{.*}}"reduction"]} ins(%{{.*}}, %{{.*}} : tensor<36x4x16xf32>, tensor<36x16x16x16xf32>) outs(%{{.*}} : tensor<36x4x16x16xf32>) attrs =  {compilation_info = #{{.*}}}
+
+
+@run
+def forward_128_columns():
+    print(with_lowering("winograd4", forward, 128))
+
+
+# Rows of 128 columns, 512 bytes apart: Zen 3's smallest panelled B; 64 columns keep the plain layout everywhere.
+# The filter transform iterates (b, j, c, n) in its output's order, each tap read as [C, K / 16, 16]
+# with c and j swapped: every result written as one stream.
+# CHECK-LABEL: TEST: forward_128_columns
+# ZEN3: #[[TAP:map[0-9]*]] = affine_map<(d0, d1, d2, d3) -> (d2, d1, d3)>
+# ZEN3: #[[PANELS:map[0-9]*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+# ZEN3: linalg.generic {indexing_maps = [#[[TAP]], {{.*}}, #[[PANELS]]]
+# ZEN3: } -> (tensor<6x8x16x16xf32>,
+# PLAIN: linalg.batch_matmul {compilation_info = #{{.*}}} ins(%{{.*}}, %{{.*}} : tensor<36x4x16xf32>, tensor<36x16x128xf32>)
+# ZEN3: linalg.generic {{.*}}"reduction"]} ins(%{{.*}}, %{{.*}} : tensor<36x4x16xf32>, tensor<36x8x16x16xf32>) outs(%{{.*}} : tensor<36x4x8x16xf32>) attrs =  {compilation_info = #{{.*}}}
+
+
+@run
+def forward_64_columns():
+    print(with_lowering("winograd4", forward, 64))
+
+
+# CHECK-LABEL: TEST: forward_64_columns
+# CHECK: linalg.batch_matmul {compilation_info = #{{.*}}} ins(%{{.*}}, %{{.*}} : tensor<36x4x16xf32>, tensor<36x16x64xf32>)
 
 
 @run
@@ -127,6 +163,7 @@ def polyphase_512_columns():
 # AVX2: tensor<25x8x16x64xf32>
 # AVX2: linalg.generic {{.*}}"reduction"]} ins(%{{.*}}, %{{.*}} : tensor<25x4x16xf32>, tensor<25x8x16x64xf32>) outs(%{{.*}} : tensor<25x4x8x64xf32>) attrs =  {compilation_info = #{{.*}}}
 # AVX512: linalg.batch_matmul {compilation_info = #{{.*}}} ins(%{{.*}}, %{{.*}} : tensor<25x4x16xf32>, tensor<25x16x512xf32>)
+# ZEN3: linalg.generic {{.*}}"reduction"]} ins(%{{.*}}, %{{.*}} : tensor<25x4x16xf32>, tensor<25x32x16x16xf32>) outs(%{{.*}} : tensor<25x4x32x16xf32>) attrs =  {compilation_info = #{{.*}}}
 
 
 @run
@@ -139,6 +176,7 @@ def strided_dgrad_512_dx_channels():
 # CHECK-LABEL: TEST: strided_dgrad_512_dx_channels
 # AVX2: linalg.generic {{.*}}"reduction"]} ins(%{{.*}}, %{{.*}} : tensor<25x4x16xf32>, tensor<25x8x16x64xf32>) outs(%{{.*}} : tensor<25x4x8x64xf32>) attrs =  {compilation_info = #{{.*}}}
 # AVX512: linalg.batch_matmul {compilation_info = #{{.*}}} ins(%{{.*}}, %{{.*}} : tensor<25x4x16xf32>, tensor<25x16x512xf32>)
+# ZEN3: linalg.generic {{.*}}"reduction"]} ins(%{{.*}}, %{{.*}} : tensor<25x4x16xf32>, tensor<25x32x16x16xf32>) outs(%{{.*}} : tensor<25x4x32x16xf32>) attrs =  {compilation_info = #{{.*}}}
 
 
 @run
