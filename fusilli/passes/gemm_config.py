@@ -652,6 +652,31 @@ def deep_vector(isa: str, core: str | None, depth: int) -> tuple[int, int] | Non
 # deep or less did not (392x2048x512 6x16 30.6 -> 27.4, 1568x1024x256 32.0 -> 31.5, 784x512x128
 # 32.9 / 33.0), so panels go with the deep 2x32 tile.
 CONV_B_PANEL = 64
+# Per core (ISA, LLVM CPU name), ahead of the above, for a forward conv's filter (its transposition
+# writes it; a dgrad's B, read as it is, keeps its rows): (panel width, from this many bytes per B
+# row), whatever the depth and tile. Zen 3 (znver3) writes 16-column panels, its 6x16 tile's width,
+# from rows 1 KiB apart (256 columns), as it writes Winograd's transformed filter (WINOGRAD_B_PANEL_BY_CORE):
+# rows 1 KiB apart fall into 4 of L1's 64 sets, and rows padded past 2 KiB multiples still stride
+# through few. Zen 3 VM, the GEMM dispatch alone, one thread (python benchmarks/dispatch_profile.py
+# SUITE --device local-sync --rounds 2 --variant 'old:fusilli.passes.gemm_config.CONV_B_PANEL_BY_CORE={}'
+# --variant cur), min us, rows (padded where 2 KiB multiples) -> 16-column panels: 1x1
+# 8x1024x14x14->256 1568x256x1024 10859, 10933 -> 9445, 9604; 1x1024x14x14->256 196x256x1024 1302,
+# 1297, 1282 -> 1184, 1314, 1185; 1x512x7x7->2048 49x2048x512 1169, 1169 -> 1066, 1064; 8x512x28x28->256
+# 6272x256x512 18770, 18526 -> 17517, 17558; 3x3 s2 1x256x28x28->256 196x256x2304 2676, 2682 -> 2525,
+# 2547; s2 1x512x28x28->1024 196x1024x512 2374, 2345 -> 2230, 2228; most others 0-5% ahead or even;
+# behind: 3x3 1x512x7x7->512 49x512x4608 2580, 2537, 2524 -> 2685, 2631, 2565 (its whole call ahead:
+# 5640, 4920, 5420 -> 5130, 4840, 5050). Whole graphs, two threads, in one process, interleaved with
+# PyTorch (python benchmarks/table_ab.py SUITE --variant old:... --variant cur), two runs, of the 24
+# ResNet-50 rows with 256 or more output channels 36 of 48 results ahead, 9 behind (among them the
+# pool's stalls: 1x1 8x1024x14x14->512 0.89 -> 0.63 once, 0.93 -> 0.95 the other): 1x1
+# 8x1024x14x14->256 0.90, 0.87 -> 1.01, 1.05; s2 8x512x28x28->1024 0.88 -> 1.00 (once 0.70 -> 0.59);
+# 8x512x28x28->256 0.94, 0.95 -> 1.03, 1.07; 8x256x14x14->1024 1.00, 0.96 -> 1.11, 1.08; 1x512x7x7->2048
+# 1.03, 0.75 -> 1.07, 1.02; 1x1024x14x14->256 0.80, 0.75 -> 0.85, 0.75; 3x3 1x512x7x7->512 1.24, 0.85 ->
+# 1.34, 0.99; s2 1x256x56x56->512 1.03, 0.73 -> 1.07, 1.09. Rows of 128 columns (512 bytes apart) ran
+# mixed, hence from 1 KiB: cpu.txt's 1x1 4x256x28x28->128 1.12, 1.06 -> 1.06, 1.01 (its GEMM alone
+# 2199, 2326 -> 2190, 2156), 1x256x56x56->128 1.07, 0.82 -> 1.07, 0.74, 8x512x28x28->128 1.02, 1.01 ->
+# 1.09, 1.14.
+CONV_B_PANEL_BY_CORE: dict[tuple[str, str], tuple[int, int]] = {("avx2", "znver3"): (16, 1024)}
 
 
 def conv_b_panel(
@@ -666,7 +691,14 @@ def conv_b_panel(
 ) -> int | None:
     """The panel width a conv GEMM's B of ``columns`` (``rows`` x ``columns`` x ``depth``; ``copied``:
     B is in its layout already, so writing it is a copy that only ``padded_b_columns``' rows justify)
-    is written in on ``isa`` and the CPU ``core`` (see above), or None for rows."""
+    is written in on ``isa`` and the CPU ``core`` (see above: the core's entry, else Zen 1's deep
+    tile's rule), or None for rows."""
+    core_entry = CONV_B_PANEL_BY_CORE.get((isa, core or ""))
+    if core_entry is not None and not copied:
+        panel, min_row_bytes = core_entry
+        if columns * 4 < min_row_bytes:
+            return None
+        return _panel_fitting(conv_gemm_tile(isa, columns, vendor, strided_patches, rows, depth, core), columns, panel)
     if deep_vector(isa, core, depth) is None:
         return None
     if copied and padded_b_columns(isa, columns, 4, rows, copied) is None:

@@ -37,7 +37,7 @@ def test_conv_b_panel_rule():
 
     assert panel() == panel(columns=256) == panel(columns=2048) == panel(strided=True) == 64
     assert panel(depth=1023) is None and panel(columns=72) is None
-    for core in ("znver2", "znver3", None):
+    for core in ("znver2", None):
         assert panel(core=core) is None
     assert panel(copied=True) == 64  # rows of 512 would be padded: the copy is made anyway
     assert panel(columns=256, copied=True) is None  # 1 KiB rows are read in place
@@ -48,6 +48,29 @@ def test_conv_b_panel_rule():
     # The same 48x64 workgroups and 2x32 tile, N split into one 64-column panel per workgroup.
     assert "distribution = [48, 1, 64, 0]" in info and "vector_common_parallel = [2, 1, 32, 0]" in info
     assert "cache_reduction = [0, 0, 0, 64]" in info and "vector_reduction = [0, 0, 0, 8]" in info
+
+
+def test_conv_b_panel_rule_zen3():
+    """Zen 3 writes a forward conv's filter in 16-column panels (its 6x16 tile's width) from rows 1 KiB
+    apart, at any depth; a dgrad's B (copied) keeps its rows."""
+
+    def panel(columns=256, rows=196, depth=1024, copied=False, strided=False):
+        return gemm_config.conv_b_panel("avx2", columns, rows, depth, "amd", "znver3", strided, copied)
+
+    assert panel() == panel(columns=512) == panel(columns=2048) == panel(depth=64) == panel(strided=True) == 16
+    assert panel(columns=128) is None and panel(columns=200) is None  # 512-byte rows; no whole 16-wide panels
+    assert panel(copied=True) is None and panel(columns=512, copied=True) is None
+    with fusilli_context():
+        info = str(gemm_config.matmul_compilation_info("avx2", 196, 256, 1024, "amd", core="znver3", panel=16))
+    # The vendor's 48x64 workgroups and 6x16 tile, N as four 16-column panels per workgroup.
+    assert "distribution = [48, 4, 16, 0]" in info and "vector_common_parallel = [6, 1, 16, 0]" in info
+    g = channels_last_conv_graph([1, 1024, 14, 14], 256, (1, 1), (1, 1), (0, 0), name="b_panels_zen3")
+    zen3 = g.mlir("optimized", fs.Backend.CPU, "znver3")
+    assert "iree_tensor_ext.compute_barrier.start %transposed : tensor<16x1024x16xf32>" in zen3
+    explain = g.explain(fs.Backend.CPU, "znver3")
+    assert "the filter written in 16-column panels (each panel's rows contiguous)" in explain
+    narrow = channels_last_conv_graph([4, 256, 28, 28], 128, (1, 1), (1, 1), (0, 0), name="b_rows_zen3")
+    assert "panels" not in narrow.explain(fs.Backend.CPU, "znver3")
 
 
 def test_ir_and_explain_per_core():
@@ -120,5 +143,40 @@ def test_numerics_with_b_panels(rng, monkeypatch, case):
     assert "vector_common_parallel = [2, 1, 32, 0]" in text
     if lowering is None:  # the rules' own choice: explain names the panels where the IR has them
         assert "the filter written in 64-column panels" in g.explain(fs.Backend.CPU, arch)
+    handle = fs.Handle(fs.Backend.CPU, arch=arch)
+    run_and_check(g, handle, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
+
+
+ZEN3_CASES = {
+    # name: graph builder, conv lowering forced (None: auto), the panels' [blocks, depth, 16]
+    "fprop_1x1": (
+        lambda: channels_last_conv_graph(
+            [1, 64, 7, 9], 256, (1, 1), (1, 1), (0, 0), epilogue=True, name="z3_panels_1x1"
+        ),
+        None,
+        "16x64x16",
+    ),
+    "fprop_3x3_s2": (
+        lambda: channels_last_conv_graph(
+            [1, 16, 11, 10], 256, (3, 3), (2, 2), (1, 1), epilogue=True, name="z3_panels_s2"
+        ),
+        "gemm",
+        "16x144x16",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ZEN3_CASES))
+def test_numerics_with_zen3_b_panels(rng, monkeypatch, case):
+    """Zen 3 code: the forward conv's filter of 256 columns in 16-column panels under the 6x16 tile
+    (63 rows: a last workgroup of 15 and a 3-row remainder of the tile), against the reference."""
+    arch = arch_running_here("znver3")
+    build, lowering, panels = ZEN3_CASES[case]
+    if lowering is not None:
+        monkeypatch.setattr(pipeline, "CONV_LOWERING", lowering)
+    g = build()
+    text = g.mlir("optimized", fs.Backend.CPU, arch)
+    assert f"compute_barrier.start %transposed : tensor<{panels}xf32>" in text
+    assert "vector_common_parallel = [6, 1, 16, 0]" in text
     handle = fs.Handle(fs.Backend.CPU, arch=arch)
     run_and_check(g, handle, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)

@@ -1,6 +1,6 @@
 # RUN: %python %s > %t.json
-# RUN: %fusilli-opt %t.json --backend cpu --arch znver1 --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,ZEN1
-# RUN: %fusilli-opt %t.json --backend cpu --arch znver2 --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,ZEN2
+# RUN: %fusilli-opt %t.json --backend cpu --arch znver1 --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,ZEN1,ROWS
+# RUN: %fusilli-opt %t.json --backend cpu --arch znver2 --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,ZEN2,ROWS
 # RUN: %fusilli-opt %t.json --backend cpu --arch znver3 --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,ZEN3
 
 # Deep conv GEMMs per core (gemm_config.DEEP_VECTOR_BY_CORE): on Zen 1 (znver1) a conv GEMM at
@@ -14,7 +14,9 @@
 # GEMM from 49 rows whatever its depth (rules.CPU_CONV_GEMM_1X1_FEW_ROWS_CORES). Where Zen 1 takes 2x32, the filter is written
 # in 64-column panels (gemm_config.conv_b_panel): the forward filter's transposition and the 1x1
 # dgrad's copy write [K / 64, depth, 64] and the GEMM is a contraction over (m, j, n, c), its N split
-# in the config; Zen 2's filters keep their padded rows and linalg.matmul.
+# in the config; Zen 2's filters keep their padded rows and linalg.matmul. Zen 3 writes a forward
+# conv's filter of 256 or more columns in 16-column panels, its 6x16 tile's width, at any depth
+# (gemm_config.CONV_B_PANEL_BY_CORE): the deep, shallow and few-rows convs; the dgrad's B keeps its rows.
 
 import fusilli as fs
 
@@ -44,7 +46,10 @@ print(g.to_json())
 # ZEN1-DAG: #[[DEEP:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [48, 1, 64, 0], cache_reduction = [0, 0, 0, 64], distribution = [48, 1, 64, 0], vector_common_parallel = [2, 1, 32, 0], vector_reduction = [0, 0, 0, 8]>
 # ZEN2-DAG: #[[DEEP:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [48, 64, 0], cache_reduction = [0, 0, 64], distribution = [48, 64, 0], vector_common_parallel = [6, 16, 0], vector_reduction = [0, 0, 8]>
 # ZEN3-DAG: #[[DEEP:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [48, 64, 0], cache_reduction = [0, 0, 64], distribution = [48, 64, 0], vector_common_parallel = [6, 16, 0], vector_reduction = [0, 0, 8]>
-# CHECK-DAG: #[[SHALLOW:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [48, 64, 0], distribution = [48, 64, 0], vector_common_parallel = [6, 16, 0], vector_reduction = [0, 0, 8]>
+# ROWS-DAG: #[[SHALLOW:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [48, 64, 0], distribution = [48, 64, 0], vector_common_parallel = [6, 16, 0], vector_reduction = [0, 0, 8]>
+# ZEN3-DAG: #[[SHALLOW:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [48, 4, 16, 0], distribution = [48, 4, 16, 0], vector_common_parallel = [6, 1, 16, 0], vector_reduction = [0, 0, 0, 8]>
+# ZEN3-DAG: #[[PANELS:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [48, 4, 16, 0], cache_reduction = [0, 0, 0, 64], distribution = [48, 4, 16, 0], vector_common_parallel = [6, 1, 16, 0], vector_reduction = [0, 0, 0, 8]>
+# ZEN3-DAG: #[[INFO_PANELS:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[PANELS]]
 # CHECK-DAG: #[[INFO_DEEP:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[DEEP]]
 # CHECK-DAG: #[[INFO_SHALLOW:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[SHALLOW]]
 # CHECK-LABEL: func.func @main(
@@ -53,11 +58,13 @@ print(g.to_json())
 # ZEN1: linalg.transpose ins(%{{.*}} : tensor<2048x8x64xf32>) outs(%{{.*}} : tensor<8x2048x64xf32>) permutation = [1, 0, 2]
 # ZEN1: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<392x2048xf32>, tensor<8x2048x64xf32>) outs(%{{.*}} : tensor<392x8x64xf32>) attrs = {compilation_info = #[[INFO_DEEP]]}
 # ZEN2: linalg.matmul {compilation_info = #[[INFO_DEEP]]} ins(%{{.*}}, %{{.*}} : tensor<1568x1024xf32>, tensor<1024x512xf32>)
-# ZEN3: linalg.matmul {compilation_info = #[[INFO_DEEP]]} ins(%{{.*}}, %{{.*}} : tensor<1568x1024xf32>, tensor<1024x512xf32>)
+# ZEN3: linalg.transpose ins(%{{.*}} : tensor<32x16x1024xf32>) outs(%{{.*}} : tensor<32x1024x16xf32>) permutation = [0, 2, 1]
+# ZEN3: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1568x1024xf32>, tensor<32x1024x16xf32>) outs(%{{.*}} : tensor<1568x32x16xf32>) attrs = {compilation_info = #[[INFO_PANELS]]}
 # ZEN2: linalg.matmul {compilation_info = #[[INFO_DEEP]]} ins(%{{.*}}, %{{.*}} : tensor<392x2048xf32>, tensor<2048x512xf32>)
 # ZEN3: linalg.matmul {compilation_info = #[[INFO_DEEP]]} ins(%{{.*}}, %{{.*}} : tensor<392x2048xf32>, tensor<2048x512xf32>)
-# CHECK: compute_barrier.start %padded{{.*}} : tensor<512x528xf32>
-# CHECK: linalg.matmul {compilation_info = #[[INFO_SHALLOW]]} ins(%{{.*}}, %{{.*}} : tensor<1568x512xf32>, tensor<512x512xf32>)
+# ROWS: compute_barrier.start %padded{{.*}} : tensor<512x528xf32>
+# ROWS: linalg.matmul {compilation_info = #[[INFO_SHALLOW]]} ins(%{{.*}}, %{{.*}} : tensor<1568x512xf32>, tensor<512x512xf32>)
+# ZEN3: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1568x512xf32>, tensor<32x512x16xf32>) outs(%{{.*}} : tensor<1568x32x16xf32>) attrs = {compilation_info = #[[INFO_SHALLOW]]}
 # ZEN1: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<196x1024xf32>, tensor<4x1024x64xf32>) outs(%{{.*}} : tensor<196x4x64xf32>) attrs = {compilation_info = #[[INFO_DEEP]]}
 # ZEN2: torch.aten.mm %{{.*}}, %{{.*}} : !torch.vtensor<[196,1024],f32>, !torch.vtensor<[1024,256],f32>
-# ZEN3: linalg.matmul {compilation_info = #[[INFO_DEEP]]} ins(%{{.*}}, %{{.*}} : tensor<196x1024xf32>, tensor<1024x256xf32>)
+# ZEN3: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<196x1024xf32>, tensor<16x1024x16xf32>) outs(%{{.*}} : tensor<196x16x16xf32>) attrs = {compilation_info = #[[INFO_PANELS]]}

@@ -1,5 +1,5 @@
-# RUN: env FUSILLI_LIT_TARGET=cpu:znver1 %python %s | filecheck %s --check-prefixes=CHECK,ZEN
-# RUN: env FUSILLI_LIT_TARGET=cpu:x86-64-v3 %python %s | filecheck %s --check-prefixes=CHECK,V3
+# RUN: env FUSILLI_LIT_TARGET=cpu:znver1 %python %s | filecheck %s --check-prefixes=CHECK,ZEN,ROWS
+# RUN: env FUSILLI_LIT_TARGET=cpu:x86-64-v3 %python %s | filecheck %s --check-prefixes=CHECK,V3,ROWS
 # RUN: env FUSILLI_LIT_TARGET=cpu:znver3 %python %s | filecheck %s --check-prefixes=CHECK,ZEN3
 
 # On AMD's AVX2 cores (znver1-3) a 2-D conv GEMM with two row blocks or one, >= 128 columns and a B
@@ -48,11 +48,14 @@ def fprop_1x1_s2_wide():
     print(explained_and_optimized(fprop("fprop_1x1_s2_wide", 1, 256, 56, 512, 2)))
 
 
-# B's 512 columns are written in rows of 528: whole K on both.
+# B's 512 columns are written in rows of 528 (on Zen 3 in 16-column panels): whole K on each.
 # CHECK-LABEL: TEST: fprop_1x1_s2_wide
-# CHECK: conv [conv_fprop]: {{.*}}cpu-conv-im2col-gemm (1x1, 784 GEMM rows{{.*}}the filter written in rows of 528
-# CHECK: #iree_cpu.lowering_config<cache_parallel = [48, 64, 0], distribution = [48, 64, 0], vector_common_parallel = [6, 16, 0], vector_reduction = [0, 0, 8]>
-# CHECK: linalg.matmul {compilation_info = {{.*}}} ins(%{{.*}}, %{{.*}} : tensor<784x256xf32>, tensor<256x512xf32>)
+# ROWS: conv [conv_fprop]: {{.*}}cpu-conv-im2col-gemm (1x1, 784 GEMM rows{{.*}}the filter written in rows of 528
+# ROWS: #iree_cpu.lowering_config<cache_parallel = [48, 64, 0], distribution = [48, 64, 0], vector_common_parallel = [6, 16, 0], vector_reduction = [0, 0, 8]>
+# ROWS: linalg.matmul {compilation_info = {{.*}}} ins(%{{.*}}, %{{.*}} : tensor<784x256xf32>, tensor<256x512xf32>)
+# ZEN3: conv [conv_fprop]: {{.*}}cpu-conv-im2col-gemm (1x1, 784 GEMM rows{{.*}}the filter written in 16-column panels
+# ZEN3: #iree_cpu.lowering_config<cache_parallel = [48, 4, 16, 0], distribution = [48, 4, 16, 0], vector_common_parallel = [6, 1, 16, 0], vector_reduction = [0, 0, 0, 8]>
+# ZEN3: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<784x256xf32>, tensor<32x256x16xf32>) outs(%{{.*}} : tensor<784x32x16xf32>)
 
 
 @run
@@ -80,8 +83,9 @@ def fprop_1x1_deep_padded():
 # CHECK-LABEL: TEST: fprop_1x1_deep_padded
 # ZEN: #iree_cpu.lowering_config<cache_parallel = [48, 1, 64, 0], cache_reduction = [0, 0, 0, 64], distribution = [48, 1, 64, 0]
 # V3: #iree_cpu.lowering_config<cache_parallel = [48, 64, 0], distribution = [48, 64, 0]
-# ZEN3: #iree_cpu.lowering_config<cache_parallel = [48, 64, 0], cache_reduction = [0, 0, 64], distribution = [48, 64, 0]
-# ZEN3: linalg.matmul {compilation_info = {{.*}}} ins(%{{.*}}, %{{.*}} : tensor<196x1024xf32>, tensor<1024x512xf32>)
+# Zen 3 (znver3) writes it in 16-column panels (gemm_config.CONV_B_PANEL_BY_CORE), K in blocks of 64.
+# ZEN3: #iree_cpu.lowering_config<cache_parallel = [48, 4, 16, 0], cache_reduction = [0, 0, 0, 64], distribution = [48, 4, 16, 0]
+# ZEN3: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<196x1024xf32>, tensor<32x1024x16xf32>)
 # ZEN: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<196x1024xf32>, tensor<8x1024x64xf32>)
 # V3: linalg.matmul {compilation_info = {{.*}}} ins(%{{.*}}, %{{.*}} : tensor<196x1024xf32>, tensor<1024x512xf32>)
 
@@ -99,8 +103,8 @@ def fprop_3x3_s2_patches():
 # Zen 1 takes the polyphase Winograd there (from 49 tiles: rules.CPU_CONV_POLYPHASE_CORE_LIMITS).
 # ZEN: conv [conv_fprop]: {{.*}}cpu-conv-winograd-strided
 # ZEN3: conv [conv_fprop]: {{.*}}GEMM tuned for avx2, AMD (znver3: K in blocks of 256)
-# ZEN3: cache_reduction = [0, 0, 256]
-# ZEN3: linalg.matmul {compilation_info = {{.*}}} ins(%{{.*}}, %{{.*}} : tensor<196x2304xf32>, tensor<2304x256xf32>)
+# ZEN3: cache_reduction = [0, 0, 0, 256]
+# ZEN3: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<196x2304xf32>, tensor<16x2304x16xf32>)
 # V3: cache_reduction = [0, 0, 256]
 # V3: linalg.matmul {compilation_info = {{.*}}} ins(%{{.*}}, %{{.*}} : tensor<196x2304xf32>, tensor<2304x256xf32>)
 
