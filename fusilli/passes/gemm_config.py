@@ -527,14 +527,14 @@ WINOGRAD_B_PANEL_ISAS = {"avx2"}
 # 25x392x256x256 18488, 17151 -> 13675, 13654; 25x1568x128x128 17889, 17057 -> 15252, 15634; F(4x4)
 # 36x392x128x128 6117, 6012 -> 5130, 5017; 36x128x256x256 9312, 8124 -> 6443, 6362; 36x32x512x512
 # (64-column panels before) 8534, 9738 -> 7530, 8114; F(2x2) 16x49x256x256 1380, 1371 -> 1075, 1086;
-# the data gradients' alike (dgrad 3x3 8x128x28x28 36x392x128x128 6170, 6386 -> 4996, 4862; 81x392x128x128
-# 14789, 14470 -> 11830, 12003). Rows of 64 columns (256 bytes apart, 128 lines in L1 for 64 rows)
+# the data gradients' alike (dgrad 3x3 8x128x28x28 36x392x128x128 6170, 6386 -> 4996, 4862;
+# 81x392x128x128 14789, 14470 -> 11830, 12003). Rows of 64 columns (256 bytes apart, 128 lines in L1 for 64 rows)
 # ran even, 16-column panels from 256 bytes: 36x784x64x64 2429, 2319, 2297, 2380 -> 2288, 2282,
 # 2289, 2272; 36x1568x64x64 4676, 4670 -> 4672, 4740; hence from 512 bytes. Whole graphs, two
 # threads, in one process, interleaved with PyTorch (python benchmarks/table_ab.py SUITE --variant
 # 'old:fusilli.passes.gemm_config.WINOGRAD_B_PANEL_BY_CORE={}' --variant cur; the filter transform
-# iterating in its output's order, winograd.filter_transform), ratio to PyTorch, two runs: cpu.txt's 3x3 s2 + bias + relu 0.91, 1.08 -> 0.97, 1.15; 3x3 s2 1x128x56x56->128 0.90, 0.77 ->
-# 1.01, 0.85; 8x128x56x56->128 0.94, 0.88 -> 1.03, 1.00; 8x256x28x28->256 0.92, 0.90 -> 1.08, 1.08;
+# iterating in its output's order, winograd.filter_transform), ratio to PyTorch, two runs: cpu.txt's
+# 3x3 s2 + bias + relu 0.91, 1.08 -> 0.97, 1.15; 3x3 s2 1x128x56x56->128 0.90, 0.77 -> 1.01, 0.85; 8x128x56x56->128 0.94, 0.88 -> 1.03, 1.00; 8x256x28x28->256 0.92, 0.90 -> 1.08, 1.08;
 # 1x128x28x28->128 1.54, 1.03 -> 1.81, 1.19; 8x256x14x14->256 1.66, 1.62 -> 1.86, 1.89; 8x512x7x7->512
 # 1.59, 1.42 -> 1.70, 1.50; dgrad 3x3 8x128x28x28 1.46, 2.11 -> 2.05, 2.23; s2 8x128x56x56 0.98, 1.18
 # -> 1.13, 1.31; s2 1x128x56x56 1.00, 0.92 -> 1.10, 1.06; even: 1x256x14x14->256 1.13, 0.85 -> 1.10,
@@ -655,9 +655,9 @@ CONV_B_PANEL = 64
 # Per core (ISA, LLVM CPU name), ahead of the above, for a forward conv's filter (its transposition
 # writes it; a dgrad's B, read as it is, keeps its rows): (panel width, from this many bytes per B
 # row), whatever the depth and tile. Zen 3 (znver3) writes 16-column panels, its 6x16 tile's width,
-# from rows 1 KiB apart (256 columns), as it writes Winograd's transformed filter (WINOGRAD_B_PANEL_BY_CORE):
-# rows 1 KiB apart fall into 4 of L1's 64 sets, and rows padded past 2 KiB multiples still stride
-# through few. Zen 3 VM, the GEMM dispatch alone, one thread (python benchmarks/dispatch_profile.py
+# from rows 1 KiB apart (256 columns), as it writes Winograd's transformed filter
+# (WINOGRAD_B_PANEL_BY_CORE): rows 1 KiB apart fall into 4 of L1's 64 sets, and rows padded past 2 KiB
+# multiples still stride through few. Zen 3 VM, the GEMM dispatch alone, one thread (python benchmarks/dispatch_profile.py
 # SUITE --device local-sync --rounds 2 --variant 'old:fusilli.passes.gemm_config.CONV_B_PANEL_BY_CORE={}'
 # --variant cur), min us, rows (padded where 2 KiB multiples) -> 16-column panels: 1x1
 # 8x1024x14x14->256 1568x256x1024 10859, 10933 -> 9445, 9604; 1x1024x14x14->256 196x256x1024 1302,
