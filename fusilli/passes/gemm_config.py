@@ -551,11 +551,17 @@ def winograd_b_panel(
     tile = winograd_gemm_tile(isa, rows, depth, vendor, core)
     core_entry = WINOGRAD_B_PANEL_BY_CORE.get((isa, core or ""))
     if core_entry is not None:
-        panel, min_row_bytes = core_entry
-        return _panel_fitting(tile, columns, panel) if columns * 4 >= min_row_bytes else None
+        return _core_panel(core_entry, tile, columns)
     if isa not in WINOGRAD_B_PANEL_ISAS or (columns * 4) % B_ROW_ALIAS_BYTES:
         return None
     return _panel_fitting(tile, columns, WINOGRAD_B_PANEL)
+
+
+def _core_panel(core_entry: tuple[int, int], tile: GemmTile | None, columns: int) -> int | None:
+    """A per-core panel table's ``(panel, min_row_bytes)`` entry applied to an f32 B of ``columns``
+    read by ``tile``: ``panel`` where B's rows are that many bytes apart or more and it fits."""
+    panel, min_row_bytes = core_entry
+    return _panel_fitting(tile, columns, panel) if columns * 4 >= min_row_bytes else None
 
 
 def _panel_fitting(tile: GemmTile | None, columns: int, panel: int) -> int | None:
@@ -695,10 +701,9 @@ def conv_b_panel(
     tile's rule), or None for rows."""
     core_entry = CONV_B_PANEL_BY_CORE.get((isa, core or ""))
     if core_entry is not None and not copied:
-        panel, min_row_bytes = core_entry
-        if columns * 4 < min_row_bytes:
-            return None
-        return _panel_fitting(conv_gemm_tile(isa, columns, vendor, strided_patches, rows, depth, core), columns, panel)
+        return _core_panel(
+            core_entry, conv_gemm_tile(isa, columns, vendor, strided_patches, rows, depth, core), columns
+        )
     if deep_vector(isa, core, depth) is None:
         return None
     if copied and padded_b_columns(isa, columns, 4, rows, copied) is None:

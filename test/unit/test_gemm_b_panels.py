@@ -138,11 +138,17 @@ def test_numerics_with_b_panels(rng, monkeypatch, case):
     if lowering is not None:
         monkeypatch.setattr(pipeline, "CONV_LOWERING", lowering)
     g = build()
-    text = g.mlir("optimized", fs.Backend.CPU, arch)
-    assert f"compute_barrier.start %transposed : tensor<{panels}xf32>" in text
-    assert "vector_common_parallel = [2, 1, 32, 0]" in text
     if lowering is None:  # the rules' own choice: explain names the panels where the IR has them
         assert "the filter written in 64-column panels" in g.explain(fs.Backend.CPU, arch)
+    _check_panels_and_numerics(g, arch, panels, "[2, 1, 32, 0]", rng)
+
+
+def _check_panels_and_numerics(g, arch, panels, vector, rng):
+    """``g``'s optimized IR for ``arch`` transposes the filter into ``panels`` under the register tile
+    ``vector``, and its compiled result matches the reference."""
+    text = g.mlir("optimized", fs.Backend.CPU, arch)
+    assert f"compute_barrier.start %transposed : tensor<{panels}xf32>" in text
+    assert f"vector_common_parallel = {vector}" in text
     handle = fs.Handle(fs.Backend.CPU, arch=arch)
     run_and_check(g, handle, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
 
@@ -174,9 +180,4 @@ def test_numerics_with_zen3_b_panels(rng, monkeypatch, case):
     build, lowering, panels = ZEN3_CASES[case]
     if lowering is not None:
         monkeypatch.setattr(pipeline, "CONV_LOWERING", lowering)
-    g = build()
-    text = g.mlir("optimized", fs.Backend.CPU, arch)
-    assert f"compute_barrier.start %transposed : tensor<{panels}xf32>" in text
-    assert "vector_common_parallel = [6, 1, 16, 0]" in text
-    handle = fs.Handle(fs.Backend.CPU, arch=arch)
-    run_and_check(g, handle, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
+    _check_panels_and_numerics(build(), arch, panels, "[6, 1, 16, 0]", rng)

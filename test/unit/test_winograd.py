@@ -332,16 +332,8 @@ def test_winograd_b_panels_numerics(rng, lowering, lowering_name, build_graph, p
     # AVX2 code (x86-64-v3, as any AVX2 core takes it): the transformed filter written as 64-column
     # panels and the GEMM over them, against the reference; the dispatches of the plain layout.
     lowering(lowering_name)
-    arch = arch_running_here("x86-64-v3")
     g = build_graph()
-    optimized = g.mlir("optimized", fs.Backend.CPU, arch)
-    assert f"tensor<{panelled}xf32>" in optimized and "linalg.batch_matmul" not in optimized
-    inputs = {t: random_array(t, rng) for t in g.input_tensors()}
-    want = np.asarray(reference.run(g, inputs)["y"], np.float64)
-    scale = float(np.abs(want).max())
-    handle = fs.Handle(fs.Backend.CPU, arch=arch)
-    got = np.asarray(run_and_check(g, handle, inputs, rtol=0, atol=SCALED_ATOL[4] * scale)["y"], np.float64)
-    assert np.linalg.norm(got - want) / np.linalg.norm(want) < 1e-5
+    _check_panelled_numerics(g, arch_running_here("x86-64-v3"), panelled, rng)
     plain = {"winograd4": 6, "winograd2": 6, "polyphase2": 5 if "pp_" in g.name else 4}[lowering_name]
     assert g.compile_stats.dispatch_count == plain
 
@@ -364,17 +356,22 @@ def test_winograd_zen3_16_column_panels_numerics(rng, lowering, lowering_name, b
     # Zen 3 code: the transformed filter of 128 or 256 columns written as 16-column panels, the
     # GEMM's 4x16 tile reading each panel's rows as one block, against the reference.
     lowering(lowering_name)
-    arch = arch_running_here("znver3")
-    g = build_graph()
+    optimized = _check_panelled_numerics(build_graph(), arch_running_here("znver3"), panelled, rng)
+    assert "vector_common_parallel = [1, 4, 1, 16, 0]" in optimized
+
+
+def _check_panelled_numerics(g, arch, panelled, rng):
+    """``g``'s optimized IR for ``arch`` has the panelled GEMM operand ``panelled`` and no batch_matmul,
+    and its compiled result matches the reference (f32 Winograd tolerance); returns that IR."""
     optimized = g.mlir("optimized", fs.Backend.CPU, arch)
     assert f"tensor<{panelled}xf32>" in optimized and "linalg.batch_matmul" not in optimized
-    assert "vector_common_parallel = [1, 4, 1, 16, 0]" in optimized
     inputs = {t: random_array(t, rng) for t in g.input_tensors()}
     want = np.asarray(reference.run(g, inputs)["y"], np.float64)
     scale = float(np.abs(want).max())
     handle = fs.Handle(fs.Backend.CPU, arch=arch)
     got = np.asarray(run_and_check(g, handle, inputs, rtol=0, atol=SCALED_ATOL[4] * scale)["y"], np.float64)
     assert np.linalg.norm(got - want) / np.linalg.norm(want) < 1e-5
+    return optimized
 
 
 def test_polyphase_epilogue_adds_no_dispatch(cpu, lowering):
