@@ -51,6 +51,9 @@ class CompileStats:
     transient_memory_bytes: int
     executable_count: int = 0
     compile_seconds: float = 0.0
+    # Buffer-to-buffer copies per call (IREE's stream copies: a value written once and copied
+    # where each use needs it; 0 for the graphs fusilli's passes lay out in place).
+    copy_count: int = 0
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __getitem__(self, key: str) -> Any:
@@ -62,12 +65,17 @@ class CompileStats:
             "transient_memory_bytes": self.transient_memory_bytes,
             "executable_count": self.executable_count,
             "compile_seconds": self.compile_seconds,
+            "copy_count": self.copy_count,
         }
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> CompileStats:
         return CompileStats(
-            d["dispatch_count"], d["transient_memory_bytes"], d.get("executable_count", 0), d.get("compile_seconds", 0)
+            d["dispatch_count"],
+            d["transient_memory_bytes"],
+            d.get("executable_count", 0),
+            d.get("compile_seconds", 0),
+            d.get("copy_count", 0),
         )
 
 
@@ -182,6 +190,7 @@ def compile_module(module: ir.Module, flags: tuple[str, ...]) -> tuple[bytes, Co
         transient_memory_bytes=max(int(execution.get("transient-memory-size", 0)), workspace_bytes(vmfb)),
         executable_count=int(raw.get("stream-aggregate", {}).get("executable", {}).get("executable-count", 0)),
         compile_seconds=time.perf_counter() - start,
+        copy_count=int(execution.get("copy-count", 0)),
         raw=raw,
     )
     return vmfb, stats

@@ -186,6 +186,33 @@ def transform_matrices(m: int, r: int = KERNEL) -> tuple[np.ndarray, np.ndarray,
     return at, g, bt
 
 
+# The scales tried, in order, on a row equal to an earlier one: powers of two, so that the scaled
+# products are exactly the unscaled ones.
+_ROW_SCALES = (1.0, -1.0, 2.0, -2.0, 4.0, -4.0, 8.0, -8.0)
+
+
+def _distinct_rows(at: np.ndarray, g: np.ndarray, bt: np.ndarray) -> None:
+    """Scale each row of G and of B^T equal to an earlier row of its matrix by the first of
+    -1, 2, -2, 4, ... that makes it differ, and A^T's matching column by the inverse, in place:
+    the same products (powers of two, exact), from rows that differ.
+
+    The polyphase plans repeat rows: G's tap-1 rows are each ``[0, 1, 0]``; a dgrad's B^T picks
+    a DY value F(2, 2)'s B^T also picks. Equal rows make equal results of the transforms'
+    multi-result generics (``filter_transform``, ``one_pass_tile_transform``); IREE merges them
+    into one, writes it aside and copies it into place once per row: the suite's 3x3 s2
+    4x128x28x28->256 two copies of 640 KB a call (0.66 MB more transient memory, and the filter
+    transform ordered after them instead of beside the input transform), a dgrad's four or more.
+    With distinct rows none (``CompileStats.copy_count``, checked by test_winograd.py and
+    test/lit/ops/conv_fprop_polyphase_nhwc.py)."""
+    for matrix in (g, bt):
+        seen: set[tuple[float, ...]] = set()
+        for i, row in enumerate(matrix):
+            scale = next(s for s in _ROW_SCALES if tuple(row * s + 0.0) not in seen)
+            matrix[i] = row * scale + 0.0  # (+ 0.0: no -0.0 in the constants)
+            at[:, i] = at[:, i] / scale + 0.0
+            seen.add(tuple(matrix[i]))
+
+
 @functools.cache
 def polyphase_matrices(m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(A^T [m, t], G [t, 3], B^T [t, t]), t = 2m + 1: a 3-tap stride-2 correlation as Winograd.
@@ -196,8 +223,9 @@ def polyphase_matrices(m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     1-tap one over the odd phase, ``m`` products. The two sets of products side by side are
     one transform of size ``2m + 1`` over the input tile ``x'[2mT .. 2mT + 2m]``:
     B^T's first ``m + 1`` rows apply F(m, 2)'s B^T to the tile's even taps, the next ``m``
-    pick its odd ones; G's rows apply F(m, 2)'s G to taps 0 and 2, then repeat tap 1;
-    A^T is F(m, 2)'s A^T beside the identity. In 2-D the ``(2m + 1)^2`` products of a tile
+    pick its odd ones; G's rows apply F(m, 2)'s G to taps 0 and 2, then repeat tap 1 (scaled
+    by 1, -1, 2, ..., ``_distinct_rows``); A^T is F(m, 2)'s A^T beside the identity (its
+    columns scaled back). In 2-D the ``(2m + 1)^2`` products of a tile
     are the four phases' (``(m + 1)^2``, two of ``(m + 1) m`` and ``m^2``): per output and
     channel pair ``((m + 1) / m + 1)^2`` multiplies instead of 9, 6.25 for m = 2 and 5.06
     for m = 4.
@@ -210,6 +238,7 @@ def polyphase_matrices(m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     bt = np.zeros((t, t))
     bt[: m + 1, 0::2] = bt2
     bt[m + 1 :, 1::2] = np.eye(m)
+    _distinct_rows(at, g, bt)
     # The identity it must satisfy (in float64): A^T diag(G e_r) B^T = the stride-2 shift by r.
     for r in range(KERNEL):
         shift = np.zeros((m, t))
@@ -244,8 +273,8 @@ def polyphase_dgrad_matrices(m: int, pad: int) -> tuple[np.ndarray, np.ndarray, 
     ``2mT`` reads the ``m + 1`` DY values from ``mT + ceil((pad - 2) / 2)`` (tiles overlap by
     one): B^T's first ``m + 1`` rows are F(m, 2)'s B^T, the next ``m`` pick the tap-1 values;
     G applies F(m, 2)'s G to taps 2 and 0, then repeats tap 1; A^T interleaves the phases'
-    outputs. In 2-D, per output and channel pair ``(2m + 1)^2 / (2m)^2`` multiplies instead
-    of 9/4: 1.56 for m = 2, 1.27 for m = 4; and no col2im. The transposition of
+    outputs (``_distinct_rows`` scales the repeated rows of G and B^T, A^T's columns back). In 2-D, per
+    output and channel pair ``(2m + 1)^2 / (2m)^2`` multiplies instead of 9/4: 1.56 for m = 2, 1.27 for m = 4; and no col2im. The transposition of
     ``polyphase_matrices`` would make overlapping output tiles (an overlap-add) instead.
     """
     at2, g2, bt2 = transform_matrices(m, 2)
@@ -260,6 +289,7 @@ def polyphase_dgrad_matrices(m: int, pad: int) -> tuple[np.ndarray, np.ndarray, 
     bt = np.zeros((t, m + 1))
     bt[: m + 1] = bt2
     bt[m + 1 :, tap1_offset : tap1_offset + m] = np.eye(m)
+    _distinct_rows(at, g, bt)
     # The identity it must satisfy (in float64): A^T diag(G e_r) B^T scatters DY value i of the
     # tile to output 2(first + i) + r - pad.
     for r in range(KERNEL):

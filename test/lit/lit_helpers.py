@@ -63,6 +63,7 @@ def print_stats(g: fs.Graph, backend: fs.Backend = fs.Backend.CPU, arch: str | N
         stats = Artifact.from_bytes(g.compile_to_artifact(backend, arch)).stats
     print(f"dispatch-count: {stats.dispatch_count}")
     print(f"transient-memory-bytes: {stats.transient_memory_bytes}")
+    print(f"copy-count: {stats.copy_count}")
 
 
 def nhwc_wgrad_graph(name: str, n: int, c: int, hw: int, k: int, kernel: int, stride: int, padding: int) -> fs.Graph:

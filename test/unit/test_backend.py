@@ -161,7 +161,13 @@ def test_fused_conv_epilogue_is_one_dispatch(cpu, rng):
     assert stats.dispatch_count == 1
     assert stats["dispatch_count"] == 1
     assert stats.transient_memory_bytes >= 0
+    assert stats.copy_count == 0
     assert g.workspace_size >= 0
+    # The artifact cache keeps the statistics as JSON: each field reads back.
+    from fusilli.backend.compiler import CompileStats
+
+    stored = CompileStats(2, 64, executable_count=2, compile_seconds=0.5, copy_count=3)
+    assert CompileStats.from_json(stored.to_json()).to_json() == stored.to_json()
 
 
 def test_pointwise_chain_is_one_dispatch(cpu):

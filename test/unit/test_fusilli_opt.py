@@ -107,6 +107,7 @@ def test_stats_on_json(graph_json, capsys):
     out = capsys.readouterr().out
     assert "dispatch-count: 1\n" in out
     assert "transient-memory-bytes: " in out
+    assert "copy-count: 0\n" in out
 
 
 def test_compile_to_input_phase(graph_json, capsys):

@@ -217,6 +217,22 @@ def test_polyphase_matrices_compute_a_2d_stride2_correlation(m):
     np.testing.assert_allclose(y, direct, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("m", [2, 4])
+def test_polyphase_transform_rows_distinct(m):
+    # G's tap-1 rows, each [0, 1, 0], scaled by 1, -1, 2, -2, and a dgrad's B^T row that picks what
+    # F(2, 2)'s B^T row 1 picks negated (A^T's columns scaled back): equal rows would be equal
+    # results of a transform's generic, which IREE writes once and copies (copy_count, checked by
+    # test_polyphase_epilogue_adds_no_dispatch and test_strided_dgrad_polyphase_winograd).
+    # Powers of two, so the products are exactly the unscaled ones; no -0.0 among the constants.
+    plans = [winograd.polyphase_matrices(m)] + [winograd.polyphase_dgrad_matrices(m, pad) for pad in (0, 1, 2)]
+    for at, g, bt in plans:
+        assert len({tuple(row) for row in g}) == len(g)
+        assert len({tuple(row) for row in bt}) == len(bt)
+        np.testing.assert_array_equal(g[m + 1 :, 1], [1.0, -1.0, 2.0, -2.0][:m])
+        for matrix in (at, g, bt):
+            assert not np.any(np.signbit(matrix[matrix == 0.0]))
+
+
 def test_polyphase_multiplies_fewer_than_direct():
     # (2m + 1)^2 products per m x m outputs: 6.25 per output for m = 2, 5.06 for m = 4 (direct: 9).
     assert [(2 * m + 1) ** 2 / m**2 for m in (2, 4)] == [6.25, 5.0625]
@@ -383,6 +399,8 @@ def test_polyphase_epilogue_adds_no_dispatch(cpu, lowering):
     # The filter's transpose to HWCF, the filter, input and output transforms (one stage:
     # sparse_output_transform, the epilogue fused into it), the GEMM.
     assert fused.compile_stats.dispatch_count == plain.compile_stats.dispatch_count == 5
+    # Each of the filter transform's results written in place into U, none copied there.
+    assert fused.compile_stats.copy_count == plain.compile_stats.copy_count == 0
 
 
 def test_polyphase_forcing_leaves_other_convs_to_the_rules(cpu, lowering):

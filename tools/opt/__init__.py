@@ -128,7 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     result.add_argument(
         "--stats",
         action="store_true",
-        help="after the pass pipeline, compile fully and print 'dispatch-count: N' and 'transient-memory-bytes: N'",
+        help="after the pass pipeline, compile fully and print 'dispatch-count: N', 'transient-memory-bytes: N' and 'copy-count: N'",
     )
     parser.add_argument("--backend", choices=("cpu", "amdgpu"), help="compile target (default cpu)")
     parser.add_argument(
@@ -310,7 +310,10 @@ def process(
     if args.compile_to:
         return compile_module_to_phase(module, target.flags, args.compile_to)
     _, stats = compile_module(module, target.flags)
-    return f"dispatch-count: {stats.dispatch_count}\ntransient-memory-bytes: {stats.transient_memory_bytes}\n"
+    return (
+        f"dispatch-count: {stats.dispatch_count}\ntransient-memory-bytes: {stats.transient_memory_bytes}\n"
+        f"copy-count: {stats.copy_count}\n"
+    )
 
 
 def write(result: str, output: str | None) -> None:

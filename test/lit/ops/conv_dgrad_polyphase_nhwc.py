@@ -82,11 +82,12 @@ def polyphase_dgrad():
 #
 # Filter transform in one generic over the KRSC forward filter's nine [K, C] taps (no flip, no
 # transpose): G's columns, read along the generic's first dim, are F(2, 2)'s G on taps 2 and 0
-# (rows 0-2) and ones on tap 1 (rows 3-4); one [5, K, C] result per row of G.
+# (rows 0-2) and tap 1 times 1 and -1 (rows 3-4, distinct: no copies); one [5, K, C] result per
+# row of G.
 # CHECK: %[[KRSC:.*]] = torch_c.to_builtin_tensor %{{.*}} : !torch.vtensor<[16,3,3,8],f32> -> tensor<16x3x3x8xf32>
 # CHECK: tensor.extract_slice %[[KRSC]][0, 2, 2, 0] [16, 1, 1, 8] [1, 1, 1, 1] : tensor<16x3x3x8xf32> to tensor<16x8xf32>
 # CHECK: arith.constant dense<[0.000000e+00, 1.000000e+00, 1.000000e+00, 0.000000e+00, 0.000000e+00]> : tensor<5xf32>
-# CHECK: arith.constant dense<[0.000000e+00, 0.000000e+00, 0.000000e+00, 1.000000e+00, 1.000000e+00]> : tensor<5xf32>
+# CHECK: arith.constant dense<[0.000000e+00, 0.000000e+00, 0.000000e+00, 1.000000e+00, -1.000000e+00]> : tensor<5xf32>
 # CHECK: arith.constant dense<[1.000000e+00, -1.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00]> : tensor<5xf32>
 # CHECK: linalg.generic
 # CHECK-SAME: outs({{.*}} : tensor<5x16x8xf32>, tensor<5x16x8xf32>, tensor<5x16x8xf32>, tensor<5x16x8xf32>, tensor<5x16x8xf32>)
@@ -99,8 +100,10 @@ def polyphase_dgrad():
 # the tap-1 phase's picks of its first two values) read along b; clamped reads of DY at rows
 # (columns) 2*t + i; only tap 2 of the last tile row (column) falls past DY's 8 rows: two masks.
 # The integer entries of B^T are exact (ones and zeros), so its rows combine without multiplies.
+# Its row 4 picks what row 1 does, negated (winograd._distinct_rows; G's row 4 too, so A^T keeps
+# its signs): equal rows would be one result IREE copies into place.
 # CHECK: arith.constant dense<[1.000000e+00, 0.000000e+00, 0.000000e+00, 1.000000e+00, 0.000000e+00]> : tensor<5xf32>
-# CHECK: arith.constant dense<[1.000000e+00, 1.000000e+00, 1.000000e+00, 0.000000e+00, 1.000000e+00]> : tensor<5xf32>
+# CHECK: arith.constant dense<[1.000000e+00, 1.000000e+00, 1.000000e+00, 0.000000e+00, -1.000000e+00]> : tensor<5xf32>
 # CHECK: arith.constant dense<[0.000000e+00, 0.000000e+00, 1.000000e+00, 0.000000e+00, 0.000000e+00]> : tensor<5xf32>
 # CHECK: arith.constant dense<[true, true, true, false]> : tensor<4xi1>
 # CHECK-NEXT: arith.constant dense<[true, true, true, false]> : tensor<4xi1>
@@ -147,14 +150,15 @@ def polyphase_dgrad_pad0_cropped():
 # the even DX rows, and the tap-1 phase reads the tile's last two DY values (B^T's rows 3-4);
 # masks at both ends: tap 0 of the first tile, tap 2 of the last.
 # CHECK: arith.constant dense<[1.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00]> : tensor<5xf32>
-# CHECK: arith.constant dense<[1.000000e+00, 1.000000e+00, 1.000000e+00, 1.000000e+00, 0.000000e+00]> : tensor<5xf32>
+# CHECK: arith.constant dense<[1.000000e+00, 1.000000e+00, 1.000000e+00, -1.000000e+00, 0.000000e+00]> : tensor<5xf32>
 # CHECK: arith.constant dense<[0.000000e+00, 0.000000e+00, 1.000000e+00, 0.000000e+00, 1.000000e+00]> : tensor<5xf32>
 # CHECK: arith.constant dense<[false, true, true, true]> : tensor<4xi1>
 # CHECK: arith.constant dense<[true, true, true, false]> : tensor<4xi1>
 # CHECK: arith.addi %{{.*}}, %c-1
 # CHECK: linalg.batch_matmul
-# The output stage iterates DX's 15x15 (no crop copy); even rows are M[0] + M[1] and -M[1] + M[2].
-# CHECK: arith.constant dense<[1.000000e+00, 1.000000e+00, -1.000000e+00, 1.000000e+00, {{.*}}]> : tensor<15xf32>
+# The output stage iterates DX's 15x15 (no crop copy); even rows are M[0] + M[1] and -M[1] + M[2],
+# odd rows -M[3] and -M[4] (B^T's row 3 and G's row 4 negated, scaled back).
+# CHECK: arith.constant dense<[1.000000e+00, -1.000000e+00, -1.000000e+00, -1.000000e+00, {{.*}}]> : tensor<15xf32>
 # CHECK: linalg.generic
 # CHECK-SAME: outs(%{{.*}} : tensor<1x15x15x8xf32>)
 # CHECK-NOT: tensor.extract_slice

@@ -94,10 +94,10 @@ def polyphase_wgrad():
 # CHECK: } -> tensor<5x5x1x4x4x8xf32>
 # CHECK: %[[V:.*]] = tensor.collapse_shape %{{.*}} : tensor<5x5x1x4x4x8xf32> into tensor<25x16x8xf32>
 #
-# DY's 2x2 tiles by A = (F(2, 2)'s A^T beside the identity)^T: rows [1, 0], [1, -1], [0, 1], [1, 0],
-# [0, 1], its two columns read along the coefficient dim; DY tiles need no masks.
+# DY's 2x2 tiles by A = (F(2, 2)'s A^T beside the identity, its second column negated as G's row 4)^T:
+# rows [1, 0], [1, -1], [0, 1], [1, 0], [0, -1], its two columns read along the coefficient dim; DY tiles need no masks.
 # CHECK: arith.constant dense<[1.000000e+00, 1.000000e+00, 0.000000e+00, 1.000000e+00, 0.000000e+00]> : tensor<5xf32>
-# CHECK-NEXT: arith.constant dense<[0.000000e+00, -1.000000e+00, 1.000000e+00, 0.000000e+00, 1.000000e+00]> : tensor<5xf32>
+# CHECK-NEXT: arith.constant dense<[0.000000e+00, -1.000000e+00, 1.000000e+00, 0.000000e+00, -1.000000e+00]> : tensor<5xf32>
 # CHECK-NOT: xi1>
 # CHECK: } -> tensor<1x4x8x5x16xf32>
 # CHECK: } -> tensor<5x5x1x4x4x16xf32>
@@ -114,6 +114,6 @@ def polyphase_wgrad():
 # CHECK-NEXT: arith.constant dense<[-1.000000e+00, 0.000000e+00, 1.000000e+00]> : tensor<3xf32>
 # CHECK-NEXT: arith.constant dense<[0.000000e+00, 0.000000e+00, 1.000000e+00]> : tensor<3xf32>
 # CHECK-NEXT: arith.constant dense<[0.000000e+00, 1.000000e+00, 0.000000e+00]> : tensor<3xf32>
-# CHECK-NEXT: arith.constant dense<[0.000000e+00, 1.000000e+00, 0.000000e+00]> : tensor<3xf32>
+# CHECK-NEXT: arith.constant dense<[0.000000e+00, -1.000000e+00, 0.000000e+00]> : tensor<3xf32>
 # CHECK: } -> tensor<3x5x16x8xf32>
 # CHECK: } -> tensor<16x3x3x8xf32>
