@@ -1114,7 +1114,11 @@ def _filter_layout_text(
     panel = gemm_config.conv_b_panel(isa, columns, rows, depth, vendor, core, strided_patches, copied)
     if panel is None:
         return _padded_filter_text(t, columns, rows, copied)
-    return f", the filter written in {panel}-column panels (each panel's rows contiguous)"
+    text = f", the filter written in {panel}-column panels (each panel's rows contiguous)"
+    min_rows, tile_rows, (vm, vn) = gemm_config.PANEL_GEMM_TILE_BY_CORE.get((isa, core or ""), (0, 0, (0, 0)))
+    if vm and rows >= min_rows:
+        text += f" under a {vm}x{vn} tile in {tile_rows}-row workgroups"
+    return text
 
 
 def _filter_rows_text(columns: int, padded: int | None) -> str:

@@ -843,6 +843,29 @@ def gemm_rows_tile(tile: GemmTile, isa: str, vendor: str | None, m: int, materia
     return patch_matrix_tile(tile, isa, vendor, m) if materialized_a else input_rows_tile(tile, isa, vendor, m)
 
 
+# On Zen 3 a conv GEMM whose B is in 16-column panels (CONV_B_PANEL_BY_CORE), of at least
+# PANEL_GEMM_TILE_BY_CORE's rows, takes a 4x16 register tile (one panel wide) in workgroups of 28
+# rows (7 register tiles; ResNet-50's 196, 784, 1568, 3136 and 6272 rows are multiples of 28)
+# instead of the AMD 6x16 in 48 rows; its K blocks stay the vendor tile's. The Winograd GEMMs on
+# the same panels had measured 4x16 ahead of 6x16 (thirty-fourth session). AMD Zen 3 VM, one
+# thread, the GEMM alone, min us over two rounds (python benchmarks/dispatch_profile.py SUITE
+# --device local-sync --rounds 2 --variant 'old:fusilli.passes.gemm_config.PANEL_GEMM_TILE_BY_CORE={}'
+# --variant cur): see BENCHMARKS.md, thirty-fifth session. Below 196 rows (49: batch-1 7x7 images)
+# the 48-row workgroups stay (4x16 in 28 rows measured 12-30% behind there).
+PANEL_GEMM_TILE_BY_CORE: dict[tuple[str, str], tuple[int, int, tuple[int, int]]] = {
+    ("avx2", "znver3"): (196, 28, (4, 16))
+}
+
+
+def panel_gemm_tile(tile: GemmTile, isa: str, core: str | None, m: int) -> GemmTile:
+    """``tile`` for a conv GEMM of ``m`` rows that reads B in panels: the CPU ``core``'s workgroup rows
+    and register tile from PANEL_GEMM_TILE_BY_CORE where ``m`` reaches its rows, else as it is."""
+    min_rows, rows, vector = PANEL_GEMM_TILE_BY_CORE.get((isa, core or ""), (0, 0, None))
+    if vector is None or m < min_rows:
+        return tile
+    return replace(tile, distribution=(rows, tile.distribution[1]), vector=vector)
+
+
 def matmul_compilation_info(
     isa: str,
     m: int,
@@ -865,7 +888,10 @@ def matmul_compilation_info(
     tile = conv_gemm_tile(isa, n, vendor, strided_patches, m, k, core)
     if tile is None:
         return None
-    tile = conv_gemm_k_tile(gemm_rows_tile(tile, isa, vendor, m, materialized_a), k, padded_b or panel is not None)
+    tile = gemm_rows_tile(tile, isa, vendor, m, materialized_a)
+    if panel is not None:
+        tile = panel_gemm_tile(tile, isa, core, m)
+    tile = conv_gemm_k_tile(tile, k, padded_b or panel is not None)
     return _compilation_info(tile, None, m, n, k, panel)
 
 

@@ -62,13 +62,21 @@ def test_conv_b_panel_rule_zen3():
     assert panel(copied=True) is None and panel(columns=512, copied=True) is None
     with fusilli_context():
         info = str(gemm_config.matmul_compilation_info("avx2", 196, 256, 1024, "amd", core="znver3", panel=16))
-    # The vendor's 48x64 workgroups and 6x16 tile, N as four 16-column panels per workgroup.
-    assert "distribution = [48, 4, 16, 0]" in info and "vector_common_parallel = [6, 1, 16, 0]" in info
+        few = str(gemm_config.matmul_compilation_info("avx2", 49, 256, 1024, "amd", core="znver3", panel=16))
+        rows = str(gemm_config.matmul_compilation_info("avx2", 196, 128, 1024, "amd", core="znver3"))
+        zen1 = str(gemm_config.matmul_compilation_info("avx2", 196, 256, 1024, "amd", core="znver1", panel=16))
+    # From 196 rows the panel's 4x16 tile in 28-row workgroups (PANEL_GEMM_TILE_BY_CORE), N as four
+    # 16-column panels per workgroup; 49 rows (one workgroup), B in rows and other cores keep the 6x16.
+    assert "distribution = [28, 4, 16, 0]" in info and "vector_common_parallel = [4, 1, 16, 0]" in info
+    assert "distribution = [49, 4, 16, 0]" in few and "vector_common_parallel = [6, 1, 16, 0]" in few
+    assert "distribution = [48, 64, 0]" in rows and "vector_common_parallel = [6, 16, 0]" in rows
+    assert "vector_common_parallel = [4, 1, 16, 0]" not in zen1
     g = channels_last_conv_graph([1, 1024, 14, 14], 256, (1, 1), (1, 1), (0, 0), name="b_panels_zen3")
     zen3 = g.mlir("optimized", fs.Backend.CPU, "znver3")
     assert "iree_tensor_ext.compute_barrier.start %transposed : tensor<16x1024x16xf32>" in zen3
     explain = g.explain(fs.Backend.CPU, "znver3")
     assert "the filter written in 16-column panels (each panel's rows contiguous)" in explain
+    assert "under a 4x16 tile in 28-row workgroups" in explain  # 196 rows
     narrow = channels_last_conv_graph([4, 256, 28, 28], 128, (1, 1), (1, 1), (0, 0), name="b_rows_zen3")
     assert "panels" not in narrow.explain(fs.Backend.CPU, "znver3")
 
@@ -154,13 +162,15 @@ def _check_panels_and_numerics(g, arch, panels, vector, rng):
 
 
 ZEN3_CASES = {
-    # name: graph builder, conv lowering forced (None: auto), the panels' [blocks, depth, 16]
+    # name: graph builder, conv lowering forced (None: auto), the panels' [blocks, depth, 16], the
+    # register tile
     "fprop_1x1": (
         lambda: channels_last_conv_graph(
             [1, 64, 7, 9], 256, (1, 1), (1, 1), (0, 0), epilogue=True, name="z3_panels_1x1"
         ),
         None,
         "16x64x16",
+        "[6, 1, 16, 0]",
     ),
     "fprop_3x3_s2": (
         lambda: channels_last_conv_graph(
@@ -168,16 +178,35 @@ ZEN3_CASES = {
         ),
         "gemm",
         "16x144x16",
+        "[6, 1, 16, 0]",
+    ),
+    # 225 rows: the 4x16 tile in 28-row workgroups, a last workgroup of one row (a masked tile).
+    "fprop_1x1_225_rows": (
+        lambda: channels_last_conv_graph(
+            [1, 64, 15, 15], 256, (1, 1), (1, 1), (0, 0), epilogue=True, name="z3_panels_1x1_225"
+        ),
+        None,
+        "16x64x16",
+        "[4, 1, 16, 0]",
+    ),
+    "fprop_3x3_s2_196_rows": (
+        lambda: channels_last_conv_graph(
+            [1, 16, 28, 28], 256, (3, 3), (2, 2), (1, 1), epilogue=True, name="z3_panels_s2_196"
+        ),
+        "gemm",
+        "16x144x16",
+        "[4, 1, 16, 0]",
     ),
 }
 
 
 @pytest.mark.parametrize("case", sorted(ZEN3_CASES))
 def test_numerics_with_zen3_b_panels(rng, monkeypatch, case):
-    """Zen 3 code: the forward conv's filter of 256 columns in 16-column panels under the 6x16 tile
-    (63 rows: a last workgroup of 15 and a 3-row remainder of the tile), against the reference."""
+    """Zen 3 code: the forward conv's filter of 256 columns in 16-column panels, under the 6x16 tile
+    (63 rows: a last workgroup of 15 and a 3-row remainder of the tile) or from 196 rows the 4x16
+    (PANEL_GEMM_TILE_BY_CORE), against the reference."""
     arch = arch_running_here("znver3")
-    build, lowering, panels = ZEN3_CASES[case]
+    build, lowering, panels, vector = ZEN3_CASES[case]
     if lowering is not None:
         monkeypatch.setattr(pipeline, "CONV_LOWERING", lowering)
-    _check_panels_and_numerics(build(), arch, panels, "[6, 1, 16, 0]", rng)
+    _check_panels_and_numerics(build(), arch, panels, vector, rng)

@@ -15,8 +15,9 @@
 # in 64-column panels (gemm_config.conv_b_panel): the forward filter's transposition and the 1x1
 # dgrad's copy write [K / 64, depth, 64] and the GEMM is a contraction over (m, j, n, c), its N split
 # in the config; Zen 2's filters keep their padded rows and linalg.matmul. Zen 3 writes a forward
-# conv's filter of 256 or more columns in 16-column panels, its 6x16 tile's width, at any depth
-# (gemm_config.CONV_B_PANEL_BY_CORE): the deep, shallow and few-rows convs; the dgrad's B keeps its rows.
+# conv's filter of 256 or more columns in 16-column panels at any depth (gemm_config.CONV_B_PANEL_BY_CORE):
+# the deep, shallow and few-rows convs, each (from 196 rows) under the panel's 4x16 tile in 28-row
+# workgroups (gemm_config.PANEL_GEMM_TILE_BY_CORE); the dgrad's B keeps its rows and the 6x16.
 
 import fusilli as fs
 
@@ -47,8 +48,8 @@ print(g.to_json())
 # ZEN2-DAG: #[[DEEP:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [48, 64, 0], cache_reduction = [0, 0, 64], distribution = [48, 64, 0], vector_common_parallel = [6, 16, 0], vector_reduction = [0, 0, 8]>
 # ZEN3-DAG: #[[DEEP:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [48, 64, 0], cache_reduction = [0, 0, 64], distribution = [48, 64, 0], vector_common_parallel = [6, 16, 0], vector_reduction = [0, 0, 8]>
 # ROWS-DAG: #[[SHALLOW:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [48, 64, 0], distribution = [48, 64, 0], vector_common_parallel = [6, 16, 0], vector_reduction = [0, 0, 8]>
-# ZEN3-DAG: #[[SHALLOW:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [48, 4, 16, 0], distribution = [48, 4, 16, 0], vector_common_parallel = [6, 1, 16, 0], vector_reduction = [0, 0, 0, 8]>
-# ZEN3-DAG: #[[PANELS:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [48, 4, 16, 0], cache_reduction = [0, 0, 0, 64], distribution = [48, 4, 16, 0], vector_common_parallel = [6, 1, 16, 0], vector_reduction = [0, 0, 0, 8]>
+# ZEN3-DAG: #[[SHALLOW:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [28, 4, 16, 0], distribution = [28, 4, 16, 0], vector_common_parallel = [4, 1, 16, 0], vector_reduction = [0, 0, 0, 8]>
+# ZEN3-DAG: #[[PANELS:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [28, 4, 16, 0], cache_reduction = [0, 0, 0, 64], distribution = [28, 4, 16, 0], vector_common_parallel = [4, 1, 16, 0], vector_reduction = [0, 0, 0, 8]>
 # ZEN3-DAG: #[[INFO_PANELS:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[PANELS]]
 # CHECK-DAG: #[[INFO_DEEP:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[DEEP]]
 # CHECK-DAG: #[[INFO_SHALLOW:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[SHALLOW]]

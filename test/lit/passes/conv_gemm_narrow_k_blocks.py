@@ -54,7 +54,7 @@ def fprop_1x1_s2_wide():
 # ROWS: #iree_cpu.lowering_config<cache_parallel = [48, 64, 0], distribution = [48, 64, 0], vector_common_parallel = [6, 16, 0], vector_reduction = [0, 0, 8]>
 # ROWS: linalg.matmul {compilation_info = {{.*}}} ins(%{{.*}}, %{{.*}} : tensor<784x256xf32>, tensor<256x512xf32>)
 # ZEN3: conv [conv_fprop]: {{.*}}cpu-conv-im2col-gemm (1x1, 784 GEMM rows{{.*}}the filter written in 16-column panels
-# ZEN3: #iree_cpu.lowering_config<cache_parallel = [48, 4, 16, 0], distribution = [48, 4, 16, 0], vector_common_parallel = [6, 1, 16, 0], vector_reduction = [0, 0, 0, 8]>
+# ZEN3: #iree_cpu.lowering_config<cache_parallel = [28, 4, 16, 0], distribution = [28, 4, 16, 0], vector_common_parallel = [4, 1, 16, 0], vector_reduction = [0, 0, 0, 8]>
 # ZEN3: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<784x256xf32>, tensor<32x256x16xf32>) outs(%{{.*}} : tensor<784x32x16xf32>)
 
 
@@ -83,8 +83,9 @@ def fprop_1x1_deep_padded():
 # CHECK-LABEL: TEST: fprop_1x1_deep_padded
 # ZEN: #iree_cpu.lowering_config<cache_parallel = [48, 1, 64, 0], cache_reduction = [0, 0, 0, 64], distribution = [48, 1, 64, 0]
 # V3: #iree_cpu.lowering_config<cache_parallel = [48, 64, 0], distribution = [48, 64, 0]
-# Zen 3 (znver3) writes it in 16-column panels (gemm_config.CONV_B_PANEL_BY_CORE), K in blocks of 64.
-# ZEN3: #iree_cpu.lowering_config<cache_parallel = [48, 4, 16, 0], cache_reduction = [0, 0, 0, 64], distribution = [48, 4, 16, 0]
+# Zen 3 (znver3) writes it in 16-column panels (gemm_config.CONV_B_PANEL_BY_CORE), K in blocks of 64,
+# under the panel's 4x16 tile in 28-row workgroups (gemm_config.PANEL_GEMM_TILE_BY_CORE).
+# ZEN3: #iree_cpu.lowering_config<cache_parallel = [28, 4, 16, 0], cache_reduction = [0, 0, 0, 64], distribution = [28, 4, 16, 0], vector_common_parallel = [4, 1, 16, 0]
 # ZEN3: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<196x1024xf32>, tensor<32x1024x16xf32>)
 # ZEN: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<196x1024xf32>, tensor<8x1024x64xf32>)
 # V3: linalg.matmul {compilation_info = {{.*}}} ins(%{{.*}}, %{{.*}} : tensor<196x1024xf32>, tensor<1024x512xf32>)
