@@ -851,7 +851,7 @@ def gemm_rows_tile(tile: GemmTile, isa: str, vendor: str | None, m: int, materia
 # thread, the GEMM alone, min us over two rounds (python benchmarks/dispatch_profile.py SUITE
 # --device local-sync --rounds 2 --variant 'old:fusilli.passes.gemm_config.PANEL_GEMM_TILE_BY_CORE={}'
 # --variant cur): see BENCHMARKS.md, thirty-fifth session. Below 196 rows (49: batch-1 7x7 images)
-# the 48-row workgroups stay (4x16 in 28 rows measured 12-30% behind there).
+# the 48-row workgroups stay (4x16 in 28 rows, K blocks of 64, measured 10-26% behind there).
 PANEL_GEMM_TILE_BY_CORE: dict[tuple[str, str], tuple[int, int, tuple[int, int]]] = {
     ("avx2", "znver3"): (196, 28, (4, 16))
 }
