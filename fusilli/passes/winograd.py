@@ -207,7 +207,9 @@ def _distinct_rows(at: np.ndarray, g: np.ndarray, bt: np.ndarray) -> None:
     for matrix in (g, bt):
         seen: set[tuple[float, ...]] = set()
         for i, row in enumerate(matrix):
-            scale = next(s for s in _ROW_SCALES if tuple(row * s + 0.0) not in seen)
+            scale = next((s for s in _ROW_SCALES if tuple(row * s + 0.0) not in seen), None)
+            if scale is None:
+                raise AssertionError(f"row {i} of a Winograd transform repeats more than {len(_ROW_SCALES)} times")
             matrix[i] = row * scale + 0.0  # (+ 0.0: no -0.0 in the constants)
             at[:, i] = at[:, i] / scale + 0.0
             seen.add(tuple(matrix[i]))
@@ -225,10 +227,9 @@ def polyphase_matrices(m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     B^T's first ``m + 1`` rows apply F(m, 2)'s B^T to the tile's even taps, the next ``m``
     pick its odd ones; G's rows apply F(m, 2)'s G to taps 0 and 2, then repeat tap 1 (scaled
     by 1, -1, 2, ..., ``_distinct_rows``); A^T is F(m, 2)'s A^T beside the identity (its
-    columns scaled back). In 2-D the ``(2m + 1)^2`` products of a tile
-    are the four phases' (``(m + 1)^2``, two of ``(m + 1) m`` and ``m^2``): per output and
-    channel pair ``((m + 1) / m + 1)^2`` multiplies instead of 9, 6.25 for m = 2 and 5.06
-    for m = 4.
+    columns scaled back). In 2-D the ``(2m + 1)^2`` products of a tile are the four phases'
+    (``(m + 1)^2``, two of ``(m + 1) m`` and ``m^2``): per output and channel pair
+    ``((m + 1) / m + 1)^2`` multiplies instead of 9, 6.25 for m = 2 and 5.06 for m = 4.
     """
     at2, g2, bt2 = transform_matrices(m, 2)
     t = 2 * m + 1
@@ -273,9 +274,10 @@ def polyphase_dgrad_matrices(m: int, pad: int) -> tuple[np.ndarray, np.ndarray, 
     ``2mT`` reads the ``m + 1`` DY values from ``mT + ceil((pad - 2) / 2)`` (tiles overlap by
     one): B^T's first ``m + 1`` rows are F(m, 2)'s B^T, the next ``m`` pick the tap-1 values;
     G applies F(m, 2)'s G to taps 2 and 0, then repeats tap 1; A^T interleaves the phases'
-    outputs (``_distinct_rows`` scales the repeated rows of G and B^T, A^T's columns back). In 2-D, per
-    output and channel pair ``(2m + 1)^2 / (2m)^2`` multiplies instead of 9/4: 1.56 for m = 2, 1.27 for m = 4; and no col2im. The transposition of
-    ``polyphase_matrices`` would make overlapping output tiles (an overlap-add) instead.
+    outputs (``_distinct_rows`` scales the repeated rows of G and B^T, A^T's columns back).
+    In 2-D, per output and channel pair ``(2m + 1)^2 / (2m)^2`` multiplies instead of 9/4: 1.56
+    for m = 2, 1.27 for m = 4; and no col2im. The transposition of ``polyphase_matrices`` would
+    make overlapping output tiles (an overlap-add) instead.
     """
     at2, g2, bt2 = transform_matrices(m, 2)
     t, first = 2 * m + 1, _dgrad_first_row(pad)
