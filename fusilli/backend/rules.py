@@ -1115,8 +1115,9 @@ def _filter_layout_text(
     if panel is None:
         return _padded_filter_text(t, columns, rows, copied)
     text = f", the filter written in {panel}-column panels (each panel's rows contiguous)"
-    min_rows, tile_rows, (vm, vn) = gemm_config.PANEL_GEMM_TILE_BY_CORE.get((isa, core or ""), (0, 0, (0, 0)))
-    if vm and rows >= min_rows:
+    own = gemm_config.panel_core_tile(isa, core, rows)
+    if own is not None:
+        tile_rows, (vm, vn) = own
         text += f" under a {vm}x{vn} tile in {tile_rows}-row workgroups"
     return text
 

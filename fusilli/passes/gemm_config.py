@@ -857,12 +857,20 @@ PANEL_GEMM_TILE_BY_CORE: dict[tuple[str, str], tuple[int, int, tuple[int, int]]]
 }
 
 
-def panel_gemm_tile(tile: GemmTile, isa: str, core: str | None, m: int) -> GemmTile:
-    """``tile`` for a conv GEMM of ``m`` rows that reads B in panels: the CPU ``core``'s workgroup rows
-    and register tile from PANEL_GEMM_TILE_BY_CORE where ``m`` reaches its rows, else as it is."""
+def panel_core_tile(isa: str, core: str | None, m: int) -> tuple[int, tuple[int, int]] | None:
+    """The CPU ``core``'s (workgroup rows, register tile) from PANEL_GEMM_TILE_BY_CORE for a conv GEMM
+    of ``m`` rows that reads B in panels, where ``m`` reaches its rows; else None."""
     min_rows, rows, vector = PANEL_GEMM_TILE_BY_CORE.get((isa, core or ""), (0, 0, None))
-    if vector is None or m < min_rows:
+    return None if vector is None or m < min_rows else (rows, vector)
+
+
+def panel_gemm_tile(tile: GemmTile, isa: str, core: str | None, m: int) -> GemmTile:
+    """``tile`` for a conv GEMM of ``m`` rows that reads B in panels: ``panel_core_tile``'s workgroup
+    rows and register tile where it has them, else as it is."""
+    own = panel_core_tile(isa, core, m)
+    if own is None:
         return tile
+    rows, vector = own
     return replace(tile, distribution=(rows, tile.distribution[1]), vector=vector)
 
 
