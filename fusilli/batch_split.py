@@ -26,6 +26,13 @@ rank-4 NCHW-ordered dims) where every node's output rows each read one input row
 pointwise ops) and the cut tensors are channels-last, so that each half of the caller's
 array is again one dense block. Each cut tensor is halved along its own H: a stride-2 1x1
 conv's input has twice the rows of its output.
+
+A graph output that sums over the cut axis (a weight gradient sums over the images and output
+positions, a bias gradient is a sum over them: ``Node.summed_split_slots``) is not cut: each half
+computes a partial sum of the whole tensor, the calling thread's into the caller's array and the
+worker's into a scratch array of fusilli's, and the runtime adds the second into the first once
+both halves are done (``BatchSplitPlan.summed``). Such outputs must be f32, so that each partial
+sum keeps the precision a sum over the whole would.
 """
 
 from __future__ import annotations
@@ -62,6 +69,10 @@ class BatchSplitPlan:
     # calls of ``part`` images, so that a call's transformed data stays in cache (runtime's
     # SPLIT_ROUNDS_*). The compiled graph is ``part`` images.
     rounds: int = 1
+    # Graph outputs that sum over the cut dim (by name): each half computes a partial sum of the
+    # whole tensor, added after both ran; and the bytes they hold.
+    summed: frozenset[str] = frozenset()
+    summed_bytes: int = 0
 
     @property
     def half(self) -> int:
@@ -115,12 +126,18 @@ class BatchSplitPlan:
         return True
 
     def describe(self) -> str:
+        summed = (
+            f"; the halves' partial sums of {', '.join(repr(name) for name in sorted(self.summed))} added"
+            if self.summed
+            else ""
+        )
         if self.axis:
             return (
-                f"two calls of {self.half} of its {self.batch} rows at once ({len(self.split)} tensors split along H)"
+                f"two calls of {self.half} of its {self.batch} rows at once ({len(self.split)} tensors split "
+                f"along H{summed})"
             )
         rounds = f", {self.rounds} after another on each side" if self.rounds > 1 else ""
-        return f"two calls of batch {self.part} at once{rounds} ({len(self.split)} tensors split along dim 0)"
+        return f"two calls of batch {self.part} at once{rounds} ({len(self.split)} tensors split along dim 0{summed})"
 
     def physical_axis(self, t: TensorAttr) -> int:
         """Where the cut dim sits in ``t``'s physical (memory-order) view."""
@@ -143,24 +160,44 @@ def plan_row_split(graph: Graph) -> tuple[BatchSplitPlan | None, str]:
     return _plan(graph, 2, lambda node: node.row_split_slots(), "H")
 
 
+# How a split treats a tensor: cut in half along the axis, read whole by both halves, or (a graph
+# output that sums over the axis) computed by each half as a partial sum.
+_CUT, _WHOLE, _SUMMED = "cut", "whole", "summed"
+
+
 def _plan(graph: Graph, axis: int, slots_of, what: str) -> tuple[BatchSplitPlan | None, str]:
-    split: dict[str, bool] = {}  # tensor name -> cut along ``axis`` (True) or read whole
+    state: dict[str, str] = {}  # tensor name -> _CUT, _WHOLE or _SUMMED
     tensors: dict[str, TensorAttr] = {}
     for node in graph.nodes:
         slots = slots_of(node)
         if slots is None:
             return None, f"{node.kind} '{node.name}' mixes rows of {what}"
+        summed = node.summed_split_slots(axis)
         for slot, t in (*node.inputs.items(), *node.outputs.items()):
             if t is None:
                 continue
-            cut = slot in slots and not t.is_scalar
-            if split.setdefault(t.name, cut) != cut:
+            how = _CUT if slot in slots and not t.is_scalar else _SUMMED if slot in summed else _WHOLE
+            before = state.setdefault(t.name, how)
+            if before != how:
+                if _SUMMED in (before, how):
+                    return None, f"tensor '{t.name}' sums over {what} and another node reads it"
                 return None, f"tensor '{t.name}' is cut along {what} by one node and read whole by another"
             tensors[t.name] = t
     for t in graph.output_tensors():
-        if not split.get(t.name, False):
+        if state.get(t.name) not in (_CUT, _SUMMED):
             return None, f"output '{t.name}' does not carry the {'batch' if axis == 0 else 'rows'}"
+    for name, how in state.items():
+        if how == _SUMMED and tensors[name].dynamic_dims:
+            return None, f"tensor '{name}' has dynamic dims"
+        if how == _SUMMED and data_type_of(tensors[name]) != DataType.FLOAT:
+            return None, (
+                f"output '{name}' sums over {what} in {data_type_of(tensors[name]).name}: the halves' partial "
+                "sums would be rounded before they are added"
+            )
+    split = {name: how == _CUT for name, how in state.items() if how != _SUMMED}
     extents = {tensors[name].dim[axis] for name, cut in split.items() if cut}
+    if not extents:
+        return None, f"no tensor is cut along {what}"
     # The batch is one extent; rows may differ from tensor to tensor (a strided 1x1 conv's
     # input has more than its output), each node having checked that its halves line up.
     if axis == 0 and len(extents) != 1:
@@ -187,12 +224,18 @@ def _plan(graph: Graph, axis: int, slots_of, what: str) -> tuple[BatchSplitPlan 
                 f"the second half of tensor '{name}' starts {offset} bytes in, not {HALF_ALIGNMENT}-byte aligned",
             )
     bound = [(tensors[name], cut) for name, cut in split.items() if not tensors[name].is_virtual]
+    summed = frozenset(name for name, how in state.items() if how == _SUMMED)
+    # The extent cut: the outputs' (a row split's inputs may have more rows); where every output
+    # is summed, the most rows cut (a stride-2 weight gradient's X).
+    cut_outputs = [t for t in graph.output_tensors() if t.name not in summed]
     plan = BatchSplitPlan(
-        graph.output_tensors()[0].dim[axis],
+        cut_outputs[0].dim[axis] if cut_outputs else max(extents),
         frozenset(name for name, cut in split.items() if cut),
         split_bytes=sum(tensor_bytes(t) for t, cut in bound if cut),
         whole_bytes=sum(tensor_bytes(t) for t, cut in bound if not cut and not t.is_scalar),
         axis=axis,
+        summed=summed,
+        summed_bytes=sum(tensor_bytes(tensors[name]) for name in summed),
     )
     return plan, plan.describe()
 

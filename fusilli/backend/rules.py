@@ -349,6 +349,8 @@ def lowering_summary(nodes: Iterable[Any], target: Target) -> str:
             elif c.rule is CPU_CONV_WGRAD_WINOGRAD_STRIDED:
                 m = polyphase_wgrad_output_tile(problem, target)
                 name += f" F({m}x{m}, 2x2)"
+            elif c.rule is CPU_CONV_WGRAD_GEMM and _wgrad_gemm_chunk(problem, target) is not None:
+                name += " in chunks"
             if name not in names:
                 names.append(name)
     forced = forced_conv_lowering(nodes)
@@ -1731,6 +1733,19 @@ def CPU_CONV_WGRAD_DATA_TILING(p: Problem, t: Target) -> str | None:
     )
 
 
+def _wgrad_gemm_chunk(p: Problem, t: Target) -> int | None:
+    """The output positions per chunk of a weight gradient's GEMM (cpu-conv-wgrad-gemm) on ``t``, or
+    None where it is one GEMM (gemm_config.wgrad_chunk_positions)."""
+    from fusilli.passes import gemm_config  # the chunk rule (it imports this module)
+
+    isa, vendor, core = vector_isa(t), cpu_vendor(t.cpu), cpu_core(t.cpu)
+    columns, out_channels, positions = conv_gemm_depth(p), conv_out_channels(p), conv_gemm_rows(p)
+    transposed = gemm_config.wgrad_gemm_transposed(isa, out_channels, columns, vendor, core, positions)
+    return gemm_config.wgrad_chunk_positions(
+        p.fact("kernel"), positions, out_channels, transposed, isa, vendor, columns, core
+    )
+
+
 @rule(
     "cpu-conv-wgrad-gemm",
     Backend.CPU,
@@ -1772,9 +1787,7 @@ def CPU_CONV_WGRAD_GEMM(p: Problem, t: Target) -> str | None:
     columns, core = conv_gemm_depth(p), cpu_core(t.cpu)
     out_channels, positions = conv_out_channels(p), conv_gemm_rows(p)
     transposed = gemm_config.wgrad_gemm_transposed(isa, out_channels, columns, vendor, core, positions)
-    chunk = gemm_config.wgrad_chunk_positions(
-        p.fact("kernel"), positions, out_channels, transposed, isa, vendor, columns, core
-    )
+    chunk = _wgrad_gemm_chunk(p, t)
     shape = f" as DW^T[R*S*C = {columns}, K]" if transposed else ""
     rows = columns if transposed else out_channels
     cols = out_channels if transposed else columns

@@ -344,8 +344,10 @@ def cpu_execution(graph: Any, arch: str | None = None) -> CpuExecution:
     0.243-0.283 / 0.275-0.302 (both ahead in each run), 1x1024x14x14->256 (its 1 MB filter
     read by both halves) 0.310-0.635 / 0.353-0.629 (ahead in two runs, even in the third),
     1x64x56x56->256 0.265-0.328 / 0.287-0.338 (even; on AVX2, behind). A split Winograd conv
-    of enough bytes runs each half as ``SPLIT_ROUNDS`` calls (``_split_rounds``). ``split`` for a
-    graph that cannot be split runs it on the pool (logged).
+    of enough bytes runs each half as ``SPLIT_ROUNDS`` calls (``_split_rounds``). A graph whose
+    outputs sum over the cut dim (a weight gradient: ``BatchSplitPlan.summed``) splits the same
+    way, but not where such an output comes from a data-tiled GEMM (``SPLIT_SUMMED_EXCLUDED_RULES``).
+    ``split`` for a graph that cannot be split runs it on the pool (logged).
     """
     choice = os.environ.get("FUSILLI_CPU_EXECUTOR", "auto")
     if choice not in _EXECUTORS:
@@ -370,7 +372,7 @@ def cpu_execution(graph: Any, arch: str | None = None) -> CpuExecution:
         if core in SPLIT_EXCLUDED_CORES:
             return CpuExecution("local-task", f"{core}: the split executor measured no faster than the pool there")
     plan, why = plan_batch_split(graph)
-    if plan is None and all(t.rank == 4 and t.dim[0] == 1 for t in graph.output_tensors()):  # its rows may split
+    if plan is None and _rows_may_split(graph):
         row_plan, row_why = plan_row_split(graph)
         plan, why = (row_plan, row_why) if row_plan is not None else (None, f"{why}; rows: {row_why}")
     if plan is None:
@@ -387,6 +389,14 @@ def cpu_execution(graph: Any, arch: str | None = None) -> CpuExecution:
             plan, half = rounds
             why = f"{plan.describe()}: {_SPLIT_ROUNDS_WHY}"
     return CpuExecution("split", why, plan, half)
+
+
+def _rows_may_split(graph: Any) -> bool:
+    """Whether a graph that cannot split its batch is worth asking whether its rows split: every
+    output is a rank-4 batch-1 tensor, or a sum its node makes over the rows of such tensors (a
+    batch-1 weight gradient's DW)."""
+    summed = {t.name for node in graph.nodes for slot, t in node.outputs.items() if slot in node.summed_split_slots(2)}
+    return all(t.rank == 4 and (t.dim[0] == 1 or t.name in summed) for t in graph.output_tensors())
 
 
 # A batch split's halves run as SPLIT_ROUNDS calls each, one after another, where its graph holds a
@@ -418,8 +428,8 @@ def _split_rounds(graph: Any, plan: BatchSplitPlan, arch: str | None) -> tuple[B
     """``(plan, part graph)`` with SPLIT_ROUNDS calls a side where they pay (see above), else None."""
     from fusilli.backend import rules
 
-    if plan.axis or plan.split_bytes < SPLIT_ROUNDS_MIN_BYTES:
-        return None
+    if plan.axis or plan.summed or plan.split_bytes < SPLIT_ROUNDS_MIN_BYTES:
+        return None  # (a side's calls would each write the whole of a summed output)
     if plan.whole_bytes > SPLIT_ROUNDS_MAX_WHOLE_FRACTION * plan.split_bytes:
         return None
     target = graph.target(Backend.CPU, arch)
@@ -498,6 +508,26 @@ ROW_SPLIT_MAX_WRITE_RATIO_BY_TARGET = {("avx512", "amd"): 4.0}
 ROW_SPLIT_MAX_WHOLE_FRACTION_BY_CORE = {"znver3": 0.5}
 
 
+# A split whose halves each compute a partial sum of an output (a weight gradient: DW sums over the
+# images and positions) is refused where that output comes from a data-tiled GEMM: each half packs
+# its operands and unpacks a whole DW, and the halves' DWs are added, so the work that does not
+# halve grows while the GEMM's halves. 2-core EPYC Zen 3 VM (znver3), ResNet-50's weight gradients,
+# in one process, interleaved with PyTorch, pool / split, ms (python benchmarks/conv_lowerings.py
+# SUITE --lowering auto@local-task --lowering auto), two runs of 6 blocks: data-tiled (Zen 3's
+# cpu-conv-wgrad-data-tiling) 1x1 1x128x28x28->512 1.16 / 1.37, 1.10 / 1.29; 1x256x14x14->1024 1.42 /
+# 1.57, 1.29 / 1.38; 8x1024x14x14->256 7.64 / 9.22, 7.58 / 8.95; even: 1x1024x14x14->256 0.84 / 0.83,
+# 1.17 / 1.12; 1x512x28x28->128 1.19 / 1.20, 1.29 / 1.17. The split ahead on the other lowerings':
+# 3x3 8x64x56x56 (Winograd) 9.26 / 8.00, 9.89 / 8.60; 3x3 8x128x28x28 6.40 / 5.73, 7.06 / 6.81; the 7x7
+# s2 stem 8x3x224x224 (row blocks) 19.7 / 18.1, 16.6 / 14.8; two more runs of 10 blocks beside the
+# first two: 1x1 s2 1x256x56x56->512 (one GEMM) 3.26 / 2.96, 2.47 / 2.45, 2.12 / 1.94, 2.47 / 2.41;
+# 1x64x56x56->256 0.94 / 0.94, 1.02 / 0.95, 1.04 / 0.96, 1.12 / 1.01; 1x256x56x56->64 1.02 / 0.99, 0.98 /
+# 0.97, 0.92 / 0.84, 1.18 / 1.07; 8x256x56x56->64 (chunks in both halves) 8.13 / 8.50, 7.59 / 7.74, 7.20
+# / 7.13, 7.03 / 6.72. Halves that fall below the whole's chunks of positions (gemm_config's 4096: a
+# half of s2 8x256x56x56->512, 3136 positions, is one GEMM) are lowered otherwise
+# (rules.lowering_summary's "in chunks") and refused as such: 16.8 / 21.7, 15.6 / 20.5.
+SPLIT_SUMMED_EXCLUDED_RULES = ("cpu-conv-wgrad-data-tiling",)
+
+
 def _split_does_not_pay(graph: Any, plan: BatchSplitPlan, half: Any, arch: str | None) -> str | None:
     from fusilli.backend import rules
 
@@ -510,7 +540,8 @@ def _split_does_not_pay(graph: Any, plan: BatchSplitPlan, half: Any, arch: str |
         )
     target = graph.target(Backend.CPU, arch)
     if plan.axis:
-        written = sum(tensor_bytes(t) for t in graph.output_tensors())  # every output is split
+        # Every output is cut or summed; a summed one is not among the bytes split.
+        written = sum(tensor_bytes(t) for t in graph.output_tensors() if t.name not in plan.summed)
         read = plan.split_bytes - written
         key = (rules.vector_isa(target), cpu_vendor(target.cpu) or "")
         ratio = ROW_SPLIT_MAX_WRITE_RATIO_BY_TARGET.get(key, ROW_SPLIT_MAX_WRITE_RATIO)
@@ -531,6 +562,8 @@ def _split_does_not_pay(graph: Any, plan: BatchSplitPlan, half: Any, arch: str |
         choice = rules.choose(problem, target, "algorithm")
         if choice is not None and choice.rule in rules.CPU_CONV_GEMM_RULES and problem.fact("kernel") != (1, 1):
             return f"{node.kind} '{node.name}' is an im2col GEMM over a {problem.fact('kernel')} filter"
+        if choice is not None and choice.rule.name in SPLIT_SUMMED_EXCLUDED_RULES and plan.summed:
+            return f"{node.kind} '{node.name}' is {choice.rule.name}: each half would unpack a whole {node.kind} result"
     # The lowering rules choose by size: a half that falls below a threshold gets another
     # (3x3 s2 8x128x56x56->128: the explicit GEMM from 4096 rows; its halves' 3136 rows
     # went to data tiling, 22.4 ms against 7.9 on the pool).
@@ -897,9 +930,12 @@ class CompiledGraph:
         slots = [self._slot(t, resolved[id(t)][1], is_output) for t, is_output in self._roles]
         self._check_no_overlap(slots, workspace)
         args = _rt().VmVariantList(len(slots) + 1)
-        if self.split is not None:  # (the inline half's lists, the worker half's references), per round
+        if self.split is not None:
+            # (the inline half's lists, the worker half's references), per round, and the summed
+            # outputs' (inline half's array, worker half's) pairs to add once both are done.
             rounds = self.split.rounds
-            args = ([_rt().VmVariantList(len(slots) + 1) for _ in range(rounds)], [[] for _ in range(rounds)])
+            sums = [slot.summed for slot in slots if slot.summed is not None]
+            args = ([_rt().VmVariantList(len(slots) + 1) for _ in range(rounds)], [[] for _ in range(rounds)], sums)
         binding = _Binding(args, variant_pack, workspace, epoch, previous_sig)
         binding.numpy_outputs = [a for t in self.outputs if type(a := resolved[id(t)][1]) is np.ndarray]
         for slot in slots:
@@ -962,12 +998,15 @@ class CompiledGraph:
             buffer = aligned_empty(phys.shape, phys.dtype)
             staging = (buffer, phys) if is_output else (phys, buffer)
             phys = buffer
+        summed = None
         if data_type_of(t).name == "INT4":
             view, int4 = self._import_int4(t, phys, is_output)
+        elif self.split is not None and t.name in self.split.summed:
+            view, summed = self._import_summed(t, phys)
         else:
             view = self._import(t, phys)
         what = f"{'output' if is_output else 'input'} tensor '{t.name}'"
-        slot = _Slot(sig, value, arr, _byte_extent(arr), view, is_output, what, staging, int4)
+        slot = _Slot(sig, value, arr, _byte_extent(arr), view, is_output, what, staging, int4, summed)
         if staging is None and int4 is None:
             self._slots[t.name] = slot
         return slot
@@ -982,9 +1021,10 @@ class CompiledGraph:
         """Both halves at once: the worker's through ``main$async`` (it returns once the work
         is queued), the other inline; returns when both are done, even when one failed. With
         rounds, each side makes its calls one after another: the worker's each wait on the one
-        before (they share its scratch), the inline ones return in turn."""
+        before (they share its scratch), the inline ones return in turn. A summed output's two
+        partial sums are added once both halves succeeded."""
         rt = _rt()
-        inline_lists, worker_lists = args
+        inline_lists, worker_lists, sums = args
         restore = self._worker.calling_thread_elsewhere()
         last = None  # the fence the worker's last queued call signals
         try:
@@ -1011,6 +1051,8 @@ class CompiledGraph:
                     self._worker_semaphore = self._worker_device.create_semaphore(0)
                     self._worker_timepoint = 0
                     raise
+            for total, part in sums:  # both halves done: the worker's partial sums into the caller's
+                np.add(total, part, out=total)
         finally:
             if restore is not None:
                 os.sched_setaffinity(0, restore)
@@ -1053,6 +1095,17 @@ class CompiledGraph:
             )
             for i, d in enumerate(devices)
         )
+
+    def _import_summed(self, t: TensorAttr, phys: np.ndarray):
+        """A split's output that each half computes a partial sum of (``BatchSplitPlan.summed``):
+        the inline half writes the caller's array, the worker's half a scratch array of the same
+        shape (fusilli's, one per bound array), added into the first once both are done."""
+        scratch = aligned_empty(phys.shape, phys.dtype)
+        views = (
+            (self._import_flat(t, phys.reshape(-1).view(np.uint8), phys.shape),),
+            (self._import_flat(t, scratch.reshape(-1).view(np.uint8), phys.shape, self._worker_device),),
+        )
+        return views, (phys, scratch)
 
     def _import_int4(self, t: TensorAttr, phys: np.ndarray, is_output: bool):
         """int4 inputs are packed two to a byte into a buffer of fusilli's, refilled on
@@ -1194,9 +1247,9 @@ class _Slot:
     """One tensor's bound array: its signature, the caller's value and its NumPy view,
     byte extent, HAL buffer view, and any staging copy or int4 packing it needs."""
 
-    __slots__ = ("sig", "value", "arr", "extent", "view", "is_output", "what", "staging", "int4")
+    __slots__ = ("sig", "value", "arr", "extent", "view", "is_output", "what", "staging", "int4", "summed")
 
-    def __init__(self, sig, value, arr, extent, view, is_output, what, staging, int4):
+    def __init__(self, sig, value, arr, extent, view, is_output, what, staging, int4, summed=None):
         self.sig = sig
         self.value = value  # keeps the caller's memory alive while the view is cached
         self.arr = arr
@@ -1206,6 +1259,7 @@ class _Slot:
         self.what = what
         self.staging = staging  # (src, dst) for np.copyto around the call, or None
         self.int4 = int4  # (caller's bytes, packed nibbles), or None
+        self.summed = summed  # a split's summed output: (the inline half's array, the worker's), or None
 
 
 class _Binding:

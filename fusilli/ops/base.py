@@ -140,10 +140,19 @@ class Node:
 
     def batch_split_slots(self) -> frozenset[str] | None:
         """For running the graph as two half-batch calls (fusilli/batch_split.py): the slots
-        whose tensors are cut in half along dim 0, every other tensor being read whole; or
-        None when rows of the result depend on other rows of dim 0 (a reduction over the
-        batch, batch statistics), so the node cannot run on half batches. After validate."""
+        whose tensors are cut in half along dim 0, every other tensor being read whole (or, for
+        its ``summed_split_slots``, computed as a partial sum by each half); or None when rows of
+        the result depend on other rows of dim 0 in another way (a max over the batch, batch
+        statistics), so the node cannot run on half batches. After validate."""
         return None
+
+    def summed_split_slots(self, axis: int) -> frozenset[str]:
+        """For a split along ``axis`` (0: the batch, 2: a batch-1 graph's rows H; see
+        ``batch_split_slots`` and ``row_split_slots``, which then name the node's inputs cut):
+        the output slots whose tensors sum over that axis, so that each half computes a partial
+        sum and the halves' are added after both ran (a weight gradient, a sum over the batch).
+        Empty: every output is cut or read whole like any other tensor. After validate."""
+        return frozenset()
 
     def row_split_slots(self) -> frozenset[str] | None:
         """For running a batch-1 graph as two calls over half its rows (fusilli/batch_split.py,

@@ -266,8 +266,6 @@ class ConvDGradNode(ConvGradNodeBase):
         pointwise = w.rank == 4 and w.dim[2:] == [1, 1] and not any(self.padding)
         return frozenset({"DY", "DX"}) if pointwise and all(s == 1 for s in self.stride) else None
 
-    # conv_wgrad keeps the default (None): DW sums over the whole batch.
-
 
 @register_node
 class ConvWGradNode(ConvGradNodeBase):
@@ -275,3 +273,18 @@ class ConvWGradNode(ConvGradNodeBase):
     input_slots = ("DY", "X")
     output_slots = ("DW",)
     FORWARD = {"X": "X", "W": "DW"}
+
+    def batch_split_slots(self) -> frozenset[str]:
+        return frozenset({"DY", "X"})  # DW sums over the images: each half's is a partial sum
+
+    def row_split_slots(self) -> frozenset[str] | None:
+        """A 2-D 1x1 unpadded weight gradient: DY row ``i`` pairs with X row ``stride * i`` only,
+        so each half of DY's rows sums with its half of X's (the halves line up as for the
+        forward conv, ``ConvFPropNode.row_split_slots``) into a partial DW."""
+        x, dw = self.tensor("X"), self.tensor("DW")
+        pointwise = dw.rank == 4 and dw.dim[2:] == [1, 1] and not any(self.padding)
+        rows_line_up = self.stride[0] == 1 or x.dim[2] % (2 * self.stride[0]) == 0
+        return frozenset({"DY", "X"}) if pointwise and rows_line_up else None
+
+    def summed_split_slots(self, axis: int) -> frozenset[str]:
+        return frozenset({"DW"})  # a sum over the images and output positions

@@ -78,9 +78,20 @@ class ReductionNode(Node):
 
     def batch_split_slots(self) -> frozenset[str] | None:
         x, y = self.tensor("X"), self.tensor("Y")
+        if self.summed_split_slots(0):
+            return frozenset({"X"})  # a sum over dim 0: each half's Y is a partial sum
         if y.rank != x.rank or y.dim[0] != x.dim[0] or 0 in self.reduced_dims():
             return None  # reduces over dim 0
         return frozenset({"X", "Y"})
+
+    def row_split_slots(self) -> frozenset[str] | None:
+        return frozenset({"X"}) if self.summed_split_slots(2) else None  # a sum over H: as over dim 0
+
+    def summed_split_slots(self, axis: int) -> frozenset[str]:
+        """A sum (``ADD``) over ``axis`` among others: the halves' partial sums add up to it."""
+        x, y = self.tensor("X"), self.tensor("Y")
+        summed = self.attrs.mode == ReductionMode.ADD and y.rank == x.rank > axis and axis in self.reduced_dims()
+        return frozenset({"Y"}) if summed else frozenset()
 
     def infer(self) -> None:
         x, y = self.tensor("X"), self.tensor("Y")

@@ -52,23 +52,32 @@ def test_half_graph_halves_the_split_tensors_only():
     assert all(t.stride == full[t.name] for t in half.input_tensors())  # the caller's halves, as laid out
 
 
+def wgrad_graph(name: str, n: int = 4, c: int = 8, k: int = 8, hw: int = 6, kernel: int = 3, stride: int = 1, **kw):
+    """A channels-last weight gradient DW[k, c, kernel, kernel] of DY and X (``kw``: Graph's)."""
+    g = fs.Graph(name=name, **kw)
+    ho = (hw + 2 * (kernel // 2) - kernel) // stride + 1
+    dy = g.tensor(name="dy", dim=[n, k, ho, ho], stride=fs.strides([n, k, ho, ho], "NHWC"))
+    x = g.tensor(name="x", dim=[n, c, hw, hw], stride=fs.strides([n, c, hw, hw], "NHWC"))
+    pad = [kernel // 2] * 2
+    dw = g.conv_wgrad(dy, x, padding=pad, stride=[stride] * 2, dilation=[1, 1], name="wgrad")
+    dims = [k, c, kernel, kernel]
+    dw.set_dim(dims).set_stride(fs.strides(dims, "NHWC")).set_output(True).set_name("dw")
+    return g
+
+
+def with_bias_gradient(g: fs.Graph) -> fs.Graph:
+    """``g`` plus DY's sum over N, H and W (a bias gradient, another sum over the batch)."""
+    (dy,) = (t for t in g.input_tensors() if t.name == "dy")
+    g.reduction(dy, mode="ADD", axes=[0, 2, 3], name="bias_sum").set_output(True).set_name("db")
+    return g
+
+
 @pytest.mark.parametrize(
     "build, reason",
     [
         (
-            lambda g: g.conv_wgrad(
-                g.tensor(name="dy", dim=[4, 8, 6, 6]),
-                g.tensor(name="x", dim=[4, 8, 6, 6]),
-                padding=[1, 1],
-                stride=[1, 1],
-                dilation=[1, 1],
-                name="wg",
-            ).set_dim([8, 8, 3, 3]),
-            "conv_wgrad 'wg' mixes rows of dim 0",
-        ),
-        (
-            lambda g: g.reduction(g.tensor(name="x", dim=[4, 8]), mode="ADD", axes=[0], name="sum"),
-            "reduction 'sum' mixes rows of dim 0",
+            lambda g: g.reduction(g.tensor(name="x", dim=[4, 8]), mode="MAX", axes=[0], name="max"),
+            "reduction 'max' mixes rows of dim 0",
         ),
         (lambda g: g.relu(g.tensor(name="x", dim=[3, 16]), name="r"), "dim 0 is 3"),
         (lambda g: g.relu(g.tensor(name="x", dim=[1, 16]), name="r"), "dim 0 is 1"),
@@ -80,13 +89,61 @@ def test_half_graph_halves_the_split_tensors_only():
             "not outermost",
         ),
     ],
-    ids=["wgrad", "reduce-dim0", "odd", "one", "misaligned-half", "transposed-a"],
+    ids=["max-over-dim0", "odd", "one", "misaligned-half", "transposed-a"],
 )
 def test_graphs_that_cannot_split_say_why(build, reason):
     g = fs.Graph(name="no_split")
     build(g).set_output(True).set_name("out")
     plan, why = plan_batch_split(g.validate())
     assert plan is None and reason in why
+
+
+def test_weight_gradient_halves_sum_into_its_output():
+    """DW sums over the images: X and DY are cut, each half computes a partial DW (summed)."""
+    plan, why = plan_batch_split(wgrad_graph("plan_wgrad").validate())
+    assert plan is not None and set(plan.split) == {"dy", "x"} and plan.summed == {"dw"}
+    assert plan.batch == 4 and plan.summed_bytes == 8 * 8 * 9 * 4 and plan.whole_bytes == 0
+    assert "the halves' partial sums of 'dw' added" in why
+    half = plan.half_graph(wgrad_graph("plan_wgrad_half").validate())
+    dims = {t.name: t.dim for t in half.all_tensors()}
+    assert dims["x"] == [2, 8, 6, 6] and dims["dy"] == [2, 8, 6, 6] and dims["dw"] == [8, 8, 3, 3]
+
+
+def test_a_sum_over_the_batch_is_summed_too():
+    plan, why = plan_batch_split(with_bias_gradient(wgrad_graph("plan_wgrad_bias")).validate())
+    assert plan is not None and plan.summed == {"dw", "db"} and set(plan.split) == {"dy", "x"}
+    assert "partial sums of 'db', 'dw' added" in why
+    g = fs.Graph(name="plan_sum")
+    g.reduction(g.tensor(name="x", dim=[4, 64]), mode="ADD", axes=[0], name="sum").set_output(True).set_name("y")
+    plan, _ = plan_batch_split(g.validate())
+    assert plan is not None and plan.summed == {"y"} and set(plan.split) == {"x"}
+
+
+@pytest.mark.parametrize(
+    "build, reason",
+    [
+        (
+            lambda: wgrad_graph("no_split_bf16", io_data_type=fs.DataType.BFLOAT16),
+            "output 'dw' sums over dim 0 in BFLOAT16: the halves' partial sums would be rounded",
+        ),
+        (
+            lambda: _scaled(wgrad_graph("no_split_read")),
+            "tensor 'dw' sums over dim 0 and another node reads it",
+        ),
+    ],
+    ids=["bf16-sum", "sum-read-by-a-node"],
+)
+def test_sums_that_cannot_split_say_why(build, reason):
+    plan, why = plan_batch_split(build().validate())
+    assert plan is None and reason in why
+
+
+def _scaled(g: fs.Graph) -> fs.Graph:
+    """``g`` with its DW no longer an output but scaled by a pointwise node (whose output is)."""
+    (dw,) = g.output_tensors()
+    dw.set_output(False).set_name("dw")
+    g.mul(dw, g.tensor(name="s", dim=[1, 1, 1, 1]), name="scale").set_output(True).set_name("scaled")
+    return g
 
 
 def test_batchnorm_splits_in_inference_only():
@@ -178,6 +235,36 @@ def test_sdpa_with_batch_broadcast_mask_split_matches_reference(cpu, rng, split_
     assert split_names(g) == {"q", "k", "v", "o"}
     run_and_check(g.validate(), cpu, inputs_of(g, rng), rtol=1e-4, atol=1e-4)
     assert g._compiled.executor == "split"
+
+
+@pytest.mark.parametrize("bias", [False, True], ids=["dw", "dw-and-db"])
+def test_weight_gradient_split_matches_reference(cpu, rng, split_executor, bias):
+    """Each half's partial sums (the caller's array and the worker's scratch) add up to the
+    whole's, call after call, whatever the output array held before (each call writes it)."""
+    g = wgrad_graph(f"split_wgrad_{bias}", n=4, c=16, k=32, hw=8)
+    g = with_bias_gradient(g) if bias else g
+    g.validate().compile(cpu)
+    assert g._compiled.executor == "split" and g._compiled.split.summed == ({"dw", "db"} if bias else {"dw"})
+    outputs = {t: fs.empty(t) for t in g.output_tensors()}
+    for array in outputs.values():
+        array[...] = 1e6
+    for _ in range(3):
+        inputs = inputs_of(g, rng)
+        g.execute({**inputs, **outputs})
+        want = reference.run(g, inputs)
+        for t, got in outputs.items():
+            np.testing.assert_allclose(got, want[t.name], rtol=1e-4, atol=1e-4, err_msg=t.name)
+
+
+def test_misaligned_summed_output_goes_through_staging(cpu, rng, split_executor):
+    g = wgrad_graph("split_wgrad_misaligned", n=2, c=16, k=16, hw=8).validate()
+    g.compile(cpu)
+    inputs = inputs_of(g, rng)
+    (dwt,) = g.output_tensors()
+    raw = np.empty(fs.empty(dwt).size + 1, np.float32)[1:]  # 4 bytes off a 64-byte boundary at best
+    dw = np.lib.stride_tricks.as_strided(raw, fs.empty(dwt).shape, fs.empty(dwt).strides)
+    g.execute({**inputs, dwt: dw})
+    np.testing.assert_allclose(dw, reference.run(g, inputs)["dw"], rtol=1e-4, atol=1e-4)
 
 
 def test_repeated_split_calls_see_new_input_values(cpu, rng, split_executor):
@@ -332,8 +419,8 @@ def test_attention_counts_its_flops_for_the_executor(monkeypatch):
 
 def test_forced_split_of_a_graph_that_cannot_runs_on_the_pool(monkeypatch, cpu, rng):
     monkeypatch.setenv("FUSILLI_CPU_EXECUTOR", "split")
-    g = fs.Graph(name="split_forced_wgrad")
-    g.reduction(g.tensor(name="x", dim=[4, 64]), mode="ADD", axes=[0], name="sum").set_output(True).set_name("y")
+    g = fs.Graph(name="split_forced_max")
+    g.reduction(g.tensor(name="x", dim=[4, 64]), mode="MAX", axes=[0], name="max").set_output(True).set_name("y")
     assert runtime.choose_cpu_executor(g.validate()) == "local-task"
     run_and_check(g, cpu, inputs_of(g, rng))
     assert g._compiled.executor == "local-task"
@@ -422,12 +509,38 @@ def test_rounds_with_a_callers_workspace_and_misaligned_arrays(cpu, rng, auto_ro
         (lambda: winograd_conv("rounds_yes"), 2),
         # A 1x1 conv is a GEMM: no transformed data (measured even).
         (lambda: channels_last_conv_graph([8, 64, 28, 28], 64, (1, 1), (1, 1), (0, 0), name="rounds_1x1"), 1),
+        # A Winograd weight gradient's halves each write the whole DW: one call a side.
+        (lambda: wgrad_graph("rounds_wgrad", n=8, c=32, k=32, hw=28).validate(), 1),
     ],
-    ids=["winograd", "gemm"],
+    ids=["winograd", "gemm", "winograd-wgrad"],
 )
 def test_rounds_only_for_winograd_convs(auto_rounds, graph, rounds):
-    execution = runtime.cpu_execution(graph())
+    g = graph()
+    execution = runtime.cpu_execution(g)
     assert execution.executor == "split" and execution.plan.rounds == rounds
+    if execution.plan.summed:
+        from fusilli.backend import rules
+
+        assert rules.lowering_summary(g.nodes, g.target()).startswith("cpu-conv-winograd")
+
+
+def test_auto_keeps_summed_splits_that_lose_on_the_pool(auto_rounds):
+    """Zen 3: a data-tiled weight gradient (each half would unpack a whole DW), and one whose halves
+    fall below the chunks' 4096 positions (lowering_summary says "in chunks"), stay on the pool;
+    a Winograd one splits."""
+    from fusilli.backend import rules
+    from fusilli.backend.targets import Target
+
+    tiled = wgrad_graph("summed_tiled", n=4, c=128, k=128, hw=16, kernel=1).validate()
+    execution = runtime.cpu_execution(tiled, "znver3")
+    assert execution.executor == "local-task" and "is cpu-conv-wgrad-data-tiling" in execution.why
+    chunked = wgrad_graph("summed_chunked", n=2, c=64, k=128, hw=48, kernel=1).validate()  # 4608 positions
+    assert rules.lowering_summary(chunked.nodes, Target.resolve("cpu", "znver3")) == "cpu-conv-wgrad-gemm in chunks"
+    execution = runtime.cpu_execution(chunked, "znver3")
+    assert execution.executor == "local-task"
+    assert "(cpu-conv-wgrad-gemm instead of cpu-conv-wgrad-gemm in chunks)" in execution.why
+    winograd = wgrad_graph("summed_winograd", n=8, c=32, k=32, hw=28).validate()
+    assert runtime.cpu_execution(winograd, "znver3").executor == "split"
 
 
 def test_rounds_need_the_bytes(monkeypatch, auto_rounds):

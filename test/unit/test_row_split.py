@@ -115,6 +115,40 @@ def test_1x1_dgrad_splits_its_rows_and_a_strided_one_does_not():
     assert plan is None and "conv_dgrad 'dgrad' mixes rows of H" in why
 
 
+def _wgrad_graph(name: str, c: int, h: int, k: int, stride: int = 1, kernel: int = 1, bias: bool = False) -> fs.Graph:
+    """DW[k, c, kernel, kernel] of a batch-1 channels-last conv of ``stride`` (``bias``: and DY's sum
+    over N, H and W, a bias gradient)."""
+    g = fs.Graph(name=name)
+    pad = kernel // 2
+    out = (h + 2 * pad - kernel) // stride + 1
+    dy = g.tensor(name="dy", dim=[1, k, out, out], stride=fs.strides([1, k, out, out], "NHWC"))
+    x = g.tensor(name="x", dim=[1, c, h, h], stride=fs.strides([1, c, h, h], "NHWC"))
+    dw = g.conv_wgrad(dy, x, padding=[pad, pad], stride=[stride, stride], dilation=[1, 1], name="wgrad")
+    dims = [k, c, kernel, kernel]
+    dw.set_dim(dims).set_stride(fs.strides(dims, "NHWC")).set_output(True).set_name("dw")
+    if bias:
+        g.reduction(dy, mode="ADD", axes=[0, 2, 3], name="bias_sum").set_output(True).set_name("db")
+    return g.validate()
+
+
+def test_1x1_wgrad_sums_its_row_halves():
+    # DY row i pairs with X row stride * i: each half of the rows gives a partial DW.
+    plan, why = plan_row_split(_wgrad_graph("rows_wgrad_plan", 16, 12, 24))
+    assert plan is not None and plan.axis == 2 and set(plan.split) == {"dy", "x"} and plan.summed == {"dw"}
+    assert plan.batch == 12 and "6 of its 12 rows" in why and "partial sums of 'dw' added" in why
+    strided = _wgrad_graph("rows_wgrad_s2", 16, 12, 24, stride=2)
+    plan, why = plan_row_split(strided)
+    assert plan is not None and plan.batch == 12  # every output summed: the extent is X's rows
+    dims = {t.name: t.dim for t in plan.half_graph(strided).all_tensors()}
+    assert dims["x"] == [1, 16, 6, 12] and dims["dy"] == [1, 24, 3, 6] and dims["dw"] == [24, 16, 1, 1]
+    plan, why = plan_row_split(_wgrad_graph("rows_wgrad_bias", 16, 12, 24, bias=True))
+    assert plan is not None and plan.summed == {"dw", "db"}
+    plan, why = plan_row_split(_wgrad_graph("rows_wgrad_3x3", 16, 12, 24, kernel=3))
+    assert plan is None and "conv_wgrad 'wgrad' mixes rows of H" in why
+    plan, why = plan_row_split(_wgrad_graph("rows_wgrad_s2_odd", 16, 10, 24, stride=2))
+    assert plan is None and "conv_wgrad 'wgrad' mixes rows of H" in why  # 10 rows: halves of 5 and 2.5
+
+
 def test_pointwise_operand_carrying_h_without_a_dim_2_cannot_split():
     g = fs.Graph(name="rows_rank3")
     x = g.tensor(name="x", dim=[1, 8, 12, 12], stride=fs.strides([1, 8, 12, 12], "NHWC"))
@@ -142,6 +176,16 @@ def test_1x1_dgrad_row_split_matches_reference(cpu, rng, split_executor, epilogu
     g = _dgrad_graph(f"rows_dgrad_num_{epilogue}", 48, 14, 32, epilogue=epilogue)
     run_and_check(g, cpu, inputs_of(g, rng), rtol=1e-4, atol=1e-4)
     assert g._compiled.executor == "split" and g._compiled.split.axis == 2
+
+
+@pytest.mark.parametrize(
+    "stride, bias", [(1, False), (2, False), (1, True)], ids=["stride-1", "stride-2", "with-bias-gradient"]
+)
+def test_1x1_wgrad_row_split_matches_reference(cpu, rng, split_executor, stride, bias):
+    g = _wgrad_graph(f"rows_wgrad_num_{stride}_{bias}", 32, 16, 48, stride=stride, bias=bias)
+    for _ in range(2):  # the worker's partial sums land in its scratch anew each call
+        run_and_check(g, cpu, inputs_of(g, rng), rtol=1e-4, atol=1e-4)
+    assert g._compiled.executor == "split" and g._compiled.split.axis == 2 and "dw" in g._compiled.split.summed
 
 
 def test_row_split_calls_see_new_input_values(cpu, rng, split_executor):
@@ -252,3 +296,16 @@ def test_zen3_keeps_a_row_split_whose_filter_outweighs_half_its_split_bytes_on_t
     # A filter under half the split bytes still splits there (1x512x28x28->256: 0.5 MiB against 2.4 MB).
     light = channels_last_conv_graph([1, 512, 28, 28], 256, (1, 1), (1, 1), (0, 0), name="rows_zen3_light")
     assert runtime.cpu_execution(light, "znver3").executor == "split"
+
+
+def test_auto_row_splits_a_batch_1_1x1_wgrad_but_not_a_data_tiled_one(auto_on_two_cpus):
+    """ResNet-50's 1x1 1x64x56x56->256 weight gradient (one GEMM) splits its rows; on Zen 3
+    1x512x28x28->128's is data-tiled (each half would unpack a whole DW: runtime.
+    SPLIT_SUMMED_EXCLUDED_RULES) and stays on the pool."""
+    g = _wgrad_graph("rows_wgrad_auto", 64, 56, 256)
+    execution = runtime.cpu_execution(g, "znver3")
+    assert execution.executor == "split" and "28 of its 56 rows" in execution.why and "'dw' added" in execution.why
+    tiled = _wgrad_graph("rows_wgrad_tiled", 512, 28, 128)
+    execution = runtime.cpu_execution(tiled, "znver3")
+    assert execution.executor == "local-task"
+    assert "conv_wgrad 'wgrad' is cpu-conv-wgrad-data-tiling: each half would unpack" in execution.why
