@@ -256,6 +256,41 @@ def test_weight_gradient_split_matches_reference(cpu, rng, split_executor, bias)
             np.testing.assert_allclose(got, want[t.name], rtol=1e-4, atol=1e-4, err_msg=t.name)
 
 
+def conv_backward_graph(name: str, n: int = 4, c: int = 16, k: int = 16, hw: int = 8) -> fs.Graph:
+    """A conv + bias + relu layer's backward as fusilli.torch builds it: relu's backward from the
+    result, then DX, DW and the bias gradient (a sum over N, H and W)."""
+    g = fs.Graph(name=name)
+
+    def nhwc(name: str, dims: list[int]) -> fs.TensorAttr:
+        return g.tensor(name=name, dim=dims, stride=fs.strides(dims, "NHWC"))
+
+    dy, y, x, w = (
+        nhwc("dy", [n, k, hw, hw]),
+        nhwc("y", [n, k, hw, hw]),
+        nhwc("x", [n, c, hw, hw]),
+        nhwc("w", [k, c, 3, 3]),
+    )
+    dz = g.relu_bwd(dy, y, name="relu_bwd")
+    attrs = dict(padding=[1, 1], stride=[1, 1], dilation=[1, 1])
+    dx = g.conv_dgrad(dz, w, name="dgrad", **attrs)
+    dx.set_dim([n, c, hw, hw]).set_stride(fs.strides([n, c, hw, hw], "NHWC")).set_output(True).set_name("dx")
+    dw = g.conv_wgrad(dz, x, name="wgrad", **attrs)
+    dw.set_dim([k, c, 3, 3]).set_stride(fs.strides([k, c, 3, 3], "NHWC")).set_output(True).set_name("dw")
+    g.reduction(dz, mode="ADD", axes=[0, 2, 3], name="bias_grad").set_output(True).set_name("db")
+    return g.validate()
+
+
+def test_a_conv_layers_whole_backward_splits(cpu, rng, split_executor):
+    """DX's images are cut, DW and the bias gradient summed, the filter read whole: the graph
+    fusilli.torch's conv2d backward builds runs as two halves (it ran on the pool before)."""
+    g = conv_backward_graph("split_conv_backward")
+    plan, why = plan_batch_split(g)
+    assert plan is not None and plan.summed == {"dw", "db"} and {"dy", "y", "x", "dx"} <= set(plan.split)
+    assert "w" not in plan.split and plan.whole_bytes == 16 * 16 * 9 * 4
+    run_and_check(g, cpu, inputs_of(g, rng), rtol=1e-4, atol=1e-4)
+    assert g._compiled.executor == "split"
+
+
 def test_misaligned_summed_output_goes_through_staging(cpu, rng, split_executor):
     g = wgrad_graph("split_wgrad_misaligned", n=2, c=16, k=16, hw=8).validate()
     g.compile(cpu)
