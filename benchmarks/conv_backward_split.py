@@ -47,16 +47,26 @@ def backward_graph(n: int, c: int, h: int, k: int, r: int, name: str) -> fs.Grap
     return g.validate()
 
 
+def shape(text: str) -> tuple[int, int, int, int, int]:
+    """N,C,H,K,R as five positive ints (argparse's type: a bad one is its usage error)."""
+    try:
+        n, c, h, k, r = (int(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected N,C,H,K,R (five ints)") from None
+    if min(n, c, h, k, r) < 1 or r % 2 == 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected positive sizes and an odd kernel")
+    return n, c, h, k, r
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("shapes", nargs="*", default=SHAPES)
+    parser.add_argument("shapes", nargs="*", type=shape, default=[shape(s) for s in SHAPES])
     parser.add_argument("--blocks", type=int, default=8)
     parser.add_argument("--calls", type=int, default=10)
     args = parser.parse_args()
     handle = fs.Handle(fs.Backend.CPU)
     rng = np.random.default_rng(0)
-    for shape in args.shapes:
-        n, c, h, k, r = (int(v) for v in shape.split(","))
+    for n, c, h, k, r in args.shapes:
         graphs, packs = {}, {}
         values = None
         for executor in EXECUTORS:
@@ -86,7 +96,9 @@ def main() -> None:
             a, b = (next(v for t, v in packs[e].items() if t.name == name) for e in EXECUTORS)
             error = float(np.linalg.norm(a - b) / np.linalg.norm(b))
             if error > 1e-5:
-                raise SystemExit(f"{shape}: '{name}' differs between the executors (L2-relative {error:.2e})")
+                raise SystemExit(
+                    f"{n},{c},{h},{k},{r}: '{name}' differs between the executors (L2-relative {error:.2e})"
+                )
         label = f"{'3x3' if r == 3 else f'{r}x{r}'} {n}x{c}x{h}x{h}->{k}"
         medians = "  ".join(f"{e} {statistics.median(times[e]):.3f} ms" for e in EXECUTORS)
         print(f"{label:22s} {medians}  (auto: {graphs['auto'].executor})", flush=True)
