@@ -346,7 +346,8 @@ def cpu_execution(graph: Any, arch: str | None = None) -> CpuExecution:
     1x64x56x56->256 0.265-0.328 / 0.287-0.338 (even; on AVX2, behind). A split Winograd conv
     of enough bytes runs each half as ``SPLIT_ROUNDS`` calls (``_split_rounds``). A graph whose
     outputs sum over the cut dim (a weight gradient: ``BatchSplitPlan.summed``) splits the same
-    way, but not where such an output comes from a data-tiled GEMM (``SPLIT_SUMMED_EXCLUDED_RULES``).
+    way on the cores measured (``SPLIT_SUMMED_CORES``), but not where such an output comes from a
+    data-tiled GEMM (``SPLIT_SUMMED_EXCLUDED_RULES``).
     ``split`` for a graph that cannot be split runs it on the pool (logged).
     """
     choice = os.environ.get("FUSILLI_CPU_EXECUTOR", "auto")
@@ -526,6 +527,9 @@ ROW_SPLIT_MAX_WHOLE_FRACTION_BY_CORE = {"znver3": 0.5}
 # half of s2 8x256x56x56->512, 3136 positions, is one GEMM) are lowered otherwise
 # (rules.lowering_summary's "in chunks") and refused as such: 16.8 / 21.7, 15.6 / 20.5.
 SPLIT_SUMMED_EXCLUDED_RULES = ("cpu-conv-wgrad-data-tiling",)
+# ... and ``auto`` splits partial sums only on the cores where that was measured (above); elsewhere
+# such graphs run on the pool, as before (FUSILLI_CPU_EXECUTOR=split still splits them).
+SPLIT_SUMMED_CORES = frozenset({"znver3"})
 
 
 def _split_does_not_pay(graph: Any, plan: BatchSplitPlan, half: Any, arch: str | None) -> str | None:
@@ -539,6 +543,12 @@ def _split_does_not_pay(graph: Any, plan: BatchSplitPlan, half: Any, arch: str |
             f"{plan.split_bytes} bytes split"
         )
     target = graph.target(Backend.CPU, arch)
+    core = cpu_core(target.cpu)
+    if plan.summed and core not in SPLIT_SUMMED_CORES:
+        names = ", ".join(repr(name) for name in sorted(plan.summed))
+        return (
+            f"the halves' partial sums ({names}) are split only on {', '.join(sorted(SPLIT_SUMMED_CORES))} (measured)"
+        )
     if plan.axis:
         # Every output is cut or summed; a summed one is not among the bytes split.
         written = sum(tensor_bytes(t) for t in graph.output_tensors() if t.name not in plan.summed)
@@ -547,7 +557,6 @@ def _split_does_not_pay(graph: Any, plan: BatchSplitPlan, half: Any, arch: str |
         ratio = ROW_SPLIT_MAX_WRITE_RATIO_BY_TARGET.get(key, ROW_SPLIT_MAX_WRITE_RATIO)
         if written > ratio * read:
             return f"its rows' halves would write {written} bytes, > {ratio} x the {read} they read"
-        core = cpu_core(target.cpu)
         whole_fraction = ROW_SPLIT_MAX_WHOLE_FRACTION_BY_CORE.get(core or "")
         if whole_fraction is not None and plan.whole_bytes > whole_fraction * plan.split_bytes:
             return (

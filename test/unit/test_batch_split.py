@@ -539,24 +539,25 @@ def test_rounds_with_a_callers_workspace_and_misaligned_arrays(cpu, rng, auto_ro
 
 
 @pytest.mark.parametrize(
-    "graph, rounds",
+    "graph, arch, rounds",
     [
-        (lambda: winograd_conv("rounds_yes"), 2),
+        (lambda: winograd_conv("rounds_yes"), None, 2),
         # A 1x1 conv is a GEMM: no transformed data (measured even).
-        (lambda: channels_last_conv_graph([8, 64, 28, 28], 64, (1, 1), (1, 1), (0, 0), name="rounds_1x1"), 1),
-        # A Winograd weight gradient's halves each write the whole DW: one call a side.
-        (lambda: wgrad_graph("rounds_wgrad", n=8, c=32, k=32, hw=28).validate(), 1),
+        (lambda: channels_last_conv_graph([8, 64, 28, 28], 64, (1, 1), (1, 1), (0, 0), name="rounds_1x1"), None, 1),
+        # A Winograd weight gradient's halves each write the whole DW: one call a side (Zen 3,
+        # where auto splits partial sums: runtime.SPLIT_SUMMED_CORES).
+        (lambda: wgrad_graph("rounds_wgrad", n=8, c=32, k=32, hw=28).validate(), "znver3", 1),
     ],
     ids=["winograd", "gemm", "winograd-wgrad"],
 )
-def test_rounds_only_for_winograd_convs(auto_rounds, graph, rounds):
+def test_rounds_only_for_winograd_convs(auto_rounds, graph, arch, rounds):
     g = graph()
-    execution = runtime.cpu_execution(g)
+    execution = runtime.cpu_execution(g, arch)
     assert execution.executor == "split" and execution.plan.rounds == rounds
     if execution.plan.summed:
         from fusilli.backend import rules
 
-        assert rules.lowering_summary(g.nodes, g.target()).startswith("cpu-conv-winograd")
+        assert rules.lowering_summary(g.nodes, g.target(fs.Backend.CPU, arch)).startswith("cpu-conv-winograd")
 
 
 def test_auto_keeps_summed_splits_that_lose_on_the_pool(auto_rounds):
@@ -576,6 +577,11 @@ def test_auto_keeps_summed_splits_that_lose_on_the_pool(auto_rounds):
     assert "(cpu-conv-wgrad-gemm instead of cpu-conv-wgrad-gemm in chunks)" in execution.why
     winograd = wgrad_graph("summed_winograd", n=8, c=32, k=32, hw=28).validate()
     assert runtime.cpu_execution(winograd, "znver3").executor == "split"
+    # Other cores were not measured: their weight gradients stay on the pool (as before).
+    for arch in ("znver4", "x86-64-v3"):
+        execution = runtime.cpu_execution(winograd, arch)
+        assert execution.executor == "local-task"
+        assert "the halves' partial sums ('dw') are split only on znver3 (measured)" in execution.why
 
 
 def test_rounds_need_the_bytes(monkeypatch, auto_rounds):
