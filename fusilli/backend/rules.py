@@ -1686,6 +1686,19 @@ CPU_CONV_WGRAD_DATA_TILING_MIN_SIDE = 128  # output channels K and filter column
 CPU_CONV_WGRAD_DATA_TILING_MIN_SPATIAL_FLOPS = 1 << 28  # filters larger than 1x1
 
 
+def _wgrad_gemm_chunk(p: Problem, t: Target) -> int | None:
+    """The output positions per chunk of a weight gradient's GEMM (cpu-conv-wgrad-gemm) on ``t``, or
+    None where it is one GEMM (gemm_config.wgrad_chunk_positions)."""
+    from fusilli.passes import gemm_config  # the chunk rule (it imports this module)
+
+    isa, vendor, core = vector_isa(t), cpu_vendor(t.cpu), cpu_core(t.cpu)
+    columns, out_channels, positions = conv_gemm_depth(p), conv_out_channels(p), conv_gemm_rows(p)
+    transposed = gemm_config.wgrad_gemm_transposed(isa, out_channels, columns, vendor, core, positions)
+    return gemm_config.wgrad_chunk_positions(
+        p.fact("kernel"), positions, out_channels, transposed, isa, vendor, columns, core
+    )
+
+
 @rule(
     "cpu-conv-wgrad-data-tiling",
     Backend.CPU,
@@ -1709,8 +1722,6 @@ def CPU_CONV_WGRAD_DATA_TILING(p: Problem, t: Target) -> str | None:
         return None
     if any(s != 1 for s in p.fact("stride", ())) or any(d != 1 for d in p.fact("dilation", ())):
         return None
-    from fusilli.passes import gemm_config  # the chunk rule (it imports this module)
-
     columns, out_channels, positions = conv_gemm_depth(p), conv_out_channels(p), conv_gemm_rows(p)
     if min(columns, out_channels) < CPU_CONV_WGRAD_DATA_TILING_MIN_SIDE:
         return None
@@ -1719,30 +1730,13 @@ def CPU_CONV_WGRAD_DATA_TILING(p: Problem, t: Target) -> str | None:
     spatial = any(int(d) != 1 for d in p.fact("kernel", ()))
     if spatial and p.flops < CPU_CONV_WGRAD_DATA_TILING_MIN_SPATIAL_FLOPS:
         return None
-    core = cpu_core(t.cpu)
-    transposed = gemm_config.wgrad_gemm_transposed(isa, out_channels, columns, vendor, core, positions)
-    if gemm_config.wgrad_chunk_positions(
-        p.fact("kernel"), positions, out_channels, transposed, isa, vendor, columns, core
-    ):
+    if _wgrad_gemm_chunk(p, t) is not None:
         return None  # the chunks of many positions won
     return (
         f"one GEMM DW[{out_channels}, {columns}] over {positions} output positions, "
         f"data-tiled for {isa}, AMD (K and R*S*C >= {CPU_CONV_WGRAD_DATA_TILING_MIN_SIDE}, "
         f"positions >= {CPU_CONV_WGRAD_DATA_TILING_MIN_POSITIONS}"
         + (f", {_mflop(p.flops)} >= {_mflop(CPU_CONV_WGRAD_DATA_TILING_MIN_SPATIAL_FLOPS)})" if spatial else ")")
-    )
-
-
-def _wgrad_gemm_chunk(p: Problem, t: Target) -> int | None:
-    """The output positions per chunk of a weight gradient's GEMM (cpu-conv-wgrad-gemm) on ``t``, or
-    None where it is one GEMM (gemm_config.wgrad_chunk_positions)."""
-    from fusilli.passes import gemm_config  # the chunk rule (it imports this module)
-
-    isa, vendor, core = vector_isa(t), cpu_vendor(t.cpu), cpu_core(t.cpu)
-    columns, out_channels, positions = conv_gemm_depth(p), conv_out_channels(p), conv_gemm_rows(p)
-    transposed = gemm_config.wgrad_gemm_transposed(isa, out_channels, columns, vendor, core, positions)
-    return gemm_config.wgrad_chunk_positions(
-        p.fact("kernel"), positions, out_channels, transposed, isa, vendor, columns, core
     )
 
 

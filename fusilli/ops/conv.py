@@ -121,6 +121,15 @@ class ConvNodeBase(Node):
         """The forward conv's (X, W, Y) in this node's tensors."""
         raise NotImplementedError
 
+    def rows_split_apart(self) -> bool:
+        """Whether the forward conv is 2-D, 1x1 and unpadded with halves of rows that line up
+        (``row_split_slots``): output row ``i`` reads input row ``stride * i`` only, and with a row
+        stride ``s`` the first ``H / 2`` input rows are exactly those the first half of the output
+        rows read where X's ``H`` is a multiple of ``2 s`` (stride 1: the plan checks H even)."""
+        x, w, _ = self.conv_operands()
+        pointwise = w.rank == 4 and w.dim[2:] == [1, 1] and not any(self.padding)
+        return pointwise and (self.stride[0] == 1 or x.dim[2] % (2 * self.stride[0]) == 0)
+
     @property
     def groups(self) -> int:
         """Implied by the channel counts: X.C / W.C (upstream has no groups attribute)."""
@@ -188,14 +197,9 @@ class ConvFPropNode(ConvNodeBase):
         return frozenset({"X", "Y"})  # each image's output reads that image only
 
     def row_split_slots(self) -> frozenset[str] | None:
-        """A 2-D 1x1 unpadded conv: output row ``i`` reads input row ``stride * i`` only. With
-        a row stride ``s`` the halves line up where X's ``H`` is a multiple of ``2 s``: the
-        first ``H / 2`` input rows are exactly those the first half of the output rows read
-        (and a half-height conv then has half the output rows)."""
-        x, w = self.tensor("X"), self.tensor("W")
-        pointwise = w.rank == 4 and w.dim[2:] == [1, 1] and not any(self.padding)
-        rows_line_up = self.stride[0] == 1 or x.dim[2] % (2 * self.stride[0]) == 0  # stride 1: plan checks H even
-        return frozenset({"X", "Y"}) if pointwise and rows_line_up else None
+        """A 2-D 1x1 unpadded conv whose halves of rows line up (``rows_split_apart``; a
+        half-height conv then has half the output rows)."""
+        return frozenset({"X", "Y"}) if self.rows_split_apart() else None
 
 
 class ConvGradNodeBase(ConvNodeBase):
@@ -262,9 +266,8 @@ class ConvDGradNode(ConvGradNodeBase):
     def row_split_slots(self) -> frozenset[str] | None:
         """A 2-D 1x1 unpadded stride-1 data gradient: DX row ``i`` reads DY row ``i`` only (a
         strided one writes zeros between the rows it reads; it is not split)."""
-        w = self.tensor("W")
-        pointwise = w.rank == 4 and w.dim[2:] == [1, 1] and not any(self.padding)
-        return frozenset({"DY", "DX"}) if pointwise and all(s == 1 for s in self.stride) else None
+        stride_1 = all(s == 1 for s in self.stride)
+        return frozenset({"DY", "DX"}) if stride_1 and self.rows_split_apart() else None
 
 
 @register_node
@@ -280,11 +283,8 @@ class ConvWGradNode(ConvGradNodeBase):
     def row_split_slots(self) -> frozenset[str] | None:
         """A 2-D 1x1 unpadded weight gradient: DY row ``i`` pairs with X row ``stride * i`` only,
         so each half of DY's rows sums with its half of X's (the halves line up as for the
-        forward conv, ``ConvFPropNode.row_split_slots``) into a partial DW."""
-        x, dw = self.tensor("X"), self.tensor("DW")
-        pointwise = dw.rank == 4 and dw.dim[2:] == [1, 1] and not any(self.padding)
-        rows_line_up = self.stride[0] == 1 or x.dim[2] % (2 * self.stride[0]) == 0
-        return frozenset({"DY", "X"}) if pointwise and rows_line_up else None
+        forward conv, ``rows_split_apart``) into a partial DW."""
+        return frozenset({"DY", "X"}) if self.rows_split_apart() else None
 
     def summed_split_slots(self, axis: int) -> frozenset[str]:
         return frozenset({"DW"})  # a sum over the images and output positions

@@ -76,6 +76,28 @@ def matmul_relu_graph(name: str, k: int = 8) -> fs.Graph:
     return g
 
 
+def channels_last_wgrad_graph(
+    name: str, n: int = 4, c: int = 8, k: int = 8, hw: int = 6, kernel: int = 3, stride: int = 1, **kw
+):
+    """A channels-last weight gradient DW[k, c, kernel, kernel] of DY and X (``kw``: Graph's)."""
+    g = fs.Graph(name=name, **kw)
+    ho = (hw + 2 * (kernel // 2) - kernel) // stride + 1
+    dy = g.tensor(name="dy", dim=[n, k, ho, ho], stride=fs.strides([n, k, ho, ho], "NHWC"))
+    x = g.tensor(name="x", dim=[n, c, hw, hw], stride=fs.strides([n, c, hw, hw], "NHWC"))
+    pad = [kernel // 2] * 2
+    dw = g.conv_wgrad(dy, x, padding=pad, stride=[stride] * 2, dilation=[1, 1], name="wgrad")
+    dims = [k, c, kernel, kernel]
+    dw.set_dim(dims).set_stride(fs.strides(dims, "NHWC")).set_output(True).set_name("dw")
+    return g
+
+
+def with_bias_gradient(g: fs.Graph) -> fs.Graph:
+    """``g`` plus DY's sum over N, H and W (a bias gradient, another sum over the batch)."""
+    (dy,) = (t for t in g.input_tensors() if t.name == "dy")
+    g.reduction(dy, mode="ADD", axes=[0, 2, 3], name="bias_sum").set_output(True).set_name("db")
+    return g
+
+
 def channels_last_conv_graph(
     x_dim, k, kernel, stride, padding, dilation=(1, 1), dtype=fs.DataType.FLOAT, epilogue=False, name="conv", groups=1
 ) -> fs.Graph:

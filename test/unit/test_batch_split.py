@@ -10,7 +10,13 @@ import os
 
 import numpy as np
 import pytest
-from conftest import channels_last_conv_graph, random_array, run_and_check
+from conftest import (
+    channels_last_conv_graph,
+    channels_last_wgrad_graph,
+    random_array,
+    run_and_check,
+    with_bias_gradient,
+)
 
 import fusilli as fs
 from fusilli import reference
@@ -52,26 +58,6 @@ def test_half_graph_halves_the_split_tensors_only():
     assert all(t.stride == full[t.name] for t in half.input_tensors())  # the caller's halves, as laid out
 
 
-def wgrad_graph(name: str, n: int = 4, c: int = 8, k: int = 8, hw: int = 6, kernel: int = 3, stride: int = 1, **kw):
-    """A channels-last weight gradient DW[k, c, kernel, kernel] of DY and X (``kw``: Graph's)."""
-    g = fs.Graph(name=name, **kw)
-    ho = (hw + 2 * (kernel // 2) - kernel) // stride + 1
-    dy = g.tensor(name="dy", dim=[n, k, ho, ho], stride=fs.strides([n, k, ho, ho], "NHWC"))
-    x = g.tensor(name="x", dim=[n, c, hw, hw], stride=fs.strides([n, c, hw, hw], "NHWC"))
-    pad = [kernel // 2] * 2
-    dw = g.conv_wgrad(dy, x, padding=pad, stride=[stride] * 2, dilation=[1, 1], name="wgrad")
-    dims = [k, c, kernel, kernel]
-    dw.set_dim(dims).set_stride(fs.strides(dims, "NHWC")).set_output(True).set_name("dw")
-    return g
-
-
-def with_bias_gradient(g: fs.Graph) -> fs.Graph:
-    """``g`` plus DY's sum over N, H and W (a bias gradient, another sum over the batch)."""
-    (dy,) = (t for t in g.input_tensors() if t.name == "dy")
-    g.reduction(dy, mode="ADD", axes=[0, 2, 3], name="bias_sum").set_output(True).set_name("db")
-    return g
-
-
 @pytest.mark.parametrize(
     "build, reason",
     [
@@ -100,17 +86,17 @@ def test_graphs_that_cannot_split_say_why(build, reason):
 
 def test_weight_gradient_halves_sum_into_its_output():
     """DW sums over the images: X and DY are cut, each half computes a partial DW (summed)."""
-    plan, why = plan_batch_split(wgrad_graph("plan_wgrad").validate())
+    plan, why = plan_batch_split(channels_last_wgrad_graph("plan_wgrad").validate())
     assert plan is not None and set(plan.split) == {"dy", "x"} and plan.summed == {"dw"}
     assert plan.batch == 4 and plan.summed_bytes == 8 * 8 * 9 * 4 and plan.whole_bytes == 0
     assert "the halves' partial sums of 'dw' added" in why
-    half = plan.half_graph(wgrad_graph("plan_wgrad_half").validate())
+    half = plan.half_graph(channels_last_wgrad_graph("plan_wgrad_half").validate())
     dims = {t.name: t.dim for t in half.all_tensors()}
     assert dims["x"] == [2, 8, 6, 6] and dims["dy"] == [2, 8, 6, 6] and dims["dw"] == [8, 8, 3, 3]
 
 
 def test_a_sum_over_the_batch_is_summed_too():
-    plan, why = plan_batch_split(with_bias_gradient(wgrad_graph("plan_wgrad_bias")).validate())
+    plan, why = plan_batch_split(with_bias_gradient(channels_last_wgrad_graph("plan_wgrad_bias")).validate())
     assert plan is not None and plan.summed == {"dw", "db"} and set(plan.split) == {"dy", "x"}
     assert "partial sums of 'db', 'dw' added" in why
     g = fs.Graph(name="plan_sum")
@@ -123,11 +109,11 @@ def test_a_sum_over_the_batch_is_summed_too():
     "build, reason",
     [
         (
-            lambda: wgrad_graph("no_split_bf16", io_data_type=fs.DataType.BFLOAT16),
+            lambda: channels_last_wgrad_graph("no_split_bf16", io_data_type=fs.DataType.BFLOAT16),
             "output 'dw' sums over dim 0 in BFLOAT16: the halves' partial sums would be rounded",
         ),
         (
-            lambda: _scaled(wgrad_graph("no_split_read")),
+            lambda: _scaled(channels_last_wgrad_graph("no_split_read")),
             "tensor 'dw' sums over dim 0 and another node reads it",
         ),
     ],
@@ -241,7 +227,7 @@ def test_sdpa_with_batch_broadcast_mask_split_matches_reference(cpu, rng, split_
 def test_weight_gradient_split_matches_reference(cpu, rng, split_executor, bias):
     """Each half's partial sums (the caller's array and the worker's scratch) add up to the
     whole's, call after call, whatever the output array held before (each call writes it)."""
-    g = wgrad_graph(f"split_wgrad_{bias}", n=4, c=16, k=32, hw=8)
+    g = channels_last_wgrad_graph(f"split_wgrad_{bias}", n=4, c=16, k=32, hw=8)
     g = with_bias_gradient(g) if bias else g
     g.validate().compile(cpu)
     assert g._compiled.executor == "split" and g._compiled.split.summed == ({"dw", "db"} if bias else {"dw"})
@@ -292,7 +278,7 @@ def test_a_conv_layers_whole_backward_splits(cpu, rng, split_executor):
 
 
 def test_misaligned_summed_output_goes_through_staging(cpu, rng, split_executor):
-    g = wgrad_graph("split_wgrad_misaligned", n=2, c=16, k=16, hw=8).validate()
+    g = channels_last_wgrad_graph("split_wgrad_misaligned", n=2, c=16, k=16, hw=8).validate()
     g.compile(cpu)
     inputs = inputs_of(g, rng)
     (dwt,) = g.output_tensors()
@@ -546,7 +532,7 @@ def test_rounds_with_a_callers_workspace_and_misaligned_arrays(cpu, rng, auto_ro
         (lambda: channels_last_conv_graph([8, 64, 28, 28], 64, (1, 1), (1, 1), (0, 0), name="rounds_1x1"), None, 1),
         # A Winograd weight gradient's halves each write the whole DW: one call a side (Zen 3,
         # where auto splits partial sums: runtime.SPLIT_SUMMED_CORES).
-        (lambda: wgrad_graph("rounds_wgrad", n=8, c=32, k=32, hw=28).validate(), "znver3", 1),
+        (lambda: channels_last_wgrad_graph("rounds_wgrad", n=8, c=32, k=32, hw=28).validate(), "znver3", 1),
     ],
     ids=["winograd", "gemm", "winograd-wgrad"],
 )
@@ -567,15 +553,17 @@ def test_auto_keeps_summed_splits_that_lose_on_the_pool(auto_rounds):
     from fusilli.backend import rules
     from fusilli.backend.targets import Target
 
-    tiled = wgrad_graph("summed_tiled", n=4, c=128, k=128, hw=16, kernel=1).validate()
+    tiled = channels_last_wgrad_graph("summed_tiled", n=4, c=128, k=128, hw=16, kernel=1).validate()
     execution = runtime.cpu_execution(tiled, "znver3")
     assert execution.executor == "local-task" and "is cpu-conv-wgrad-data-tiling" in execution.why
-    chunked = wgrad_graph("summed_chunked", n=2, c=64, k=128, hw=48, kernel=1).validate()  # 4608 positions
+    chunked = channels_last_wgrad_graph(
+        "summed_chunked", n=2, c=64, k=128, hw=48, kernel=1
+    ).validate()  # 4608 positions
     assert rules.lowering_summary(chunked.nodes, Target.resolve("cpu", "znver3")) == "cpu-conv-wgrad-gemm in chunks"
     execution = runtime.cpu_execution(chunked, "znver3")
     assert execution.executor == "local-task"
     assert "(cpu-conv-wgrad-gemm instead of cpu-conv-wgrad-gemm in chunks)" in execution.why
-    winograd = wgrad_graph("summed_winograd", n=8, c=32, k=32, hw=28).validate()
+    winograd = channels_last_wgrad_graph("summed_winograd", n=8, c=32, k=32, hw=28).validate()
     assert runtime.cpu_execution(winograd, "znver3").executor == "split"
     # Other cores were not measured: their weight gradients stay on the pool (as before).
     for arch in ("znver4", "x86-64-v3"):

@@ -7,7 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import channels_last_conv_graph, random_array, run_and_check
+from conftest import (
+    channels_last_conv_graph,
+    channels_last_wgrad_graph,
+    random_array,
+    run_and_check,
+    with_bias_gradient,
+)
 
 import fusilli as fs
 from fusilli import reference
@@ -118,17 +124,8 @@ def test_1x1_dgrad_splits_its_rows_and_a_strided_one_does_not():
 def _wgrad_graph(name: str, c: int, h: int, k: int, stride: int = 1, kernel: int = 1, bias: bool = False) -> fs.Graph:
     """DW[k, c, kernel, kernel] of a batch-1 channels-last conv of ``stride`` (``bias``: and DY's sum
     over N, H and W, a bias gradient)."""
-    g = fs.Graph(name=name)
-    pad = kernel // 2
-    out = (h + 2 * pad - kernel) // stride + 1
-    dy = g.tensor(name="dy", dim=[1, k, out, out], stride=fs.strides([1, k, out, out], "NHWC"))
-    x = g.tensor(name="x", dim=[1, c, h, h], stride=fs.strides([1, c, h, h], "NHWC"))
-    dw = g.conv_wgrad(dy, x, padding=[pad, pad], stride=[stride, stride], dilation=[1, 1], name="wgrad")
-    dims = [k, c, kernel, kernel]
-    dw.set_dim(dims).set_stride(fs.strides(dims, "NHWC")).set_output(True).set_name("dw")
-    if bias:
-        g.reduction(dy, mode="ADD", axes=[0, 2, 3], name="bias_sum").set_output(True).set_name("db")
-    return g.validate()
+    g = channels_last_wgrad_graph(name, n=1, c=c, k=k, hw=h, kernel=kernel, stride=stride)
+    return (with_bias_gradient(g) if bias else g).validate()
 
 
 def test_1x1_wgrad_sums_its_row_halves():
