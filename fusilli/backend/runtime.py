@@ -34,6 +34,16 @@ On CPU a compiled graph runs either inline in the calling thread (IREE's
 ``local-sync`` device) or on IREE's worker pool (``local-task``), chosen per
 graph from its size (``choose_cpu_executor``): waking the pool costs tens of
 microseconds, which only work large enough to be split across cores repays.
+
+Threads: several threads may execute one compiled graph at once, each with its
+own arrays. With ``workspace=None`` each thread gets a workspace of its own
+(allocated on its first call, kept while the thread and the compiled graph
+live), so such calls share no scratch and run side by side; the split
+executor's calls, which share the graph's worker semaphore, scratch sums and
+workspaces, take turns (``_invoke_split`` holds the graph's split lock). When
+every call shared one workspace, concurrent calls wrote each other's
+transients: wrong outputs inline, failed fences ("semaphore already signaled
+past N") and NaNs in a split's summed outputs.
 """
 
 from __future__ import annotations
@@ -753,6 +763,9 @@ class CompiledGraph:
             self._worker_main = async_main
             self._worker_semaphore = self._worker_device.create_semaphore(0)
             self._worker_timepoint = 0
+            # One split call at a time: they share the semaphore's timeline, the worker half's
+            # scratch sums and the two halves' workspaces.
+            self._split_lock = threading.Lock()
             # Each half gets its own aligned part of the workspace.
             self._half_workspace_size = self.workspace_size
             self.workspace_size = 2 * _round_up(self._half_workspace_size, _ALIGNMENT)
@@ -772,7 +785,10 @@ class CompiledGraph:
         self._roles = [(t, True) for t in self.outputs] + [(t, False) for t in self.inputs]
         self._hal_types = {t.name: _hal_element_type(t) for t in (*self.outputs, *self.inputs)}
         self._memory_type = rt.MemoryType.DEVICE_LOCAL | rt.MemoryType.HOST_VISIBLE
-        self._own_workspace = None
+        # Per calling thread, the workspace its calls with workspace=None run in (threads
+        # calling at once must not share transients).
+        self._own_workspaces = threading.local()
+        self._empty_workspace = None  # the 1-byte buffer of graphs that need none
         self._binding: _Binding | None = None
         self._invoke_fn = self._context.invoke  # pre-bound for the fast path
         if self.executor == "local-task" and cpu_wait_mode() == "helper":
@@ -1031,7 +1047,12 @@ class CompiledGraph:
         is queued), the other inline; returns when both are done, even when one failed. With
         rounds, each side makes its calls one after another: the worker's each wait on the one
         before (they share its scratch), the inline ones return in turn. A summed output's two
-        partial sums are added once both halves succeeded."""
+        partial sums are added once both halves succeeded. Calls from several threads take
+        turns (the graph's split lock)."""
+        with self._split_lock:
+            self._invoke_split_locked(fn, args, results)
+
+    def _invoke_split_locked(self, fn: Any, args: Any, results: Any) -> None:
         rt = _rt()
         inline_lists, worker_lists, sums = args
         restore = self._worker.calling_thread_elsewhere()
@@ -1147,12 +1168,18 @@ class CompiledGraph:
             return self.device.allocator.import_host_allocation(raw, self._memory_type, rt.BufferUsage.DEFAULT)
         if size == 0:
             return None
-        if self._own_workspace is None or self._own_workspace.byte_length() < size:
-            logger.info("graph '%s': allocating a %d-byte workspace", self.graph_name, size)
-            self._own_workspace = self.device.allocator.allocate_buffer(
+        own = getattr(self._own_workspaces, "buffer", None)
+        if own is None or own.byte_length() < size:
+            logger.info(
+                "graph '%s': allocating a %d-byte workspace for thread '%s'",
+                self.graph_name,
+                size,
+                threading.current_thread().name,
+            )
+            own = self._own_workspaces.buffer = self.device.allocator.allocate_buffer(
                 rt.MemoryType.DEVICE_LOCAL, rt.BufferUsage.DEFAULT, size
             )
-        return self._own_workspace
+        return own
 
     def _split_workspaces(self, workspace: Any) -> tuple[Any, Any]:
         """The two halves' scratch buffers (inline's, worker's): consecutive aligned parts of
@@ -1226,11 +1253,11 @@ class CompiledGraph:
         # The externalized-transients ABI always takes a buffer argument; a
         # zero-sized graph is given a 1-byte one.
         rt = _rt()
-        if self._own_workspace is None:
-            self._own_workspace = self.device.allocator.allocate_buffer(
+        if self._empty_workspace is None:
+            self._empty_workspace = self.device.allocator.allocate_buffer(
                 rt.MemoryType.DEVICE_LOCAL, rt.BufferUsage.DEFAULT, 1
             )
-        return self._own_workspace.ref
+        return self._empty_workspace.ref
 
 
 _ALIGNMENT = 64
