@@ -29,6 +29,11 @@ class FusilliError(Exception):
         self.code = code
         self.message = message
 
+    def __reduce__(self) -> tuple:
+        # Pickled with its code and message (multiprocessing sends a worker's exceptions to the
+        # parent; the default rebuilds from ``args``, the one formatted string, and fails).
+        return (type(self), (self.code, self.message))
+
 
 def fail(code: ErrorCode, message: str) -> FusilliError:
     """Logs the error (when logging is on) and returns it for the caller to raise."""
