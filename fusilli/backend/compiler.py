@@ -4,6 +4,14 @@ One long-lived ``Session`` per (flag set, thread): sessions are not thread-safe,
 and thrown-away sessions leak their context. Modules are handed to the session
 as MLIR bytecode built in fusilli's own context, never imported across contexts
 (which crashes the process).
+
+The compiler's global state (its thread pool among it) is set up once per process.
+A forked child of a process that compiled has that state but not its threads: a
+compile there waited forever (IREE 3.13), and so did the child's exit, in the pool's
+destructor (``ireeCompilerGlobalShutdown``). Such a child gets a FusilliError instead
+of a compile (``_check_not_forked``; graphs found in the cache still load, and a child
+whose parent never compiled compiles as usual), and keeps the global state and its
+sessions for good (``_after_fork_in_child``), so that it exits.
 """
 
 from __future__ import annotations
@@ -39,6 +47,8 @@ PHASES = (
 )
 
 _local = threading.local()
+# The process whose first session set up the compiler's global state (None: not yet).
+_compiler_process: int | None = None
 _DIAG_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_void_p)
 _SEVERITY = {0: "note", 1: "warning", 2: "error", 3: "remark"}
 
@@ -102,7 +112,11 @@ class CompilerSession:
     """A compiler Session with a fixed flag set, owned by one thread."""
 
     def __init__(self, flags: tuple[str, ...]):
+        global _compiler_process
+        _check_not_forked()
         api, _ = _api()
+        if _compiler_process is None:
+            _compiler_process = os.getpid()
         self.flags = flags
         self._stats_dir = tempfile.mkdtemp(prefix="fusilli-stats-")
         # Sessions live as long as their thread; the directory goes with the session or at exit.
@@ -135,6 +149,7 @@ class CompilerSession:
 
     def run(self, module: ir.Module, phase: str | None = None) -> tuple[Any, list[str]]:
         """Compiles ``module`` (to ``phase`` if given); returns (invocation, diagnostics)."""
+        _check_not_forked()
         api, lib = _api()
         buf = io.BytesIO()
         module.operation.write_bytecode(buf)
@@ -165,6 +180,34 @@ class CompilerSession:
                 return json.load(f)
         except (OSError, ValueError) as e:
             raise fail(ErrorCode.COMPILE_FAILURE, f"IREE wrote no compile statistics: {e}") from None
+
+
+def _after_fork_in_child() -> None:
+    """In a forked child of a process that compiled: the compiler's global state and the
+    forking thread's sessions are never destroyed (see the module's docstring)."""
+    if _compiler_process is None:
+        return
+    from iree.compiler.api import ctypes_dl
+
+    kept = [ctypes_dl._global_init, *getattr(_local, "sessions", {}).values()]
+    for obj in kept:
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _check_not_forked() -> None:
+    """Raises in a forked child of a process that compiled (see the module's docstring)."""
+    if _compiler_process is not None and _compiler_process != os.getpid():
+        raise fail(
+            ErrorCode.COMPILE_FAILURE,
+            f"this process ({os.getpid()}) was forked from process {_compiler_process} after that one compiled, "
+            "and the in-process IREE compiler's threads do not survive fork: compile the graphs before forking "
+            "(the child then loads them from the cache), or start worker processes with the 'spawn' or "
+            "'forkserver' method (multiprocessing.set_start_method, DataLoader(multiprocessing_context=...))",
+        )
 
 
 def compile_module(module: ir.Module, flags: tuple[str, ...]) -> tuple[bytes, CompileStats]:

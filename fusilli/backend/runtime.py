@@ -44,6 +44,15 @@ workspaces, take turns (``_invoke_split`` holds the graph's split lock). When
 every call shared one workspace, concurrent calls wrote each other's
 transients: wrong outputs inline, failed fences ("semaphore already signaled
 past N") and NaNs in a split's summed outputs.
+
+Fork: IREE's worker pools (the handle's ``local-task`` device, the split
+executor's worker) are threads, which a forked child does not have: a call
+queued on them waited forever. In a forked child (``os.register_at_fork``) CPU
+graphs run inline on the ``local-sync`` device, which has no threads: graphs
+compiled before the fork are rebound to it on their first call there (a split
+graph's two halves then run one after the other), and graphs compiled in the
+child are given it (``cpu_execution``), as PyTorch's DataLoader workers run on
+one thread. The compiler cannot follow (``fusilli.backend.compiler``).
 """
 
 from __future__ import annotations
@@ -57,6 +66,7 @@ import queue
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -323,6 +333,43 @@ def choose_cpu_executor(graph: Any, arch: str | None = None) -> str:
     return cpu_execution(graph, arch).executor
 
 
+# Set in a forked child (_after_fork_in_child): IREE's pool threads did not come along.
+_in_forked_child = False
+# Every loaded CompiledGraph of this process, so that a forked child can rebind them inline.
+_loaded_graphs: weakref.WeakSet[CompiledGraph] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    """Runs in a forked child: the pool devices' threads are gone, and a lock that another
+    thread of the parent held at the fork stays held in the child forever. Destroying a device
+    made before the fork (even the local-sync one) waits for threads the child does not have,
+    forever (at the latest when the interpreter tears down the module that holds it): the
+    child keeps them for good."""
+    global _in_forked_child, _instance_lock
+    _in_forked_child = True
+    _instance_lock = threading.Lock()
+    kept = [
+        kept
+        for owner in (_cpu_config, SplitWorker._instance, _cpu_sync_device)
+        for kept in (owner, getattr(owner, "device", None))
+        if kept is not None
+    ]
+    for obj in kept:
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
+    if kept:
+        from iree.runtime import _binding
+
+        _binding.disable_leak_checker()  # kept on purpose: no leak report at the child's exit
+    SplitWorker._lock = threading.Lock()
+    SplitWorker._instance = None
+    for graph in list(_loaded_graphs):
+        graph._forked()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 @dataclasses.dataclass(frozen=True)
 class CpuExecution:
     """Where a CPU graph runs, the fact that chose it, and for ``split`` the plan and the
@@ -335,6 +382,25 @@ class CpuExecution:
 
 
 def cpu_execution(graph: Any, arch: str | None = None) -> CpuExecution:
+    """The executor of a CPU graph compiled for ``arch`` and the fact that chose it
+    (``_cpu_execution``), inline in a forked child (``_inline_if_forked``)."""
+    return _inline_if_forked(_cpu_execution(graph, arch))
+
+
+def _inline_if_forked(execution: CpuExecution) -> CpuExecution:
+    """``execution``, but inline for the pool in a forked child, which has none of its threads;
+    a split keeps its half-batch artifact (the one the parent cached) and runs both halves in
+    the calling thread, one after the other."""
+    if not _in_forked_child:
+        return execution
+    if execution.executor == "local-task":
+        return CpuExecution("local-sync", f"{execution.why}; inline in a forked child (no worker threads)")
+    if execution.executor == "split":
+        return dataclasses.replace(execution, why=f"{execution.why}; both halves inline in a forked child")
+    return execution
+
+
+def _cpu_execution(graph: Any, arch: str | None = None) -> CpuExecution:
     """The executor of a CPU graph compiled for ``arch`` and the fact that chose it.
 
     ``FUSILLI_CPU_EXECUTOR`` (``auto``, ``local-sync``, ``local-task``, ``split``) overrides
@@ -735,7 +801,7 @@ class CompiledGraph:
         if handle.backend == Backend.CPU and execution is None:
             execution = cpu_execution(graph, handle.arch)
             if execution.executor == "split":  # an artifact of the whole graph (load_artifact)
-                execution = CpuExecution("local-task", "a whole-batch artifact")
+                execution = _inline_if_forked(CpuExecution("local-task", "a whole-batch artifact"))
         self.executor = execution.executor if execution is not None else "hip"
         self.split = split = execution.plan if execution is not None and self.executor == "split" else None
         self.device = handle.sync_device if self.executor in ("local-sync", "split") else handle.device
@@ -744,8 +810,9 @@ class CompiledGraph:
             hal = rt.create_hal_module(handle.instance, self.device)
             self._context = rt.VmContext(handle.instance, modules=[hal, self._vm_module])
             if split is not None:
-                self._worker = SplitWorker.get()
-                self._worker_device = self._worker.device
+                # In a forked child both halves run in the calling thread (_inline_if_forked).
+                self._worker: SplitWorker | None = None if _in_forked_child else SplitWorker.get()
+                self._worker_device = handle.sync_device if self._worker is None else self._worker.device
                 worker_hal = rt.create_hal_module(handle.instance, self._worker_device)
                 self._worker_context = rt.VmContext(handle.instance, modules=[worker_hal, self._vm_module])
         except Exception as e:
@@ -797,6 +864,44 @@ class CompiledGraph:
             self._invoke_fn = self._invoke_split
         logger.info("graph '%s': runs on %s", graph.name, self.executor)
         self._no_results = rt.VmVariantList(0)  # @main returns nothing; reused by every call
+        self._rebind_inline = False  # set in a forked child: rebind before the next call
+        if handle.backend == Backend.CPU:
+            _loaded_graphs.add(self)
+
+    def _forked(self) -> None:
+        """In a forked child, right after the fork: a pool or split graph's next call rebinds it
+        (``_inline_in_child``); a local-sync one runs as it is."""
+        if self.executor in ("local-task", "split"):
+            self._binding = None
+            self._rebind_inline = True
+        if self.split is not None:
+            self._split_lock = threading.Lock()  # another thread may have held it at the fork
+
+    def _inline_in_child(self) -> None:
+        """Moves a pool or split graph loaded before a fork onto the child's ``local-sync``
+        device: the pool's own context, or the split's worker half, now run in the calling
+        thread (the worker half first, as ``main$async`` on the synchronous device). The
+        arrays and workspaces imported on the pool devices are imported again."""
+        rt = _rt()
+        sync = self.handle.sync_device
+        context = rt.VmContext(
+            self.handle.instance, modules=[rt.create_hal_module(self.handle.instance, sync), self._vm_module]
+        )
+        if self.split is None:
+            self.device, self._context, self._invoke_fn = sync, context, context.invoke
+            self.executor = "local-sync"
+        else:
+            self._worker = None
+            self._worker_device, self._worker_context = sync, context
+            self._worker_semaphore, self._worker_timepoint = sync.create_semaphore(0), 0
+            self._own_split_workspaces = None
+        logger.info(
+            "graph '%s': in a forked child, runs inline (IREE's worker threads do not survive fork)", self.graph_name
+        )
+        self._slots = {}
+        self._own_workspaces = threading.local()
+        self._empty_workspace = None
+        self._rebind_inline = False
 
     # ------------------------------------------------------------------ checks
     def _resolve(self, variant_pack: Mapping[Any, Any]) -> dict[int, tuple[TensorAttr, Any]]:
@@ -949,6 +1054,8 @@ class CompiledGraph:
         self, variant_pack: Mapping[Any, Any], workspace: Any, previous_sig: tuple[list | None, bool] | None = None
     ) -> _Binding:
         """Checks the whole variant pack, then builds the argument list (nothing runs yet)."""
+        if self._rebind_inline:
+            self._inline_in_child()
         epoch = _tensor_module.layout_epoch
         self._check_layouts_unchanged()
         resolved = self._resolve(variant_pack)
@@ -1055,7 +1162,7 @@ class CompiledGraph:
     def _invoke_split_locked(self, fn: Any, args: Any, results: Any) -> None:
         rt = _rt()
         inline_lists, worker_lists, sums = args
-        restore = self._worker.calling_thread_elsewhere()
+        restore = self._worker.calling_thread_elsewhere() if self._worker is not None else None
         last = None  # the fence the worker's last queued call signals
         try:
             before = rt.HalFence(1)  # waits on nothing
