@@ -968,6 +968,8 @@ class CompiledGraph:
                 ErrorCode.VARIANT_PACK_ERROR,
                 f"{where}: array dtype {arr.dtype} != {dt.name} ({dt.numpy_dtype})",
             )
+        if arr.size == 0:
+            return  # no element to lay out: any strides (NumPy 2 gives empty arrays 0s)
         itemsize = arr.dtype.itemsize
         if any(s % itemsize for s in arr.strides):
             raise fail(ErrorCode.VARIANT_PACK_ERROR, f"{where}: array strides {arr.strides} are not whole elements")
@@ -1117,7 +1119,14 @@ class CompiledGraph:
                 self._check_array(t, value, is_output)  # raises: read-only
             return cached
         arr = self._check_array(t, value, is_output)
-        phys = self._physical_view(t, arr)
+        if arr.size == 0:
+            # An extent of 0 in a dynamic dim (an empty batch): no element to read or write, so an
+            # array in the tensor's own layout stands in. NumPy 2 gives empty arrays strides of 0,
+            # which the physical view would collapse like a broadcast dim (IREE then refused the
+            # call: "expected shape 0x8, actual shape 0x1").
+            phys = aligned_empty([arr.shape[i] for i in t.physical_order], arr.dtype)
+        else:
+            phys = self._physical_view(t, arr)
         staging = int4 = None
         if phys.__array_interface__["data"][0] % _ALIGNMENT:
             # IREE's CPU kernels assume 64-byte aligned buffers (misaligned
