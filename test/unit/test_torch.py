@@ -428,3 +428,29 @@ def test_torch_compile_backend_leaves_unfusible_pointwise_ops_to_eager():
 def test_pointwise_op_rejects_a_bad_program():
     with pytest.raises(fs.FusilliError, match="step 0 reads in 3"):
         torch.ops.fusilli.pointwise([torch.ones(2)], '[["add", [["in", 0], ["in", 3]]]]')
+
+
+def test_threads_call_one_compiled_op_at_once():
+    """fusilli.torch ops from several threads (a multi-threaded server): each call runs in its
+    thread's own workspace, with no lock around the graph call (there was one per op)."""
+    import threading
+
+    gen = torch.Generator().manual_seed(5)
+    w = torch.randn(16, 8, 3, 3, generator=gen).to(memory_format=torch.channels_last)
+    xs = [torch.randn(2, 8, 12, 12, generator=gen).to(memory_format=torch.channels_last) for _ in range(3)]
+    ft.conv2d(xs[0], w, padding=1)  # compiled once, before the threads
+    problems: list = []
+
+    def calls(x: torch.Tensor) -> None:
+        want = F.conv2d(x, w, padding=1)
+        for _ in range(10):
+            got = ft.conv2d(x, w, padding=1)
+            if not torch.allclose(got, want, rtol=1e-4, atol=1e-4):
+                problems.append(float((got - want).abs().max()))
+
+    threads = [threading.Thread(target=calls, args=(x,)) for x in xs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not any(t.is_alive() for t in threads) and problems == []
