@@ -189,9 +189,10 @@ def _after_fork_in_child() -> None:
         return
     from iree.compiler.api import ctypes_dl
 
-    kept = [ctypes_dl._global_init, *getattr(_local, "sessions", {}).values()]
+    kept = [getattr(ctypes_dl, "_global_init", None), *getattr(_local, "sessions", {}).values()]
     for obj in kept:
-        ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
+        if obj is not None:
+            ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
 
 
 if hasattr(os, "register_at_fork"):
