@@ -811,10 +811,7 @@ class CompiledGraph:
             self._context = rt.VmContext(handle.instance, modules=[hal, self._vm_module])
             if split is not None:
                 # In a forked child both halves run in the calling thread (_inline_if_forked).
-                self._worker: SplitWorker | None = None if _in_forked_child else SplitWorker.get()
-                self._worker_device = handle.sync_device if self._worker is None else self._worker.device
-                worker_hal = rt.create_hal_module(handle.instance, self._worker_device)
-                self._worker_context = rt.VmContext(handle.instance, modules=[worker_hal, self._vm_module])
+                self._use_worker(None if _in_forked_child else SplitWorker.get())
         except Exception as e:
             raise fail(ErrorCode.RUNTIME_FAILURE, f"graph '{graph.name}': cannot load artifact: {e}") from None
         self._main = self._vm_module.lookup_function("main")
@@ -828,8 +825,6 @@ class CompiledGraph:
             if async_main is None or self.dynamic_workspace:
                 raise fail(ErrorCode.INTERNAL_ERROR, f"graph '{graph.name}': the half-batch artifact has no main$async")
             self._worker_main = async_main
-            self._worker_semaphore = self._worker_device.create_semaphore(0)
-            self._worker_timepoint = 0
             # One split call at a time: they share the semaphore's timeline, the worker half's
             # scratch sums and the two halves' workspaces.
             self._split_lock = threading.Lock()
@@ -868,6 +863,16 @@ class CompiledGraph:
         if handle.backend == Backend.CPU:
             _loaded_graphs.add(self)
 
+    def _use_worker(self, worker: SplitWorker | None) -> None:
+        """Where a split's worker half runs: on ``worker``'s one-thread pool, or with None on the
+        synchronous device, in the calling thread (a forked child)."""
+        rt = _rt()
+        self._worker = worker
+        self._worker_device = self.handle.sync_device if worker is None else worker.device
+        hal = rt.create_hal_module(self.handle.instance, self._worker_device)
+        self._worker_context = rt.VmContext(self.handle.instance, modules=[hal, self._vm_module])
+        self._worker_semaphore, self._worker_timepoint = self._worker_device.create_semaphore(0), 0
+
     def _forked(self) -> None:
         """In a forked child, right after the fork: a pool or split graph's next call rebinds it
         (``_inline_in_child``); a local-sync one runs as it is."""
@@ -883,17 +888,14 @@ class CompiledGraph:
         thread (the worker half first, as ``main$async`` on the synchronous device). The
         arrays and workspaces imported on the pool devices are imported again."""
         rt = _rt()
-        sync = self.handle.sync_device
-        context = rt.VmContext(
-            self.handle.instance, modules=[rt.create_hal_module(self.handle.instance, sync), self._vm_module]
-        )
         if self.split is None:
+            sync = self.handle.sync_device
+            hal = rt.create_hal_module(self.handle.instance, sync)
+            context = rt.VmContext(self.handle.instance, modules=[hal, self._vm_module])
             self.device, self._context, self._invoke_fn = sync, context, context.invoke
             self.executor = "local-sync"
         else:
-            self._worker = None
-            self._worker_device, self._worker_context = sync, context
-            self._worker_semaphore, self._worker_timepoint = sync.create_semaphore(0), 0
+            self._use_worker(None)
             self._own_split_workspaces = None
         logger.info(
             "graph '%s': in a forked child, runs inline (IREE's worker threads do not survive fork)", self.graph_name

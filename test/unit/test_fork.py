@@ -24,11 +24,13 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this
 
 UNIT_DIR = os.path.dirname(__file__)
 
-# The parent compiles and runs a graph with a workspace on one executor, then forks; the child
-# runs it, compiles it again (a cache hit), is refused a new compile, and exits normally.
-FORKED_CHILD = """
-import os, sys, time
-sys.path.insert(0, {unit_dir!r})
+
+def parent_script(graph_name: str) -> str:
+    """The parent's part of each case: compiles and runs a graph with a workspace (``y``, its
+    output; ``want``, the reference's) on the executor FUSILLI_CPU_EXECUTOR names."""
+    return f"""
+import multiprocessing, os, sys, time
+sys.path.insert(0, {UNIT_DIR!r})
 import numpy as np
 import fusilli as fs
 from fusilli import reference
@@ -36,7 +38,7 @@ from conftest import random_array
 from test_concurrent_execute import two_convs_graph
 
 cpu = fs.Handle(fs.Backend.CPU)
-g = two_convs_graph("fork_parent_graph")
+g = two_convs_graph({graph_name!r})
 g.compile(cpu)
 rng = np.random.default_rng(0)
 inputs = {{t: random_array(t, rng) for t in g.input_tensors()}}
@@ -44,6 +46,12 @@ inputs = {{t: random_array(t, rng) for t in g.input_tensors()}}
 y = fs.empty(yt)
 g.execute({{**inputs, yt: y}})
 want = reference.run(g, inputs)["y"]
+"""
+
+
+# After the parent's part, it forks; the child runs the graph, compiles it again (a cache hit),
+# is refused a new compile, and exits normally.
+FORKED_CHILD = """
 print("parent runs", g._compiled.executor, flush=True)
 
 pid = os.fork()
@@ -51,12 +59,12 @@ if pid == 0:
     def same(got):
         return bool(np.allclose(got, want, rtol=1e-3, atol=1e-3))
     child_y = fs.empty(yt)
-    g.execute({{**inputs, yt: child_y}})
+    g.execute({**inputs, yt: child_y})
     print("child ran the parent's graph on", g._compiled.executor, same(child_y), flush=True)
     again = two_convs_graph("fork_parent_graph")
     again.compile(cpu)
     again_y = fs.empty(again.output_tensors()[0])
-    again.execute({{**{{a: inputs[b] for a, b in zip(again.input_tensors(), g.input_tensors())}}, again.output_tensors()[0]: again_y}})
+    again.execute({**{a: inputs[b] for a, b in zip(again.input_tensors(), g.input_tensors())}, again.output_tensors()[0]: again_y})
     print("child loaded it from the cache", again._compiled.executor, same(again_y), flush=True)
     try:
         two_convs_graph("fork_child_graph", c=8).compile(cpu)
@@ -76,7 +84,7 @@ while True:
         sys.exit(1)
     time.sleep(0.05)
 print("child status", status, flush=True)
-g.execute({{**inputs, yt: y}})
+g.execute({**inputs, yt: y})
 print("parent still runs", g._compiled.executor, bool(np.allclose(y, want, rtol=1e-3, atol=1e-3)), flush=True)
 """
 
@@ -84,7 +92,7 @@ print("parent still runs", g._compiled.executor, bool(np.allclose(y, want, rtol=
 @pytest.mark.parametrize("executor", ["local-sync", "local-task", "split"])
 def test_a_forked_child_runs_loads_and_exits(executor, tmp_path):
     proc = run_python(
-        FORKED_CHILD.format(unit_dir=UNIT_DIR),
+        parent_script("fork_parent_graph") + FORKED_CHILD,
         env={"FUSILLI_CPU_EXECUTOR": executor, "FUSILLI_CACHE_DIR": str(tmp_path)},
         timeout=240,
     )
@@ -104,28 +112,12 @@ def test_a_forked_child_runs_loads_and_exits(executor, tmp_path):
 def test_a_fork_pool_worker_runs_graphs_and_its_errors_reach_the_parent(tmp_path):
     """multiprocessing's fork pool (PyTorch DataLoader's workers fork the same way): results
     come back, and a worker's FusilliError reaches the parent with its code and message."""
-    code = textwrap.dedent(
-        f"""
-        import multiprocessing, sys
-        sys.path.insert(0, {UNIT_DIR!r})
-        import numpy as np
-        import fusilli as fs
-        from conftest import random_array
-        from test_concurrent_execute import two_convs_graph
-
-        cpu = fs.Handle(fs.Backend.CPU)
-        g = two_convs_graph("fork_pool_graph")
-        g.compile(cpu)
-        rng = np.random.default_rng(0)
-        inputs = {{t: random_array(t, rng) for t in g.input_tensors()}}
-        (yt,) = g.output_tensors()
-        want = fs.empty(yt)
-        g.execute({{**inputs, yt: want}})
-
-        def run(_):
-            y = fs.empty(yt)
-            g.execute({{**inputs, yt: y}})
-            return float(np.abs(y - want).max())
+    code = parent_script("fork_pool_graph") + textwrap.dedent(
+        """
+        def run(_):  # against the parent's own output
+            got = fs.empty(yt)
+            g.execute({**inputs, yt: got})
+            return float(np.abs(got - y).max())
 
         def compile_new(_):
             two_convs_graph("fork_pool_new_graph", c=8).compile(cpu)
