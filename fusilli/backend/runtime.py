@@ -27,7 +27,10 @@ Anything that differs sends the call through the full checks, which work per
 tensor: an array whose signature (as above) equals the last one checked and
 imported for that tensor reuses that check and its HAL buffer view, so a pack
 with some new arrays (fresh torch outputs on every call, say) checks and
-imports only those; the overlap check always runs over the whole pack. The
+imports only those; a new array of exactly its tensor's shape, dtype and
+byte strides, 64-byte aligned (what ``fs.empty`` and a fresh torch output
+give), is checked by one comparison (``_ExactLayout``), anything else by the
+general checks; the overlap check always runs over the whole pack. The
 last array bound to each tensor stays referenced while the graph is compiled.
 
 On CPU a compiled graph runs either inline in the calling thread (IREE's
@@ -779,6 +782,9 @@ def _allowed_cpus() -> set[int]:
         return set()
 
 
+_UNKNOWN: Any = object()  # _slot's value signature, not computed yet
+
+
 class CompiledGraph:
     """A loaded artifact bound to one graph's input/output signature."""
 
@@ -836,6 +842,7 @@ class CompiledGraph:
         self.outputs = sorted(graph.output_tensors(), key=lambda t: t.name)
         self.inputs = sorted((t for t in graph.input_tensors() if not t.is_scalar), key=lambda t: t.name)
         self._by_name: dict[str, TensorAttr] = {t.name: t for t in graph.all_tensors()}
+        self._io_ids = frozenset(id(t) for t in (*self.outputs, *self.inputs))  # held in outputs/inputs
         # What the artifact was compiled for; a tensor changed since is refused.
         self._compiled_layouts = {t.name: _layout_of(t) for t in (*self.outputs, *self.inputs)}
         # Per tensor, the last aligned array bound to it, checked and imported
@@ -846,6 +853,14 @@ class CompiledGraph:
         self._layouts_checked_at = -1
         self._roles = [(t, True) for t in self.outputs] + [(t, False) for t in self.inputs]
         self._hal_types = {t.name: _hal_element_type(t) for t in (*self.outputs, *self.inputs)}
+        # Per tensor with static dims, the array layout a new value usually has (_ExactLayout):
+        # one comparison stands for the layout checks, so binding a fresh array (a new torch
+        # output each call) costs its import, not the general checks.
+        self._exact_layouts = {
+            t.name: exact
+            for t in (*self.outputs, *self.inputs)
+            if (exact := _ExactLayout.of(t, self.split is not None)) is not None
+        }
         self._memory_type = rt.MemoryType.DEVICE_LOCAL | rt.MemoryType.HOST_VISIBLE
         # Per calling thread, the workspace its calls with workspace=None run in (threads
         # calling at once must not share transients).
@@ -906,11 +921,13 @@ class CompiledGraph:
         self._rebind_inline = False
 
     # ------------------------------------------------------------------ checks
-    def _resolve(self, variant_pack: Mapping[Any, Any]) -> dict[int, tuple[TensorAttr, Any]]:
-        resolved: dict[int, tuple[TensorAttr, Any]] = {}
-        for key, array in variant_pack.items():
+    def _resolve(self, variant_pack: Mapping[Any, Any]) -> dict[int, tuple[TensorAttr, Any, int]]:
+        """Per graph tensor's id: the tensor, its array and the array's place in the pack."""
+        resolved: dict[int, tuple[TensorAttr, Any, int]] = {}
+        io_ids = self._io_ids
+        for index, (key, array) in enumerate(variant_pack.items()):
             t = key if isinstance(key, TensorAttr) else self._by_name.get(key) if isinstance(key, str) else None
-            if t is None or self._by_name.get(t.name) is not t:
+            if t is None or (id(t) not in io_ids and self._by_name.get(t.name) is not t):
                 raise fail(
                     ErrorCode.VARIANT_PACK_ERROR,
                     f"graph '{self.graph_name}': variant pack key {getattr(key, 'name', key)!r} is not a tensor "
@@ -934,7 +951,7 @@ class CompiledGraph:
                     f"graph '{self.graph_name}': tensor '{t.name}' is given twice (as the tensor and by name) "
                     "with different arrays",
                 )
-            resolved[id(t)] = (t, array)
+            resolved[id(t)] = (t, array, index)
         for role, tensors in (("output", self.outputs), ("input", self.inputs)):
             for needed in tensors:
                 if id(needed) not in resolved:
@@ -1063,7 +1080,15 @@ class CompiledGraph:
         epoch = _tensor_module.layout_epoch
         self._check_layouts_unchanged()
         resolved = self._resolve(variant_pack)
-        slots = [self._slot(t, resolved[id(t)][1], is_output) for t, is_output in self._roles]
+        # The values' signatures execute just computed, in pack order (signature_of's general
+        # kind: _value_signature; its NumPy kind leaves out the address of ndarray subclasses).
+        sig, fast = previous_sig if previous_sig is not None else (None, True)
+        n = len(variant_pack)
+        value_sigs = sig[2 * n : 3 * n] if sig is not None and not fast else None
+        slots = []
+        for t, is_output in self._roles:
+            _, value, index = resolved[id(t)]
+            slots.append(self._slot(t, value, is_output, value_sigs[index] if value_sigs is not None else _UNKNOWN))
         self._check_no_overlap(slots, workspace)
         args = _rt().VmVariantList(len(slots) + 1)
         if self.split is not None:
@@ -1101,15 +1126,17 @@ class CompiledGraph:
         binding.direct = not (binding.copy_in or binding.copy_out or binding.int4_in)
         return binding
 
-    def _slot(self, t: TensorAttr, value: Any, is_output: bool) -> _Slot:
+    def _slot(self, t: TensorAttr, value: Any, is_output: bool, sig: Any = _UNKNOWN) -> _Slot:
         """``value`` checked and imported for ``t``: the cached slot when the value's
         signature (NumPy: the same object, shape, strides and dtype; torch: address,
         shape, strides and dtype; others: address, shape, strides, dtype and
-        writeability) matches the last one checked, else checked and imported anew."""
-        try:
-            sig = _value_signature(value)
-        except (FusilliError, AttributeError, TypeError):
-            sig = None  # not an array: _check_array reports it
+        writeability; ``sig`` when the caller computed it) matches the last one checked,
+        else checked and imported anew."""
+        if sig is _UNKNOWN:
+            try:
+                sig = _value_signature(value)
+            except (FusilliError, AttributeError, TypeError):
+                sig = None  # not an array: _check_array reports it
         cached = self._slots.get(t.name)
         if (
             sig is not None
@@ -1120,6 +1147,12 @@ class CompiledGraph:
             if is_output and not cached.arr.flags.writeable:
                 self._check_array(t, value, is_output)  # raises: read-only
             return cached
+        exact = self._exact_layouts.get(t.name)
+        if exact is not None:
+            slot = self._exact_slot(t, exact, sig, value, is_output)
+            if slot is not None:
+                self._slots[t.name] = slot
+                return slot
         arr = self._check_array(t, value, is_output)
         if arr.size == 0:
             # An extent of 0 in a dynamic dim (an empty batch): no element to read or write, so an
@@ -1153,6 +1186,28 @@ class CompiledGraph:
         if staging is None and int4 is None:
             self._slots[t.name] = slot
         return slot
+
+    def _exact_slot(self, t: TensorAttr, exact: _ExactLayout, sig: Any, value: Any, is_output: bool) -> _Slot | None:
+        """``value`` bound for ``t`` when it is a NumPy array (or a plain CPU torch tensor) of
+        exactly the tensor's shape, dtype and byte strides, aligned (and writeable for an
+        output); None sends it through the general checks, which also word any error."""
+        arr = value if type(value) is np.ndarray else _plain_torch_as_numpy(value)
+        if arr is None or arr.shape != exact.shape or arr.dtype != exact.dtype or arr.strides != exact.strides:
+            return None
+        if is_output and not arr.flags.writeable:
+            return None
+        base = arr.__array_interface__["data"][0]
+        if base % _ALIGNMENT:
+            return None
+        phys = arr.transpose(exact.order)
+        if exact.broadcast_index is not None:
+            phys = phys[exact.broadcast_index]
+        if not phys.flags.c_contiguous:
+            raise fail(ErrorCode.INTERNAL_ERROR, f"tensor '{t.name}': physical view is not dense")
+        view = self._import(t, phys)
+        extent = (base + exact.extent[0], base + exact.extent[1])
+        what = f"{'output' if is_output else 'input'} tensor '{t.name}'"
+        return _Slot(sig, value, arr, extent, view, is_output, what, None, None)
 
     def _invoke(self, args) -> None:
         try:
@@ -1395,6 +1450,51 @@ def aligned_empty(shape, dtype) -> np.ndarray:
 
 
 _NUMPY_SIGNATURE = operator.attrgetter("shape", "strides", "dtype")
+
+
+@dataclasses.dataclass(frozen=True)
+class _ExactLayout:
+    """The array a static tensor is usually bound to, precomputed: its shape, dtype and byte
+    strides (the tensor's own stride, also in dims of extent 1, which the general check lets
+    differ), the transposition to memory order, the slice collapsing broadcast dims, and the
+    bytes it spans relative to its data pointer (for the overlap check)."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    strides: tuple[int, ...]
+    order: tuple[int, ...]
+    broadcast_index: tuple[slice, ...] | None
+    extent: tuple[int, int]
+
+    @classmethod
+    def of(cls, t: TensorAttr, split: bool) -> _ExactLayout | None:
+        """None for what only the general path binds: dynamic dims, no elements, int4
+        (packed) and a split graph's tensors (cut into halves)."""
+        dt = data_type_of(t)
+        if t.dynamic_dims or split or dt.name == "INT4" or 0 in t.dim:
+            return None
+        itemsize = dt.numpy_dtype.itemsize
+        strides = tuple(s * itemsize for s in t.stride)
+        order = t.physical_order
+        broadcast = [s == 0 and d != 1 for s, d in zip(t.stride, t.dim)]
+        index = tuple(slice(0, 1) if broadcast[i] else slice(None) for i in order) if any(broadcast) else None
+        span = sum(s * (d - 1) for s, d in zip(strides, t.dim))  # static strides are never negative
+        return cls(tuple(t.dim), dt.numpy_dtype, strides, order, index, (0, span + itemsize))
+
+
+def _plain_torch_as_numpy(value: Any) -> np.ndarray | None:
+    """A NumPy view of a plain CPU torch tensor (``Tensor.numpy``: no copy; its base keeps
+    the tensor alive); None for anything else, or a tensor NumPy cannot view as it is
+    (requires grad, bfloat16, lazy conj/neg bits, another device), which the general path
+    (``torch_as_numpy``) reads or refuses with a FusilliError."""
+    tensor_type = torch_tensor_type()
+    if tensor_type is None or type(value) is not tensor_type:
+        return None
+    tensor: Any = value
+    try:
+        return tensor.numpy()
+    except (RuntimeError, TypeError):
+        return None
 
 
 class _Slot:

@@ -220,6 +220,53 @@ def test_misaligned_arrays_on_the_fast_path(compiled, rng, monkeypatch):
         np.testing.assert_array_equal(oa, xa + ya)  # copied in and out on each call
 
 
+def test_fresh_arrays_in_the_tensors_layout_skip_the_general_checks(compiled, rng, monkeypatch):
+    """A new array each call (a fresh output, as fusilli.torch allocates one per call) in
+    exactly its tensor's shape, dtype and strides, aligned, is bound by one comparison
+    (``_exact_slot``); anything else, here a misaligned output, takes the general checks."""
+    g, x, y, out = compiled
+    cg = g._compiled
+    xa, ya = arrays(rng, x, y)
+    checked = []
+    real_check = cg._check_array
+    monkeypatch.setattr(
+        cg, "_check_array", lambda t, a, is_output: checked.append(t.name) or real_check(t, a, is_output)
+    )
+    for _ in range(3):
+        oa = fs.empty(out)
+        g.execute({x: xa, y: ya, out: oa})
+        np.testing.assert_array_equal(oa, xa + ya)
+    assert checked == []
+    shifted = misaligned(fs.empty(out))
+    g.execute({x: xa, y: ya, out: shifted})
+    np.testing.assert_array_equal(shifted, xa + ya)  # through a staging copy
+    assert checked == ["out"]
+
+
+@pytest.mark.parametrize(
+    "stride",
+    [fs.strides(DIM, "NCHW"), fs.strides(DIM, "NHWC"), [0, 20, 5, 1], [5, 0, 0, 1]],
+    ids=["nchw", "nhwc", "broadcast_n", "broadcast_ch"],
+)
+def test_exact_layout_agrees_with_the_general_path(stride):
+    """``_ExactLayout`` (precomputed per tensor) gives the physical view and byte extent the
+    general path computes for the same array (``_physical_view``, ``_byte_extent``)."""
+    from fusilli.backend.runtime import _byte_extent, _ExactLayout, aligned_empty
+
+    g = fs.Graph(name="exact_layout")
+    t = g.tensor(name="t", dim=DIM, stride=stride)
+    exact = _ExactLayout.of(t, split=False)
+    assert exact is not None
+    span = exact.extent[1] // 4
+    a = np.lib.stride_tricks.as_strided(aligned_empty([span], np.float32), DIM, exact.strides)
+    base = a.__array_interface__["data"][0]
+    assert (base + exact.extent[0], base + exact.extent[1]) == _byte_extent(a)
+    phys = a.transpose(exact.order)
+    if exact.broadcast_index is not None:
+        phys = phys[exact.broadcast_index]
+    assert phys.flags.c_contiguous and list(phys.shape) == t.physical_dim
+
+
 def test_non_mapping_pack_is_rejected_after_a_bound_call(compiled, rng):
     g, x, y, out = compiled
     xa, ya, oa = arrays(rng, x, y, out)

@@ -100,6 +100,25 @@ def test_fast_path_notices_a_torch_tensor_whose_storage_changed(cpu):
     assert "shares memory with input tensor 'x'" in str(e.value)
 
 
+def test_fresh_torch_outputs_are_bound_without_the_general_checks(cpu, monkeypatch):
+    """A new output tensor per call (as every fusilli.torch op allocates) in the tensor's
+    layout is viewed by ``Tensor.numpy`` and bound by one comparison; a tensor NumPy cannot
+    view as it is (requires grad) takes the general checks, once while its memory stays."""
+    g, x, y, out = _add_graph(cpu, fs.DataType.FLOAT, [3, 8], name="torch_fresh")
+    cg = g._compiled
+    checked = []
+    real_check = cg._check_array
+    monkeypatch.setattr(
+        cg, "_check_array", lambda t, a, is_output: checked.append(t.name) or real_check(t, a, is_output)
+    )
+    a, b = torch.randn(3, 8, requires_grad=True), torch.randn(3, 8)
+    for _ in range(3):
+        result = torch.empty(3, 8)
+        g.execute({x: a, y: b, out: result})
+        torch.testing.assert_close(result, a.detach() + b, rtol=0, atol=0)
+    assert checked == ["x"]
+
+
 def test_torch_tensors_on_other_devices_or_dtypes_are_refused(cpu):
     g, x, y, out = _add_graph(cpu, fs.DataType.FLOAT, [4], name="torch_refused")
     with pytest.raises(fs.FusilliError) as e:
