@@ -1117,7 +1117,7 @@ def _filter_layout_text(
     if panel is None:
         return _padded_filter_text(t, columns, rows, copied)
     text = f", the filter written in {panel}-column panels (each panel's rows contiguous)"
-    own = gemm_config.panel_core_tile(isa, core, rows)
+    own = gemm_config.panel_core_tile(isa, core, rows, depth)
     if own is not None:
         tile_rows, (vm, vn) = own
         text += f" under a {vm}x{vn} tile in {tile_rows}-row workgroups"

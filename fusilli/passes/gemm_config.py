@@ -855,19 +855,37 @@ def gemm_rows_tile(tile: GemmTile, isa: str, vendor: str | None, m: int, materia
 PANEL_GEMM_TILE_BY_CORE: dict[tuple[str, str], tuple[int, int, tuple[int, int]]] = {
     ("avx2", "znver3"): (196, 28, (4, 16))
 }
+# ... and from these fewer rows, where the GEMM is at least this deep: (rows, depth). Zen 3 VM, one
+# thread, the GEMM alone, min us over two rounds, 6x16 in 48 rows -> 4x16 in 28 (python
+# benchmarks/dispatch_profile.py SUITE --device local-sync --rounds 2 --variant 'old:...' --variant cur):
+# the 98-row halves the row split gives ResNet-50's batch-1 14x14 rows, 1024 deep: 98x1024x256 645,
+# 645 -> 581, 585; 98x1024x512 1297, 1305 -> 1173, 1175; shallower they lose: 98x512x1024 (s2
+# 1x512x28x28->1024) 1233, 1234 -> 1528, 1540; 98x256x1024 619, 622 -> 770, 772. (98 rows leave a
+# 2-row remainder under either tile; workgroups of 24, 36 or 52 rows measured as 28.) Batch-2 7x7
+# rows (98 rows) the same, one thread: 1x1 2x1024x7x7->256 649, 644 -> 582, 582; 2x2048x7x7->512 2589,
+# 2598 -> 2368, 2365; s2 2x1024x14x14->2048 5445, 5789 -> 4880, 5289; whole graphs on the pool, in one
+# process with PyTorch, two runs, ms (ratio to PyTorch; python benchmarks/table_ab.py SUITE --variant
+# 'old:fusilli.passes.gemm_config.PANEL_GEMM_DEEP_ROWS_BY_CORE={}' --variant new): 0.776 (1.05) -> 0.626
+# (1.30), 0.573 (1.18) -> 0.556 (1.21); 2.095 (1.35) -> 1.885 (1.50), 2.024 (1.38) -> 1.876 (1.49);
+# 4.299 (1.17) -> 4.203 (1.20), 4.703 (1.12) -> 4.041 (1.30).
+PANEL_GEMM_DEEP_ROWS_BY_CORE: dict[tuple[str, str], tuple[int, int]] = {("avx2", "znver3"): (98, 1024)}
 
 
-def panel_core_tile(isa: str, core: str | None, m: int) -> tuple[int, tuple[int, int]] | None:
+def panel_core_tile(isa: str, core: str | None, m: int, k: int) -> tuple[int, tuple[int, int]] | None:
     """The CPU ``core``'s (workgroup rows, register tile) from PANEL_GEMM_TILE_BY_CORE for a conv GEMM
-    of ``m`` rows that reads B in panels, where ``m`` reaches its rows; else None."""
+    of ``m`` rows ``k`` deep that reads B in panels, where ``m`` reaches its rows (or
+    PANEL_GEMM_DEEP_ROWS_BY_CORE's, ``k`` its depth); else None."""
     min_rows, rows, vector = PANEL_GEMM_TILE_BY_CORE.get((isa, core or ""), (0, 0, None))
-    return None if vector is None or m < min_rows else (rows, vector)
+    deep_rows, deep_k = PANEL_GEMM_DEEP_ROWS_BY_CORE.get((isa, core or ""), (min_rows, 0))
+    if vector is None or m < min(min_rows, deep_rows) or (m < min_rows and k < deep_k):
+        return None
+    return rows, vector
 
 
-def panel_gemm_tile(tile: GemmTile, isa: str, core: str | None, m: int) -> GemmTile:
-    """``tile`` for a conv GEMM of ``m`` rows that reads B in panels: ``panel_core_tile``'s workgroup
-    rows and register tile where it has them, else as it is."""
-    own = panel_core_tile(isa, core, m)
+def panel_gemm_tile(tile: GemmTile, isa: str, core: str | None, m: int, k: int) -> GemmTile:
+    """``tile`` for a conv GEMM of ``m`` rows ``k`` deep that reads B in panels: ``panel_core_tile``'s
+    workgroup rows and register tile where it has them, else as it is."""
+    own = panel_core_tile(isa, core, m, k)
     if own is None:
         return tile
     rows, vector = own
@@ -898,7 +916,7 @@ def matmul_compilation_info(
         return None
     tile = gemm_rows_tile(tile, isa, vendor, m, materialized_a)
     if panel is not None:
-        tile = panel_gemm_tile(tile, isa, core, m)
+        tile = panel_gemm_tile(tile, isa, core, m, k)
     tile = conv_gemm_k_tile(tile, k, padded_b or panel is not None)
     return _compilation_info(tile, None, m, n, k, panel)
 

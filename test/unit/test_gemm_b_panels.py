@@ -189,6 +189,25 @@ ZEN3_CASES = {
         "16x64x16",
         "[4, 1, 16, 0]",
     ),
+    # 98 rows (the row split's half of a 14x14 image), 1024 deep: the 4x16 in 28-row workgroups
+    # (PANEL_GEMM_DEEP_ROWS_BY_CORE), a last workgroup of 14 rows (a 2-row remainder of the tile) and
+    # K in blocks; 512 deep it keeps the 6x16.
+    "fprop_1x1_98_rows_deep": (
+        lambda: channels_last_conv_graph(
+            [1, 1024, 7, 14], 256, (1, 1), (1, 1), (0, 0), epilogue=True, name="z3_panels_1x1_98_deep"
+        ),
+        None,
+        "16x1024x16",
+        "[4, 1, 16, 0]",
+    ),
+    "fprop_1x1_98_rows_shallow": (
+        lambda: channels_last_conv_graph(
+            [1, 512, 7, 14], 256, (1, 1), (1, 1), (0, 0), epilogue=True, name="z3_panels_1x1_98_shallow"
+        ),
+        None,
+        "16x512x16",
+        "[6, 1, 16, 0]",
+    ),
     "fprop_3x3_s2_196_rows": (
         lambda: channels_last_conv_graph(
             [1, 16, 28, 28], 256, (3, 3), (2, 2), (1, 1), epilogue=True, name="z3_panels_s2_196"
@@ -203,8 +222,8 @@ ZEN3_CASES = {
 @pytest.mark.parametrize("case", sorted(ZEN3_CASES))
 def test_numerics_with_zen3_b_panels(rng, monkeypatch, case):
     """Zen 3 code: the forward conv's filter of 256 columns in 16-column panels, under the 6x16 tile
-    (63 rows: a last workgroup of 15 and a 3-row remainder of the tile) or from 196 rows the 4x16
-    (PANEL_GEMM_TILE_BY_CORE), against the reference."""
+    (63 rows: a last workgroup of 15 and a 3-row remainder of the tile) or from 196 rows (98 where
+    1024 deep) the 4x16 (PANEL_GEMM_TILE_BY_CORE, PANEL_GEMM_DEEP_ROWS_BY_CORE), against the reference."""
     arch = arch_running_here("znver3")
     build, lowering, panels, vector = ZEN3_CASES[case]
     if lowering is not None:

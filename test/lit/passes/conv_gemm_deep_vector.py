@@ -17,7 +17,9 @@
 # in the config; Zen 2's filters keep their padded rows and linalg.matmul. Zen 3 writes a forward
 # conv's filter of 256 or more columns in 16-column panels at any depth (gemm_config.CONV_B_PANEL_BY_CORE):
 # the deep, shallow and few-rows convs, each (from 196 rows) under the panel's 4x16 tile in 28-row
-# workgroups (gemm_config.PANEL_GEMM_TILE_BY_CORE); the dgrad's B keeps its rows and the 6x16.
+# workgroups (gemm_config.PANEL_GEMM_TILE_BY_CORE); the dgrad's B keeps its rows and the 6x16. From
+# 98 rows the 4x16 where the GEMM is 1024 deep (gemm_config.PANEL_GEMM_DEEP_ROWS_BY_CORE: 1x1
+# 2x1024x7x7->256), the 6x16 in 48-row workgroups where it is shallower (2x512x7x7->256).
 
 import fusilli as fs
 
@@ -42,6 +44,8 @@ conv("deep", 8, 1024, 14, 512)
 dgrad("dgrad", 8, 2048, 7, 512)
 conv("shallow", 8, 512, 14, 512)
 conv("few_rows", 1, 1024, 14, 256)
+conv("rows_98", 2, 1024, 7, 256)
+conv("rows_98_shallow", 2, 512, 7, 256)
 print(g.to_json())
 
 # ZEN1-DAG: #[[DEEP:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [48, 1, 64, 0], cache_reduction = [0, 0, 0, 64], distribution = [48, 1, 64, 0], vector_common_parallel = [2, 1, 32, 0], vector_reduction = [0, 0, 0, 8]>
@@ -51,6 +55,8 @@ print(g.to_json())
 # ZEN3-DAG: #[[SHALLOW:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [28, 4, 16, 0], distribution = [28, 4, 16, 0], vector_common_parallel = [4, 1, 16, 0], vector_reduction = [0, 0, 0, 8]>
 # ZEN3-DAG: #[[PANELS:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [28, 4, 16, 0], cache_reduction = [0, 0, 0, 64], distribution = [28, 4, 16, 0], vector_common_parallel = [4, 1, 16, 0], vector_reduction = [0, 0, 0, 8]>
 # ZEN3-DAG: #[[INFO_PANELS:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[PANELS]]
+# ZEN3-DAG: #[[PANELS_6X16:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [48, 4, 16, 0], distribution = [48, 4, 16, 0], vector_common_parallel = [6, 1, 16, 0], vector_reduction = [0, 0, 0, 8]>
+# ZEN3-DAG: #[[INFO_PANELS_6X16:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[PANELS_6X16]]
 # CHECK-DAG: #[[INFO_DEEP:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[DEEP]]
 # CHECK-DAG: #[[INFO_SHALLOW:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[SHALLOW]]
 # CHECK-LABEL: func.func @main(
@@ -69,3 +75,5 @@ print(g.to_json())
 # ZEN1: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<196x1024xf32>, tensor<4x1024x64xf32>) outs(%{{.*}} : tensor<196x4x64xf32>) attrs = {compilation_info = #[[INFO_DEEP]]}
 # ZEN2: torch.aten.mm %{{.*}}, %{{.*}} : !torch.vtensor<[196,1024],f32>, !torch.vtensor<[1024,256],f32>
 # ZEN3: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<196x1024xf32>, tensor<16x1024x16xf32>) outs(%{{.*}} : tensor<196x16x16xf32>) attrs = {compilation_info = #[[INFO_PANELS]]}
+# ZEN3: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<98x1024xf32>, tensor<16x1024x16xf32>) outs(%{{.*}} : tensor<98x16x16xf32>) attrs = {compilation_info = #[[INFO_PANELS]]}
+# ZEN3: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<98x512xf32>, tensor<16x512x16xf32>) outs(%{{.*}} : tensor<98x16x16xf32>) attrs = {compilation_info = #[[INFO_PANELS_6X16]]}
