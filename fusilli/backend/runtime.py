@@ -1483,14 +1483,16 @@ class _ExactLayout:
 
 
 def _plain_torch_as_numpy(value: Any) -> np.ndarray | None:
-    """A NumPy view of a plain CPU torch tensor (``Tensor.numpy``: no copy; its base keeps
-    the tensor alive); None for anything else, or a tensor NumPy cannot view as it is
-    (requires grad, bfloat16, lazy conj/neg bits, another device), which the general path
-    (``torch_as_numpy``) reads or refuses with a FusilliError."""
+    """A NumPy view of a plain CPU torch tensor (``Tensor.numpy``, of its detached alias where it
+    requires grad: no copy; the view's base keeps the memory alive); None for anything else, or
+    a tensor NumPy cannot view as it is (bfloat16, lazy conj/neg bits, another device), which the
+    general path (``torch_as_numpy``) reads or refuses with a FusilliError."""
     tensor_type = torch_tensor_type()
     if tensor_type is None or type(value) is not tensor_type:
         return None
     tensor: Any = value
+    if tensor.requires_grad:
+        tensor = tensor.detach()
     try:
         return tensor.numpy()
     except (RuntimeError, TypeError):

@@ -102,8 +102,9 @@ def test_fast_path_notices_a_torch_tensor_whose_storage_changed(cpu):
 
 def test_fresh_torch_outputs_are_bound_without_the_general_checks(cpu, monkeypatch):
     """A new output tensor per call (as every fusilli.torch op allocates) in the tensor's
-    layout is viewed by ``Tensor.numpy`` and bound by one comparison; a tensor NumPy cannot
-    view as it is (requires grad) takes the general checks, once while its memory stays."""
+    layout is viewed by ``Tensor.numpy`` and bound by one comparison, and so is an input that
+    requires grad (its detached alias); a misaligned one (a storage offset of one element)
+    takes the general checks and a staging copy, on every call that rebinds."""
     g, x, y, out = _add_graph(cpu, fs.DataType.FLOAT, [3, 8], name="torch_fresh")
     cg = g._compiled
     checked = []
@@ -111,12 +112,15 @@ def test_fresh_torch_outputs_are_bound_without_the_general_checks(cpu, monkeypat
     monkeypatch.setattr(
         cg, "_check_array", lambda t, a, is_output: checked.append(t.name) or real_check(t, a, is_output)
     )
-    a, b = torch.randn(3, 8, requires_grad=True), torch.randn(3, 8)
+    a = torch.randn(3, 8, requires_grad=True)
+    b = torch.zeros(25)[1:].view(3, 8).normal_()
+    assert b.data_ptr() % 64
     for _ in range(3):
         result = torch.empty(3, 8)
         g.execute({x: a, y: b, out: result})
         torch.testing.assert_close(result, a.detach() + b, rtol=0, atol=0)
-    assert checked == ["x"]
+    assert checked == ["y"] * 3
+    assert a.grad is None and a.requires_grad  # execute tracks no gradient
 
 
 def test_torch_tensors_on_other_devices_or_dtypes_are_refused(cpu):
