@@ -1080,11 +1080,9 @@ class CompiledGraph:
         epoch = _tensor_module.layout_epoch
         self._check_layouts_unchanged()
         resolved = self._resolve(variant_pack)
-        # The values' signatures execute just computed, in pack order (signature_of's general
-        # kind: _value_signature; its NumPy kind leaves out the address of ndarray subclasses).
+        # The values' signatures execute just computed, where it computed them.
         sig, fast = previous_sig if previous_sig is not None else (None, True)
-        n = len(variant_pack)
-        value_sigs = sig[2 * n : 3 * n] if sig is not None and not fast else None
+        value_sigs = _Binding.value_signatures(sig, fast, len(variant_pack))
         slots = []
         for t, is_output in self._roles:
             _, value, index = resolved[id(t)]
@@ -1584,6 +1582,13 @@ class _Binding:
             ]
         except (AttributeError, TypeError, FusilliError):
             return None  # not a mapping of arrays: the slow path reports it
+
+    @staticmethod
+    def value_signatures(sig: list | None, fast: bool, count: int) -> list | None:
+        """The ``count`` values' ``_value_signature``s, in pack order, inside a ``signature_of``
+        result of its general kind; None for its NumPy kind (``fast``), which leaves out the
+        address of ndarray subclasses, or no signature."""
+        return None if sig is None or fast else sig[2 * count : 3 * count]
 
     def outputs_writeable(self) -> bool:
         for a in self.numpy_outputs:
