@@ -1679,11 +1679,29 @@ CPU_DATA_TILING_FLAGS = (
 # the chunked GEMMs of >= 4096 positions (gemm_config.wgrad_chunk_positions: 8x128x28x28->512
 # 0.75 -> 0.68, 8x256x56x56->64 0.91 -> 0.67, 8x512x28x28->128 0.99 -> 0.96). 1x1 stride 2 (its
 # row gather first) ran even (1x256x56x56->512 0.97 -> 0.94, 8x256x56x56->512 0.75 -> 0.76) and
-# keeps the tile. Zen 2/3 and Intel's AVX2 cores not measured.
+# keeps the tile there (Zen 3 takes data tiling for them from 392 positions: below). Zen 2 and
+# Intel's AVX2 cores not measured.
 CPU_CONV_WGRAD_DATA_TILING_TARGETS = {("avx2", "amd")}
 CPU_CONV_WGRAD_DATA_TILING_MIN_POSITIONS = 96
 CPU_CONV_WGRAD_DATA_TILING_MIN_SIDE = 128  # output channels K and filter columns R*S*C
 CPU_CONV_WGRAD_DATA_TILING_MIN_SPATIAL_FLOPS = 1 << 28  # filters larger than 1x1
+# Strided 1x1 weight gradients take data tiling on the cores named here, from as many output
+# positions as CPU_CONV_WGRAD_DATA_TILING_STRIDED_MIN_POSITIONS (chunked GEMMs excepted, as above):
+# their X rows are gathered by a dispatch of their own, into which X's pack then fuses. 2-core EPYC
+# Zen 3 VM (znver3), the GEMM tile against data tiling, in one process, interleaved with PyTorch
+# (python benchmarks/table_ab.py SUITE --variant cur --variant 'dt:...'), ms, two runs (ratio to
+# PyTorch): stride 2 8x512x28x28->1024 (1568 positions) 25.2, 27.1 -> 14.4, 16.3 (0.93, 0.80 -> 1.63,
+# 1.34); 8x1024x14x14->2048 (392) 18.7, 17.8 -> 16.3, 14.6; 4x256x56x56->512 (3136) 12.1, 8.5 -> 9.5,
+# 6.2; 2x256x56x56->512 (1568) 5.0, 4.1 -> 3.8, 3.5; 4x512x28x28->1024 (784) 10.2, 15.3 -> 11.3, 11.4;
+# 2x512x28x28->1024 (392) 4.9, 4.5 -> 5.5, 3.7; ResNet-50's 1x256x56x56->512 (784) 2.74, 2.44, 2.71,
+# 2.89, 2.97 -> 2.40, 2.52, 2.75, 2.87, 2.93 (one thread, the dispatches alone, benchmarks/
+# dispatch_profile.py --device local-sync: 4.5-5.6 -> 3.3-3.4 ms a call, the GEMM 55 -> 85 GFLOP/s).
+# Below 392 positions the tile stayed ahead: 1x512x28x28->1024 (196) 2.47, 2.36 -> 3.09, 2.96
+# (4x1024x14x14->2048, 196, ran even: 9.0, 8.5 -> 9.1, 7.1). Against the chunks of 8x256x56x56->512
+# (6272 positions), even: 15.9, 18.7 -> 15.1, 22.3. Other cores were not measured (Zen 1 ran the
+# stride-2 rows even, above) and keep the tile.
+CPU_CONV_WGRAD_DATA_TILING_STRIDED_1X1_CORES = frozenset({"znver3"})
+CPU_CONV_WGRAD_DATA_TILING_STRIDED_MIN_POSITIONS = 392
 
 
 def _wgrad_gemm_chunk(p: Problem, t: Target) -> int | None:
@@ -1711,7 +1729,9 @@ def _wgrad_gemm_chunk(p: Problem, t: Target) -> int | None:
         "0.72-0.81 -> 0.98-1.03, 4x128x28x28->512 0.48-0.88 -> 0.74-1.05, 1x1024x14x14->256 0.98-1.05 -> "
         "1.16-1.21, 1x512x28x28->128 0.84-1.00 -> 1.00-1.08; 3x3 8x512x7x7 1.01-1.14 -> 1.53-1.59, 4x512x7x7 "
         "1.50-1.83 -> 1.98-2.41. Lost or ran even at 49 positions, 64 output channels or filter columns, 3x3 "
-        "filters below 268 MFLOP, and against the chunks of >= 4096 positions (the limits: rules.py)"
+        "filters below 268 MFLOP, and against the chunks of >= 4096 positions (the limits: rules.py). "
+        "Zen 3 VM (znver3): strided 1x1 from 392 positions, s2 8x512x28x28->1024 25.2-27.1 -> 14.4-16.3 ms, "
+        "2x256x56x56->512 4.1-5.0 -> 3.5-3.8 ms (CPU_CONV_WGRAD_DATA_TILING_STRIDED_1X1_CORES)"
     ),
 )
 def CPU_CONV_WGRAD_DATA_TILING(p: Problem, t: Target) -> str | None:
@@ -1720,9 +1740,16 @@ def CPU_CONV_WGRAD_DATA_TILING(p: Problem, t: Target) -> str | None:
     isa, vendor = vector_isa(t), cpu_vendor(t.cpu)
     if (isa, vendor) not in CPU_CONV_WGRAD_DATA_TILING_TARGETS:
         return None
-    if any(s != 1 for s in p.fact("stride", ())) or any(d != 1 for d in p.fact("dilation", ())):
+    if any(d != 1 for d in p.fact("dilation", ())):
         return None
     columns, out_channels, positions = conv_gemm_depth(p), conv_out_channels(p), conv_gemm_rows(p)
+    strided = any(s != 1 for s in p.fact("stride", ()))
+    core = cpu_core(t.cpu)
+    if strided:
+        if any(int(d) != 1 for d in p.fact("kernel", ())) or core not in CPU_CONV_WGRAD_DATA_TILING_STRIDED_1X1_CORES:
+            return None
+        if positions < CPU_CONV_WGRAD_DATA_TILING_STRIDED_MIN_POSITIONS:
+            return None
     if min(columns, out_channels) < CPU_CONV_WGRAD_DATA_TILING_MIN_SIDE:
         return None
     if positions < CPU_CONV_WGRAD_DATA_TILING_MIN_POSITIONS:
@@ -1732,10 +1759,12 @@ def CPU_CONV_WGRAD_DATA_TILING(p: Problem, t: Target) -> str | None:
         return None
     if _wgrad_gemm_chunk(p, t) is not None:
         return None  # the chunks of many positions won
+    minimum = CPU_CONV_WGRAD_DATA_TILING_STRIDED_MIN_POSITIONS if strided else CPU_CONV_WGRAD_DATA_TILING_MIN_POSITIONS
     return (
         f"one GEMM DW[{out_channels}, {columns}] over {positions} output positions, "
         f"data-tiled for {isa}, AMD (K and R*S*C >= {CPU_CONV_WGRAD_DATA_TILING_MIN_SIDE}, "
-        f"positions >= {CPU_CONV_WGRAD_DATA_TILING_MIN_POSITIONS}"
+        + (f"strided 1x1 on {core}, " if strided else "")
+        + f"positions >= {minimum}"
         + (f", {_mflop(p.flops)} >= {_mflop(CPU_CONV_WGRAD_DATA_TILING_MIN_SPATIAL_FLOPS)})" if spatial else ")")
     )
 

@@ -530,6 +530,39 @@ def test_wgrad_data_tiling_only_where_measured(kernel, stride, n, c, hw, k, why)
     assert "cpu-conv-wgrad-gemm" in explained and "data-tiling" not in explained, why
 
 
+@pytest.mark.parametrize(
+    "n, c, hw, k, data_tiled",
+    [
+        (2, 128, 28, 128, True),  # 392 output positions: data tiling from there
+        (1, 128, 28, 256, False),  # 196 output positions: the tile stayed ahead
+    ],
+    ids=["392-positions", "196-positions"],
+)
+def test_strided_1x1_wgrad_data_tiled_on_zen3(rng, n, c, hw, k, data_tiled):
+    """Zen 3 computes a strided 1x1 weight gradient of >= 392 output positions data-tiled
+    (rules.CPU_CONV_WGRAD_DATA_TILING_STRIDED_1X1_CORES): X's strided rows gathered by a dispatch
+    into which its pack fuses, DY's pack, the GEMM with DW's unpack. Zen 1 (even there) and fewer
+    positions keep the conv GEMM's tile. Numerics against the reference where this CPU runs znver3
+    code."""
+    attrs = dict(padding=[0, 0], stride=[2, 2], dilation=[1, 1])
+    oh = hw // 2
+    g, ins, _ = _wgrad_graph(f"wgrad_s2_zen3_{n}", [n, k, oh, oh], [n, c, hw, hw], [k, c, 1, 1], attrs, True)
+    g.validate()
+    positions = n * oh * oh
+    explained = g.explain(arch="znver3")
+    assert "cpu-conv-wgrad-gemm" in g.explain(arch="znver1")
+    if not data_tiled:
+        assert "cpu-conv-wgrad-gemm" in explained and "data-tiling" not in explained
+        return
+    want = f"cpu-conv-wgrad-data-tiling (one GEMM DW[{k}, {c}] over {positions} output positions"
+    assert want in explained and "strided 1x1 on znver3, positions >= 392" in explained
+    arch = arch_running_here("znver3")
+    optimized = g.mlir("optimized", fs.Backend.CPU, arch)
+    assert "linalg.matmul" in optimized and "compilation_info" not in optimized
+    run_and_check(g, fs.Handle(fs.Backend.CPU, arch=arch), {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=1e-4)
+    assert g.compile_stats.dispatch_count == 3
+
+
 def test_wgrad_data_tiling_keeps_low_precision_on_the_tile():
     """bf16 weight gradients (widened to f32 on Zen 1) were not measured data-tiled: the tile."""
     attrs = dict(padding=[0, 0], stride=[1, 1], dilation=[1, 1])

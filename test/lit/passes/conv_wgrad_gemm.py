@@ -16,7 +16,7 @@
 # Zen 3 (znver3) steps K one position at a time in the GEMMs of >= 128 columns
 # (gemm_config.WGRAD_VECTOR_REDUCTION_BY_CORE), g.explain says so.
 
-from lit_helpers import explained_and_optimized, nhwc_wgrad_graph, run
+from lit_helpers import TARGET_ARCH, TARGET_BACKEND, explained_and_optimized, nhwc_wgrad_graph, run
 
 
 @run
@@ -174,8 +174,9 @@ def wgrad_1x1_many_positions():
 # ZEN: #iree_cpu.lowering_config<cache_parallel = [32, 64, 0], cache_reduction = [0, 0, 64], distribution = [32, 64, 0], vector_common_parallel = [4, 16, 0]
 # AVX2: #iree_cpu.lowering_config<cache_parallel = [48, 64, 0], cache_reduction = [0, 0, 256], distribution = [48, 64, 0], vector_common_parallel = [6, 16, 0]
 # AMD: #iree_cpu.lowering_config<{{.*}}distribution = [64, 64, 0], vector_common_parallel = [8, 32, 0]
-# ZEN3: cpu-conv-wgrad-gemm (one GEMM over 784 output positions, a 4x16 register tile in 32x64 workgroups for avx2, AMD (znver3: K one position per vector step))
-# ZEN3: #iree_cpu.lowering_config<cache_parallel = [32, 64, 0], cache_reduction = [0, 0, 64], distribution = [32, 64, 0], vector_common_parallel = [4, 16, 0], vector_reduction = [0, 0, 1]>
+# Zen 3 data-tiles it (wgrad_1x1_strided_data_tiling below).
+# ZEN3: cpu-conv-wgrad-data-tiling (one GEMM DW[512, 256] over 784 output positions
+# ZEN3-NOT: compilation_info
 # INTEL-NOT: compilation_info
 # CHECK: linalg.matmul {{.*}}ins(%{{.*}}, %{{.*}} : tensor<784x512xf32>, tensor<784x256xf32>) outs(%{{.*}} : tensor<512x256xf32>)
 
@@ -238,3 +239,23 @@ def wgrad_3x3_below_data_tiling():
 # CHECK-LABEL: TEST: wgrad_3x3_below_data_tiling
 # ZEN: cpu-conv-wgrad-gemm (one GEMM over 196 output positions, conv GEMM tile for avx2, AMD)
 # ZEN: linalg.matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<196x256xf32>, tensor<196x2304xf32>) outs(%{{.*}} : tensor<256x2304xf32>)
+
+
+@run
+def wgrad_1x1_strided_data_tiling():
+    g = nhwc_wgrad_graph("wgrad_1x1_strided_data_tiling", 2, 128, 28, 128, 1, 2, 0)
+    print(explained_and_optimized(g))
+    g = nhwc_wgrad_graph("wgrad_1x1_strided_few_positions", 1, 128, 28, 256, 1, 2, 0)
+    print(g.explain(TARGET_BACKEND, TARGET_ARCH))
+
+
+# A stride-2 1x1 weight gradient of 392 positions: Zen 3 data-tiles it (X's rows gathered, the
+# pack fused into the gather; rules.CPU_CONV_WGRAD_DATA_TILING_STRIDED_1X1_CORES), Zen 1 keeps the
+# tile (even there); of 196 positions, Zen 3 keeps the tile too.
+# CHECK-LABEL: TEST: wgrad_1x1_strided_data_tiling
+# ZEN3: cpu-conv-wgrad-data-tiling (one GEMM DW[128, 128] over 392 output positions, data-tiled for avx2, AMD (K and R*S*C >= 128, strided 1x1 on znver3, positions >= 392))
+# ZEN3-NOT: compilation_info
+# ZEN3: linalg.matmul indexing_maps = [{{.*}}] ins(%{{.*}}, %{{.*}} : tensor<392x128xf32>, tensor<392x128xf32>) outs(%{{.*}} : tensor<128x128xf32>)
+# ZEN3: cpu-conv-wgrad-gemm (one GEMM over 196 output positions
+# ZEN: cpu-conv-wgrad-gemm (one GEMM over 392 output positions, conv GEMM tile for avx2, AMD)
+# ZEN: linalg.matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<392x128xf32>, tensor<392x128xf32>) outs(%{{.*}} : tensor<128x128xf32>)
