@@ -531,24 +531,27 @@ def test_wgrad_data_tiling_only_where_measured(kernel, stride, n, c, hw, k, why)
 
 
 @pytest.mark.parametrize(
-    "n, c, hw, k, data_tiled",
+    "n, c, hw, k, stride, padding, data_tiled",
     [
-        (2, 128, 28, 128, True),  # 392 output positions: data tiling from there
-        (1, 128, 28, 256, False),  # 196 output positions: the tile stayed ahead
+        (2, 128, 28, 128, (2, 2), 0, True),  # 392 output positions: data tiling from there
+        (1, 128, 57, 128, (2, 2), 0, True),  # odd extents: 29 x 29 = 841 positions
+        (1, 128, 28, 128, (1, 2), 0, True),  # one dim strided: 28 x 14
+        (1, 128, 54, 128, (2, 2), 1, True),  # padded: 28 x 28, the border's positions read zeros
+        (1, 128, 28, 256, (2, 2), 0, False),  # 196 output positions: the tile stayed ahead
     ],
-    ids=["392-positions", "196-positions"],
+    ids=["392-positions", "odd", "one-dim-strided", "padded", "196-positions"],
 )
-def test_strided_1x1_wgrad_data_tiled_on_zen3(rng, n, c, hw, k, data_tiled):
+def test_strided_1x1_wgrad_data_tiled_on_zen3(rng, n, c, hw, k, stride, padding, data_tiled):
     """Zen 3 computes a strided 1x1 weight gradient of >= 392 output positions data-tiled
     (rules.CPU_CONV_WGRAD_DATA_TILING_STRIDED_1X1_CORES): X's strided rows gathered by a dispatch
     into which its pack fuses, DY's pack, the GEMM with DW's unpack. Zen 1 (even there) and fewer
     positions keep the conv GEMM's tile. Numerics against the reference where this CPU runs znver3
     code."""
-    attrs = dict(padding=[0, 0], stride=[2, 2], dilation=[1, 1])
-    oh = hw // 2
-    g, ins, _ = _wgrad_graph(f"wgrad_s2_zen3_{n}", [n, k, oh, oh], [n, c, hw, hw], [k, c, 1, 1], attrs, True)
+    attrs = dict(padding=[padding] * 2, stride=list(stride), dilation=[1, 1])
+    oh, ow = ((hw + 2 * padding - 1) // s + 1 for s in stride)
+    g, ins, _ = _wgrad_graph(f"wgrad_s2_zen3_{n}", [n, k, oh, ow], [n, c, hw, hw], [k, c, 1, 1], attrs, True)
     g.validate()
-    positions = n * oh * oh
+    positions = n * oh * ow
     explained = g.explain(arch="znver3")
     assert "cpu-conv-wgrad-gemm" in g.explain(arch="znver1")
     if not data_tiled:
