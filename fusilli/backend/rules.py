@@ -1746,7 +1746,9 @@ def CPU_CONV_WGRAD_DATA_TILING(p: Problem, t: Target) -> str | None:
     strided = any(s != 1 for s in p.fact("stride", ()))
     core = cpu_core(t.cpu)
     if strided:
-        if any(int(d) != 1 for d in p.fact("kernel", ())) or core not in CPU_CONV_WGRAD_DATA_TILING_STRIDED_1X1_CORES:
+        # (2-D: fusilli's GEMM lowering of a strided weight gradient, conv_layout, is for 2-D convs.)
+        kernel = tuple(int(d) for d in p.fact("kernel", ()))
+        if kernel != (1, 1) or core not in CPU_CONV_WGRAD_DATA_TILING_STRIDED_1X1_CORES:
             return None
         if positions < CPU_CONV_WGRAD_DATA_TILING_STRIDED_MIN_POSITIONS:
             return None
@@ -1798,6 +1800,8 @@ def CPU_CONV_WGRAD_DATA_TILING(p: Problem, t: Target) -> str | None:
 def CPU_CONV_WGRAD_GEMM(p: Problem, t: Target) -> str | None:
     if not p.fact("channels_last") or p.fact("groups") != 1 or p.element not in (DataType.FLOAT, *_LOW_PRECISION):
         return None
+    if len(p.fact("kernel", ())) != 2:
+        return None  # fusilli's GEMM lowering (conv_layout) is for 2-D weight gradients
     isa, vendor = vector_isa(t), cpu_vendor(t.cpu)
     if isa not in CPU_CONV_WGRAD_GEMM_VENDORS:
         return None
