@@ -264,10 +264,66 @@ def _as_whole(problem: Problem, target: Target) -> Problem:
     return replace(problem, flops=problem.flops * parts, facts=facts)
 
 
+def depth_folded(problem: Problem) -> Problem | None:
+    """A channels-last, ungrouped 3-D forward conv (or stride-1 data gradient, which runs as the
+    forward conv of DY; or weight gradient, of DY and the gathered X) as the 2-D one
+    fusilli-conv-layout folds it into on CPUs, else None.
+
+    Its T depth taps are gathered into the channels (conv_direct.depth_taps): X'[n*Do + do, h, w,
+    t*C + c] = X[n, do*sd + t*dd - pd, h, w, c], zero outside X, and the filter read as [K, R, S,
+    T*C]; a 2-D conv of batch N*Do and T*C channels over H and W then gives Y as [N*Do, Ho, Wo, K],
+    which is Y's NDHWC memory. Every 2-D lowering (Winograd, the tuned GEMMs) applies to it: IREE's
+    own 3-D conv ran 3x3x3 2x64x8x28x28->64 at 0.01x PyTorch (BENCHMARKS.md, thirty-ninth session).
+    The depth gather costs T times X's bytes (none for T = 1 at stride 1 unpadded)."""
+    kernel = problem.fact("kernel")
+    if problem.kind not in ("conv_fprop", "conv_dgrad", "conv_wgrad") or kernel is None or len(kernel) != 3:
+        return None
+    if not problem.fact("channels_last") or problem.fact("groups") != 1:
+        return None
+    stride, dilation, padding = problem.fact("stride"), problem.fact("dilation"), problem.fact("padding")
+    if problem.kind == "conv_dgrad":
+        if any(st != 1 for st in stride):
+            return None  # a transposed conv (conv_layout._rewrite_strided_dgrad's, 2-D only)
+        # The forward conv of DY it runs as pads by (k - 1) * dilation - padding.
+        padding = tuple((k - 1) * d - p for k, d, p in zip(kernel, dilation, padding))
+    (t, r, s), (sd, sh, sw), (dd, dh, dw), (pd, ph, pw) = kernel, stride, dilation, padding
+    depth, ho, wo = problem.fact("out_spatial")
+    facts = dict(
+        problem.facts,
+        kernel=(r, s),
+        stride=(sh, sw),
+        dilation=(dh, dw),
+        padding=(ph, pw),
+        channels=t * int(problem.fact("channels")),
+        batch=int(problem.fact("batch")) * depth,
+        out_spatial=(ho, wo),
+        depth_fold=(t, sd, pd, dd),
+    )
+    return replace(problem, kind="conv_wgrad" if problem.kind == "conv_wgrad" else "conv_fprop", facts=facts)
+
+
+def depth_fold_text(problem: Problem) -> str:
+    """What ``depth_folded`` made of ``problem``: g.explain's words for it."""
+    t = problem.fact("depth_fold")[0]
+    return (
+        f"3-D as 2-D: {t} depth taps gathered into {problem.fact('channels')} channels, batch "
+        f"{problem.fact('batch')} (cpu-conv-depth-fold)"
+    )
+
+
+def as_lowered(problem: Problem, target: Target) -> Problem:
+    """``problem`` as ``target`` lowers it: on CPUs a 3-D conv as the 2-D conv it is folded into
+    (``depth_folded``), else as it is."""
+    if target.backend == Backend.CPU:
+        return depth_folded(problem) or problem
+    return problem
+
+
 def choose(problem: Problem, target: Target, aspect: str) -> Choice | None:
     """The first rule for ``target`` deciding ``aspect`` of ``problem`` that holds (a conv's at
-    its whole graph's size inside ``lowered_as_parts``, on the targets measured)."""
-    problem = _as_whole(problem, target)
+    its whole graph's size inside ``lowered_as_parts``, on the targets measured; a 3-D conv's on CPUs
+    as the 2-D conv it is folded into, ``depth_folded``)."""
+    problem = as_lowered(_as_whole(problem, target), target)
     for r in RULES:
         if r.aspect == aspect and r.covers(problem.kind, target):
             fact = r.applies(problem, target)
@@ -304,8 +360,12 @@ def explain(nodes: Iterable[Any], target: Target) -> str:
     lines = [f"target: {target.describe()}; features: {describe_features(target)}"]
     nodes = list(nodes)
     for node in nodes:
-        cs = choices(problem_of(node), target)
+        problem = problem_of(node)
+        cs = choices(problem, target)
         what = "; ".join(f"{c.name} ({c.fact})" for c in cs) or "no target-specific rule"
+        folded = as_lowered(problem, target)
+        if folded is not problem:
+            what = f"{depth_fold_text(folded)}; {what}"
         lines.append(f"{node.name} [{node.kind}]: {what}")
     forced = forced_conv_lowering(nodes)
     if forced:
@@ -332,7 +392,9 @@ def lowering_summary(nodes: Iterable[Any], target: Target) -> str:
     names: list[str] = []
     nodes = list(nodes or ())
     for node in nodes:
-        problem = problem_of(node)
+        problem = as_lowered(problem_of(node), target)
+        if "depth_fold" in problem.facts and "cpu-conv-depth-fold" not in names:
+            names.append("cpu-conv-depth-fold")
         for c in choices(problem, target):
             if c.rule.aspect == "compute":
                 continue
@@ -1740,9 +1802,10 @@ def CPU_CONV_WGRAD_DATA_TILING(p: Problem, t: Target) -> str | None:
     isa, vendor = vector_isa(t), cpu_vendor(t.cpu)
     if (isa, vendor) not in CPU_CONV_WGRAD_DATA_TILING_TARGETS:
         return None
-    # 2-D: fusilli's GEMM lowering of a weight gradient (conv_layout) is for 2-D convs. A 3-D one stays
-    # one IREE conv dispatch, as fast with these flags as without (Zen 3, 1x1x1 2x256x8x28x28->128: 43.6
-    # against 43.3 ms median, in one process).
+    # 2-D: fusilli's GEMM lowering of a weight gradient (conv_layout) is for 2-D convs; a channels-last
+    # 3-D one comes here folded into one (depth_folded), others stay one IREE conv dispatch, as fast
+    # with these flags as without (Zen 3, 1x1x1 2x256x8x28x28->128 before the fold: 43.6 against 43.3
+    # ms median, in one process).
     if len(p.fact("kernel", ())) != 2 or any(d != 1 for d in p.fact("dilation", ())):
         return None
     columns, out_channels, positions = conv_gemm_depth(p), conv_out_channels(p), conv_gemm_rows(p)
@@ -1802,7 +1865,7 @@ def CPU_CONV_WGRAD_GEMM(p: Problem, t: Target) -> str | None:
     if not p.fact("channels_last") or p.fact("groups") != 1 or p.element not in (DataType.FLOAT, *_LOW_PRECISION):
         return None
     if len(p.fact("kernel", ())) != 2:
-        return None  # fusilli's GEMM lowering (conv_layout) is for 2-D weight gradients
+        return None  # fusilli's GEMM lowering (conv_layout) is for 2-D weight gradients (3-D: depth_folded)
     isa, vendor = vector_isa(t), cpu_vendor(t.cpu)
     if isa not in CPU_CONV_WGRAD_GEMM_VENDORS:
         return None
@@ -1972,8 +2035,10 @@ def CPU_CONV_DGRAD_COL2IM_GEMM(p: Problem, t: Target) -> str | None:
     if not p.fact("channels_last") or p.fact("groups") != 1 or p.element not in (DataType.FLOAT, *_LOW_PRECISION):
         return None
     stride = p.fact("stride")
-    if stride == (1, 1) or vector_isa(t) == "generic":
-        return None  # stride 1 is a forward conv of DY (Winograd, the GEMM rules, or IREE's)
+    if len(stride) != 2 or stride == (1, 1) or vector_isa(t) == "generic":
+        # Stride 1 is a forward conv of DY (Winograd, the GEMM rules, or IREE's); the rewrite
+        # (conv_layout._rewrite_strided_dgrad) is of 2-D convs (a 3-D one stays IREE's transposed conv).
+        return None
     kernel = p.fact("kernel")
     # The GEMM: DY's positions x W[K, R*S*C] as it is (padding its rows a copy).
     from fusilli.ops.conv import infer_conv_output_dims

@@ -646,7 +646,7 @@ def _split_does_not_pay(graph: Any, plan: BatchSplitPlan, half: Any, arch: str |
     # input: two halves streaming theirs at once lose to the pool (7x7 s2 stem
     # 8x3x224x224->64: 13.4-13.7 vs 10.5-11.0 ms).
     for node in graph.nodes:
-        problem = rules.problem_of(node)
+        problem = rules.as_lowered(rules.problem_of(node), target)
         choice = rules.choose(problem, target, "algorithm")
         if choice is not None and choice.rule in rules.CPU_CONV_GEMM_RULES and problem.fact("kernel") != (1, 1):
             return f"{node.kind} '{node.name}' is an im2col GEMM over a {problem.fact('kernel')} filter"

@@ -42,6 +42,7 @@ from fusilli.ir.bindings import (
 )
 from fusilli.ir.context import fusilli_context, ops_named, parse_module, parse_named_source
 from fusilli.ir.structured import (
+    collapse_shape,
     contraction,
     expand_shape,
     fusion_barrier,
@@ -95,6 +96,7 @@ __all__ = [
     "element_type",
     "func",
     "fusilli_context",
+    "collapse_shape",
     "expand_shape",
     "contraction",
     "fusion_barrier",

@@ -52,6 +52,17 @@ def expand_shape(value: Value, groups: Sequence[Sequence[int]], shape: Sequence[
     ).result
 
 
+def collapse_shape(value: Value, groups: Sequence[Sequence[int]]) -> Value:
+    """``tensor.collapse_shape`` of the static ``value``, the dims of each group in ``groups`` joined
+    into one."""
+    source = RankedTensorType(value.type)
+    shape = [1] * len(groups)
+    for i, group in enumerate(groups):
+        for d in group:
+            shape[i] *= source.get_dim_size(d)
+    return tensor.CollapseShapeOp(RankedTensorType.get(shape, source.element_type), value, reassociation(groups)).result
+
+
 def fusion_barrier(value: Value) -> Value:
     """``iree_tensor_ext.compute_barrier.start``: IREE computes ``value`` in a dispatch of its own
     (no folding or fusion of the ops that made it into its consumer).

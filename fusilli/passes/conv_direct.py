@@ -117,6 +117,36 @@ def padded_patches(
     return gather.result
 
 
+def depth_taps(x_ndhwc: ir.Value, out_depth: int, taps: int, stride: int, padding: int, dilation: int) -> ir.Value:
+    """A 3-D conv's input with its depth taps gathered into the channels, ``[N*Do, H, W, T*C]``:
+    ``x'[n*Do + do, h, w, t*C + c] = x[n, do*stride + t*dilation - padding, h, w, c]``, zero outside
+    ``x`` (rules.depth_folded: the 2-D conv fusilli-conv-layout folds a 3-D one into). One
+    all-parallel generic over ``(n, do, h, w, t, c)``, vectors along C as ``x`` holds it; a
+    reshape where every tap reads its own plane (one tap, stride 1, no padding)."""
+    xt = ir.RankedTensorType(x_ndhwc.type)
+    elem = xt.element_type
+    n, d, h, w, c = (xt.get_dim_size(i) for i in range(5))
+    groups = [[0, 1], [2], [3], [4, 5]]
+    if taps == 1 and stride == 1 and padding == 0 and out_depth == d:
+        return ir.collapse_shape(ir.expand_shape(x_ndhwc, [[0], [1], [2], [3], [4, 5]], [n, d, h, w, 1, c]), groups)
+    zero = ir.arith.ConstantOp(elem, 0.0).result
+    empty = ir.tensor.EmptyOp([n, out_depth, h, w, taps, c], elem).result
+    gather = ir.linalg.GenericOp(
+        [empty.type],
+        [],
+        [empty],
+        ir.indexing_maps(ir.AffineMap.get_identity(6)),
+        ir.iterator_types(*["parallel"] * 6),
+    )
+    block = gather.regions[0].blocks.append(elem)
+    with ir.InsertionPoint(block):
+        b, do, row, col, t, ch = (ir.linalg.IndexOp(i).result for i in range(6))
+        plane, ok = _tap(do, t, stride, dilation, padding, d)
+        v = ir.tensor.ExtractOp(x_ndhwc, [b, plane, row, col, ch]).result
+        ir.linalg.YieldOp([ir.arith.SelectOp(ok, v, zero).result])
+    return ir.collapse_shape(gather.result, groups)
+
+
 def row_phase_patches(x_nhwc: ir.Value, out_hw, kernel, stride, padding, row_blocks: int) -> ir.Value:
     """The A operand of a weight gradient's row-block GEMMs (conv_layout._row_block_wgrad):
     ``p[n, ph, s, c, h2, ow] = x_padded[n, h2*sh + ph, ow*sw + s, c]`` for the ``sh`` row phases

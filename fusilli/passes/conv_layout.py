@@ -18,7 +18,10 @@ framed by ``permute(..., [0, 2, 3, 1])`` of the input and
 these permutes cancel against emission's: no activation transpose remains.
 f16/bf16 convs compute in f32 (inputs cast, one rounding of the result, which
 epilogue fusion folds into the epilogue); IREE 3.13 cannot im2col an f16/bf16
-conv and its direct f16 conv is very slow. Other convs (1-D/3-D, NCHW
+conv and its direct f16 conv is very slow. A channels-last ungrouped 3-D conv (forward, or the
+forward conv a stride-1 dgrad runs as) and 3-D weight gradient are first folded into 2-D ones, their
+depth taps gathered into the channels (_fold_depth, _fold_wgrad_depth; rules.depth_folded), which
+everything below then takes. Other convs (1-D, other 3-D ones, NCHW
 inputs, dynamic shapes, grouped ones cpu-conv-grouped-direct leaves) stay ``torch.aten.convolution``; an f16/bf16 one
 among them is computed in f32 the same way (cast inputs, conv, one rounding),
 so the im2col flags of fusilli/backend/targets.py are safe for every
@@ -132,18 +135,23 @@ class ConvLayoutPass(Pass):
         with module.context:
             for block in func_blocks(module):
                 for op in block_ops(block):
-                    if op.name == "torch.aten.convolution" and (
-                        _rewrite(op, target)
-                        or _rewrite_depthwise(op, target)
-                        or _rewrite_grouped(op, target)
-                        or _rewrite_strided_dgrad(op, target)
-                        or _compute_in_f32(op)
-                    ):
-                        changed = True
-                    elif op.name == "torch.aten.convolution_backward" and (
-                        _rewrite_wgrad(op, target) or _rewrite_grouped_wgrad(op, target)
-                    ):
-                        changed = True
+                    if op.name == "torch.aten.convolution":
+                        # A 3-D conv becomes the 2-D one the rewrites below take.
+                        folded = _fold_depth(op)
+                        op = folded or op
+                        rewritten = (
+                            _rewrite(op, target)
+                            or _rewrite_depthwise(op, target)
+                            or _rewrite_grouped(op, target)
+                            or _rewrite_strided_dgrad(op, target)
+                            or _compute_in_f32(op)
+                        )
+                        changed = changed or folded is not None or rewritten
+                    elif op.name == "torch.aten.convolution_backward":
+                        folded = _fold_wgrad_depth(op)
+                        op = folded or op
+                        rewritten = _rewrite_wgrad(op, target) or _rewrite_grouped_wgrad(op, target)
+                        changed = changed or folded is not None or rewritten
         if changed:
             FoldPermutesPass().run(module)
 
@@ -175,6 +183,148 @@ def _conv_params(op: ir.Operation):
     if len(stride) != 2 or len(padding) != 2 or len(dilation) != 2:
         return None
     return stride, padding, dilation
+
+
+TO_NDHWC = [0, 2, 3, 4, 1]
+TO_NCDHW = [0, 4, 1, 2, 3]
+
+
+def _fold_depth(op: ir.Operation) -> ir.Operation | None:
+    """A channels-last, ungrouped, static 3-D ``torch.aten.convolution`` (a forward conv, or the
+    forward conv of DY a stride-1 data gradient runs as) rewritten as the 2-D conv of its input with
+    the depth taps gathered into the channels (rules.depth_folded, conv_direct.depth_taps) and the
+    filter read as ``[K, R, S, T*C]``; returns the new 2-D conv (for the rewrites above), or None.
+
+    The 2-D conv's result ``[N*Do, Ho, Wo, K]`` is the 3-D result's NDHWC memory: a reshape, and
+    the permutes around it cancel against emission's (FoldPermutesPass), as for a 2-D conv."""
+    x, w, bias = op.operands[0], op.operands[1], op.operands[2]
+    xt, wt, yt = ir.TensorType.of(x), ir.TensorType.of(w), ir.TensorType.of(op.results[0])
+    if xt.rank != 5 or wt.rank != 5 or any(d == DYNAMIC for d in xt.dims + wt.dims + yt.dims):
+        return None
+    if xt.element not in _FLOAT_CODES or wt.element != xt.element or yt.element != xt.element:
+        return None
+    bias_op = defining_op(bias)
+    if bias_op is None or bias_op.name != "torch.constant.none" or permutation_of(defining_op(x)) != TO_NCDHW:
+        return None
+    params = _static_conv_params(op, 3)
+    if params is None or len(params[0]) != 3:
+        return None
+    (sd, sh, sw), (pd, ph, pw), (dd, dh, dw) = params
+    n, c, _, h, wd = xt.dims
+    k, _, t, r, s = wt.dims
+    _, _, do, ho, wo = yt.dims
+    element = yt.element
+    b = ir.TorchBuilder()
+    with ir.InsertionPoint(op), op.location:
+        taps = conv_direct.depth_taps(b.to_builtin(b.permute(x, TO_NDHWC)), do, t, sd, pd, dd)
+        x2 = b.permute(
+            b.op("torch_c.from_builtin_tensor", [taps], ir.vtensor_type([n * do, h, wd, t * c], element)), TO_NCHW
+        )
+        # The filter [K, C, T, R, S] as KRSC of T*C channels, tap-major like the gathered input.
+        w_krstc = b.to_builtin(b.permute(w, [0, 3, 4, 2, 1]))
+        w_krsc = ir.collapse_shape(w_krstc, [[0], [1], [2], [3, 4]])
+        w2 = b.permute(
+            b.op("torch_c.from_builtin_tensor", [w_krsc], ir.vtensor_type([k, r, s, t * c], element)), TO_NCHW
+        )
+        conv2d = b.op(
+            "torch.aten.convolution",
+            [
+                x2,
+                w2,
+                b.const_none(),
+                b.int_list([sh, sw]),
+                b.int_list([ph, pw]),
+                b.int_list([dh, dw]),
+                b.const_bool(False),
+                b.int_list([]),
+                b.const_int(1),
+            ],
+            ir.vtensor_type([n * do, k, ho, wo], element),
+        )
+        y2 = b.to_builtin(b.permute(conv2d, TO_NHWC))
+        y_ndhwc = ir.expand_shape(y2, [[0, 1], [2], [3], [4]], [n, do, ho, wo, k])
+        y = b.permute(
+            b.op("torch_c.from_builtin_tensor", [y_ndhwc], ir.vtensor_type([n, do, ho, wo, k], element)), TO_NCDHW
+        )
+    op.results[0].replace_all_uses_with(y)
+    op.erase()
+    return defining_op(conv2d)
+
+
+def _channels_last_5d(v: ir.Value) -> bool:
+    """A rank-5 conv operand from a channels-last (NDHWC) tensor, or of one channel (NCDHW and
+    NDHWC then the same memory, and emission leaves the permute out)."""
+    return permutation_of(defining_op(v)) == TO_NCDHW or ir.TensorType.of(v).dims[1] == 1
+
+
+def _fold_wgrad_depth(op: ir.Operation) -> ir.Operation | None:
+    """A channels-last, ungrouped, static 3-D ``torch.aten.convolution_backward`` whose weight
+    gradient alone is used, rewritten as the 2-D weight gradient of DY as ``[N*Do, Ho, Wo, K]`` (its
+    NDHWC memory) and X with its depth taps gathered into the channels (``_fold_depth``'s, as the
+    forward conv reads them): ``DW'[K, R, S, T*C]`` is DW as ``[K, R, S, T, C]``, permuted to the
+    filter's layout. Returns the new 2-D op (for the rewrites above), or None."""
+    dy, x = op.operands[0], op.operands[1]
+    dyt, xt, dwt = ir.TensorType.of(dy), ir.TensorType.of(x), ir.TensorType.of(op.results[1])
+    if dyt.rank != 5 or xt.rank != 5 or any(d == DYNAMIC for d in dyt.dims + xt.dims + dwt.dims):
+        return None
+    if xt.element not in _FLOAT_CODES or dyt.element != xt.element or dwt.element != xt.element:
+        return None
+    if any(list(r.uses) for r in (op.results[0], op.results[2])):
+        return None
+    if not (_channels_last_5d(x) and _channels_last_5d(dy)) or (xt.dims[1] == 1 and dyt.dims[1] == 1):
+        return None
+    params = _static_conv_params(op, 4)
+    if params is None or len(params[0]) != 3:
+        return None
+    (sd, sh, sw), (pd, ph, pw), (dd, dh, dw) = params
+    n, c, _, h, wd = xt.dims
+    _, k, do, ho, wo = dyt.dims
+    _, _, t, r, s = dwt.dims
+    element = dwt.element
+    b = ir.TorchBuilder()
+    with ir.InsertionPoint(op), op.location:
+        taps = conv_direct.depth_taps(b.to_builtin(b.permute(x, TO_NDHWC)), do, t, sd, pd, dd)
+        x2 = b.permute(
+            b.op("torch_c.from_builtin_tensor", [taps], ir.vtensor_type([n * do, h, wd, t * c], element)), TO_NCHW
+        )
+        dy_rows = ir.collapse_shape(b.to_builtin(b.permute(dy, TO_NDHWC)), [[0, 1], [2], [3], [4]])
+        dy2 = b.permute(
+            b.op("torch_c.from_builtin_tensor", [dy_rows], ir.vtensor_type([n * do, ho, wo, k], element)), TO_NCHW
+        )
+        code = b.const_int(_FLOAT_CODES[element])
+        w2 = b.op(
+            "torch.aten.empty.memory_format",
+            [b.int_list([k, t * c, r, s]), code, *[b.const_none() for _ in range(4)]],
+            ir.vtensor_type([k, t * c, r, s], element),
+        )
+        grads = b.op(
+            "torch.aten.convolution_backward",
+            [
+                dy2,
+                x2,
+                w2,
+                b.const_none(),
+                b.int_list([sh, sw]),
+                b.int_list([ph, pw]),
+                b.int_list([dh, dw]),
+                b.const_bool(False),
+                b.int_list([]),
+                b.const_int(1),
+                b.list_of([b.const_bool(m) for m in (False, True, False)], "bool"),
+            ],
+            [
+                ir.vtensor_type([n * do, t * c, h, wd], element),
+                ir.vtensor_type([k, t * c, r, s], element),
+                ir.vtensor_type([k], element),
+            ],
+        )
+        dw_krsc = b.to_builtin(b.permute(grads[1], TO_NHWC))
+        dw_krstc = ir.expand_shape(dw_krsc, [[0], [1], [2], [3, 4]], [k, r, s, t, c])
+        dw_krstc_t = b.op("torch_c.from_builtin_tensor", [dw_krstc], ir.vtensor_type([k, r, s, t, c], element))
+        result = b.permute(dw_krstc_t, [0, 4, 3, 1, 2])  # [K, C, T, R, S]
+    op.results[1].replace_all_uses_with(result)
+    op.erase()
+    return defining_op(grads[1])
 
 
 def _rewrite(op: ir.Operation, target: Target) -> bool:

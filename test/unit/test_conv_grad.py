@@ -566,20 +566,6 @@ def test_strided_1x1_wgrad_data_tiled_on_zen3(rng, n, c, hw, k, stride, padding,
     assert g.compile_stats.dispatch_count == 3
 
 
-@pytest.mark.parametrize("stride", [1, 2])
-def test_3d_wgrad_not_claimed_by_the_2d_gemm_rules(stride):
-    """A 1x1x1 3-D weight gradient is not lowered by fusilli's 2-D GEMM (conv_layout): neither
-    cpu-conv-wgrad-gemm nor data tiling (AMD's AVX2 cores; Zen 3's for strided 1x1 ones,
-    rules.CPU_CONV_WGRAD_DATA_TILING_STRIDED_1X1_CORES) says it is, on any AVX2 core."""
-    attrs = dict(padding=[0, 0, 0], stride=[stride] * 3, dilation=[1, 1, 1])
-    out = [1, 128, 16 // stride, 28 // stride, 28 // stride]
-    g, _, _ = _wgrad_graph(f"wgrad_3d_{stride}", out, [1, 128, 16, 28, 28], [128, 128, 1, 1, 1], attrs, True)
-    g.validate()
-    for arch in ("znver3", "znver1", "x86-64-v3"):
-        explained = g.explain(arch=arch)
-        assert "cpu-conv-wgrad-gemm" not in explained and "data-tiling" not in explained, explained
-
-
 def test_wgrad_data_tiling_keeps_low_precision_on_the_tile():
     """bf16 weight gradients (widened to f32 on Zen 1) were not measured data-tiled: the tile."""
     attrs = dict(padding=[0, 0], stride=[1, 1], dilation=[1, 1])
