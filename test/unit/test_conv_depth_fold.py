@@ -139,3 +139,15 @@ def test_depth_fold_not_on_amdgpu():
     """The fold is a CPU lowering: an AMD GPU target's explain keeps the 3-D conv."""
     g, _ = _graph("fprop", [1, 8, 6, 10, 10], [16, 8, 3, 3, 3], [1, 1, 1], [1, 1, 1], [1, 1, 1])
     assert "depth-fold" not in g.explain(fs.Backend.AMDGPU, "gfx942")
+
+
+def test_depth_fold_epilogue_adds_no_dispatch(cpu):
+    """bias + relu after a folded 3x3x3 conv (2-D Winograd) fuse into its output transform, as after
+    a 2-D conv: the same dispatch count with and without them."""
+    shape = ([2, 16, 6, 12, 12], [24, 16, 3, 3, 3], [1, 1, 1], [1, 1, 1], [1, 1, 1])
+    counts = []
+    for epilogue in (False, True):
+        g, _ = _graph("fprop", *shape, epilogue=epilogue)
+        g.compile(cpu)
+        counts.append(g.compile_stats.dispatch_count)
+    assert counts[0] == counts[1], counts
