@@ -118,7 +118,7 @@ def _conv_facts_of_node(node: Any) -> dict[str, Any]:
     dgrad = node.kind == "conv_dgrad"
     out = x if dgrad else y
     channels = w.dim[0] // node.groups if dgrad else w.dim[1]
-    return conv_facts(
+    facts = conv_facts(
         w.dim[2:],
         node.stride,
         node.dilation,
@@ -129,6 +129,8 @@ def _conv_facts_of_node(node: Any) -> dict[str, Any]:
         channels,
         node.padding,
     )
+    facts["dynamic"] = any(t.dynamic_dims for t in (x, w, y))  # (fusilli-conv-layout leaves such convs)
+    return facts
 
 
 def conv_facts(
@@ -278,7 +280,7 @@ def depth_folded(problem: Problem) -> Problem | None:
     kernel = problem.fact("kernel")
     if problem.kind not in ("conv_fprop", "conv_dgrad", "conv_wgrad") or kernel is None or len(kernel) != 3:
         return None
-    if not problem.fact("channels_last") or problem.fact("groups") != 1:
+    if not problem.fact("channels_last") or problem.fact("groups") != 1 or problem.fact("dynamic"):
         return None
     stride, dilation, padding = problem.fact("stride"), problem.fact("dilation"), problem.fact("padding")
     if problem.kind == "conv_dgrad":

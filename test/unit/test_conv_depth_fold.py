@@ -151,3 +151,27 @@ def test_depth_fold_epilogue_adds_no_dispatch(cpu):
         g.compile(cpu)
         counts.append(g.compile_stats.dispatch_count)
     assert counts[0] == counts[1], counts
+
+
+def test_depth_fold_not_with_dynamic_dims(cpu, rng):
+    """A 3-D conv with a dynamic batch stays IREE's 3-D conv (fusilli-conv-layout rewrites static convs
+    only), and g.explain does not claim the fold; it runs at two batch sizes."""
+    g = fs.Graph(name="depth_fold_dynamic")
+    x_dim, w_dim = [2, 16, 6, 12, 12], [24, 16, 3, 3, 3]
+    x = g.tensor(name="x", dim=x_dim, stride=fs.strides(x_dim, LAYOUT), dynamic_dims=[0])
+    w = g.tensor(name="w", dim=w_dim, stride=fs.strides(w_dim, LAYOUT))
+    y = g.conv_fprop(x, w, padding=[1, 1, 1], stride=[1, 1, 1], dilation=[1, 1, 1], name="conv")
+    y.set_output(True)
+    g.validate()
+    assert "depth-fold" not in g.explain()
+    assert "torch.aten.convolution" in g.mlir("optimized")
+    g.compile(cpu)
+    filt = random_array(w, rng)
+    for n in (2, 3):
+        xs = rng.standard_normal([n, 6, 12, 12, 16]).astype(np.float32).transpose(0, 4, 1, 2, 3)
+        out = np.empty([n, 6, 12, 12, 24], np.float32).transpose(0, 4, 1, 2, 3)
+        g.execute({x: xs, w: filt, y: out})
+        want = conv_forward(
+            xs.astype(np.float64), filt.astype(np.float64), padding=[1] * 3, stride=[1] * 3, dilation=[1] * 3, groups=1
+        )
+        np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)

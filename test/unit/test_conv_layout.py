@@ -35,8 +35,10 @@ FALLBACK = {
     # Grouped, 49 taps: over cpu-conv-grouped-direct's 25 (test_conv_grouped.py has the others).
     "grouped_nhwc_7x7": ([1, 8, 9, 9], [8, 4, 7, 7], [3, 3], [1, 1], [1, 1], "NHWC", "NHWC"),
     "conv1d_nwc": ([2, 4, 9], [6, 4, 3], [1], [1], [1], "NHWC", "NHWC"),
-    "conv3d_ndhwc": ([1, 4, 5, 5, 5], [6, 4, 3, 3, 3], [1, 1, 1], [1, 1, 1], [1, 1, 1], "NHWC", "NHWC"),
+    "conv3d_ncdhw": ([1, 4, 5, 5, 5], [6, 4, 3, 3, 3], [1, 1, 1], [1, 1, 1], [1, 1, 1], "NCHW", "NCHW"),
 }
+# Channels-last 3-D convs are folded into 2-D ones (rules.depth_folded; test_conv_depth_fold.py).
+FOLDED_3D = ([1, 4, 5, 5, 5], [6, 4, 3, 3, 3], [1, 1, 1], [1, 1, 1], [1, 1, 1], "NHWC", "NHWC")
 
 
 def _layout(name, rank):
@@ -116,6 +118,14 @@ def test_rewritten_half(cpu, rng, name, dtype):
 def test_fallback_f32(cpu, rng, name):
     g = build(name, FALLBACK[name], F32)
     assert "torch.aten.convolution" in g.mlir("optimized")
+    run_and_check(g, cpu, inputs_for(g, rng), **TOL[F32])
+
+
+def test_channels_last_3d_is_folded(cpu, rng):
+    """A channels-last 3-D conv leaves no torch.aten.convolution: it is a 2-D conv of its gathered
+    depth taps, rewritten like any other."""
+    g = build("conv3d_ndhwc", FOLDED_3D, F32)
+    assert "torch.aten.convolution" not in g.mlir("optimized")
     run_and_check(g, cpu, inputs_for(g, rng), **TOL[F32])
 
 
