@@ -175,3 +175,15 @@ def test_depth_fold_not_with_dynamic_dims(cpu, rng):
             xs.astype(np.float64), filt.astype(np.float64), padding=[1] * 3, stride=[1] * 3, dilation=[1] * 3, groups=1
         )
         np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("kind", ["fprop", "wgrad"])
+def test_depth_fold_on_the_split_executor(monkeypatch, cpu, rng, kind):
+    """A folded 3-D graph run as two half-batch calls (FUSILLI_CPU_EXECUTOR=split; a weight gradient's
+    halves each a partial DW, added) matches the reference: each half folds its own N/2 * Do images."""
+    monkeypatch.setenv("FUSILLI_CPU_EXECUTOR", "split")
+    g, ins = _graph(kind, [4, 16, 4, 10, 10], [24, 16, 3, 3, 3], [1, 1, 1], [1, 1, 1], [1, 1, 1])
+    assert "depth-fold" in g.explain()
+    # (Winograd F(4x4) over 48 channels: outputs of magnitude ~20, its error ~1e-4 of that.)
+    run_and_check(g, cpu, {t: random_array(t, rng) for t in ins}, rtol=1e-4, atol=2e-3)
+    assert g._compiled.executor == "split", g.explain()
