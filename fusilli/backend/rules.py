@@ -308,7 +308,7 @@ def depth_fold_text(problem: Problem) -> str:
     """What ``depth_folded`` made of ``problem``: g.explain's words for it."""
     t = problem.fact("depth_fold")[0]
     return (
-        f"3-D as 2-D: {t} depth taps gathered into {problem.fact('channels')} channels, batch "
+        f"3-D as 2-D: {t} depth tap{'s' if t != 1 else ''} gathered into {problem.fact('channels')} channels, batch "
         f"{problem.fact('batch')} (cpu-conv-depth-fold)"
     )
 

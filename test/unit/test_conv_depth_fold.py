@@ -77,7 +77,7 @@ def test_depth_folded_numerics(cpu, rng, kind, x_dim, w_dim, padding, stride, di
     explained = g.explain()
     taps = w_dim[2]
     channels = taps * (w_dim[0] if kind == "dgrad" else w_dim[1])
-    assert f"3-D as 2-D: {taps} depth taps gathered into {channels} channels" in explained, explained
+    assert f"3-D as 2-D: {taps} depth tap{'s' * (taps != 1)} gathered into {channels} channels" in explained, explained
     assert rules.lowering_summary(g.nodes, Target.resolve("cpu", None)).startswith("cpu-conv-depth-fold")
     # Tolerance relative to the output's magnitude, as test_winograd.py's for F(4x4): the folded convs
     # of 3x3 taps are 2-D Winograd, of T*C channels.

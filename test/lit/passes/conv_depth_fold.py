@@ -66,7 +66,7 @@ def fold_1x1x1_wgrad():
 # A 1x1x1 stride-1 weight gradient: X and DY are reshapes (no gather), the 2-D weight gradient's
 # one GEMM over 6272 positions (in chunks on AVX2), DW [128, 1, 1, 1, 256] from [128, 1, 1, 256].
 # CHECK-LABEL: TEST: fold_1x1x1_wgrad
-# CHECK: wgrad [conv_wgrad]: 3-D as 2-D: 1 depth taps gathered into 256 channels, batch 8 (cpu-conv-depth-fold); {{.*}}cpu-conv-wgrad-gemm
+# CHECK: wgrad [conv_wgrad]: 3-D as 2-D: 1 depth tap gathered into 256 channels, batch 8 (cpu-conv-depth-fold); {{.*}}cpu-conv-wgrad-gemm
 # CHECK-NOT: linalg.generic {{.*}}x1x256xf32>)
 # CHECK-NOT: torch.aten.convolution_backward
 # CHECK: tensor<6272x256xf32>
