@@ -189,6 +189,20 @@ TO_NDHWC = [0, 2, 3, 4, 1]
 TO_NCDHW = [0, 4, 1, 2, 3]
 
 
+def _as_nchw(b: ir.TorchBuilder, value: ir.Value, element: str) -> ir.Value:
+    """The channels-last rank-4 builtin tensor ``value`` as the NCHW-ordered torch tensor a 2-D conv
+    takes (its permute cancels against the rewrites' own, FoldPermutesPass)."""
+    dims = [ir.RankedTensorType(value.type).get_dim_size(i) for i in range(4)]
+    return b.permute(b.op("torch_c.from_builtin_tensor", [value], ir.vtensor_type(dims, element)), TO_NCHW)
+
+
+def _gathered_depth_taps(b: ir.TorchBuilder, x: ir.Value, out_depth: int, taps: int, stride, pad, dilation) -> ir.Value:
+    """The NCDHW-ordered 3-D conv input ``x`` with its depth taps gathered into the channels
+    (conv_direct.depth_taps) as the 2-D conv input ``[N*Do, T*C, H, W]``: what both folds read."""
+    gathered = conv_direct.depth_taps(b.to_builtin(b.permute(x, TO_NDHWC)), out_depth, taps, stride, pad, dilation)
+    return _as_nchw(b, gathered, ir.TensorType.of(x).element)
+
+
 def _fold_depth(op: ir.Operation) -> ir.Operation | None:
     """A channels-last, ungrouped, static 3-D ``torch.aten.convolution`` (a forward conv, or the
     forward conv of DY a stride-1 data gradient runs as) rewritten as the 2-D conv of its input with
@@ -210,22 +224,16 @@ def _fold_depth(op: ir.Operation) -> ir.Operation | None:
     if params is None or len(params[0]) != 3:
         return None
     (sd, sh, sw), (pd, ph, pw), (dd, dh, dw) = params
-    n, c, _, h, wd = xt.dims
-    k, _, t, r, s = wt.dims
-    _, _, do, ho, wo = yt.dims
+    k, _, t = wt.dims[:3]
+    n, _, do, ho, wo = yt.dims
     element = yt.element
     b = ir.TorchBuilder()
     with ir.InsertionPoint(op), op.location:
-        taps = conv_direct.depth_taps(b.to_builtin(b.permute(x, TO_NDHWC)), do, t, sd, pd, dd)
-        x2 = b.permute(
-            b.op("torch_c.from_builtin_tensor", [taps], ir.vtensor_type([n * do, h, wd, t * c], element)), TO_NCHW
-        )
+        x2 = _gathered_depth_taps(b, x, do, t, sd, pd, dd)
         # The filter [K, C, T, R, S] as KRSC of T*C channels, tap-major like the gathered input.
         w_krstc = b.to_builtin(b.permute(w, [0, 3, 4, 2, 1]))
         w_krsc = ir.collapse_shape(w_krstc, [[0], [1], [2], [3, 4]])
-        w2 = b.permute(
-            b.op("torch_c.from_builtin_tensor", [w_krsc], ir.vtensor_type([k, r, s, t * c], element)), TO_NCHW
-        )
+        w2 = _as_nchw(b, w_krsc, element)
         conv2d = b.op(
             "torch.aten.convolution",
             [
@@ -283,14 +291,9 @@ def _fold_wgrad_depth(op: ir.Operation) -> ir.Operation | None:
     element = dwt.element
     b = ir.TorchBuilder()
     with ir.InsertionPoint(op), op.location:
-        taps = conv_direct.depth_taps(b.to_builtin(b.permute(x, TO_NDHWC)), do, t, sd, pd, dd)
-        x2 = b.permute(
-            b.op("torch_c.from_builtin_tensor", [taps], ir.vtensor_type([n * do, h, wd, t * c], element)), TO_NCHW
-        )
+        x2 = _gathered_depth_taps(b, x, do, t, sd, pd, dd)
         dy_rows = ir.collapse_shape(b.to_builtin(b.permute(dy, TO_NDHWC)), [[0, 1], [2], [3], [4]])
-        dy2 = b.permute(
-            b.op("torch_c.from_builtin_tensor", [dy_rows], ir.vtensor_type([n * do, ho, wo, k], element)), TO_NCHW
-        )
+        dy2 = _as_nchw(b, dy_rows, element)
         code = b.const_int(_FLOAT_CODES[element])
         w2 = b.op(
             "torch.aten.empty.memory_format",
