@@ -599,8 +599,14 @@ CPU_CONV_WINOGRAD_MIN_TILES = 48
 # 0.97-1.06 and 0.65 -> 1.18-1.24 / 0.98-1.09; dgrad 1x256x14x14 0.61 -> 0.85 and 0.05 -> 0.59 (before
 # its filter was read in place), 8x512x7x7 0.75 -> 1.01 and 0.03 -> 1.00. Fewer lose: 2x512x7x7
 # (8 tiles) 0.74 -> 0.46 / 0.63 and 0.81 -> 0.61 / 0.85, 1x512x7x7 (4) 1.02 -> 0.33 / 0.70.
-# The weight gradient (no filter transform) and Intel's cores (F(2x2) below) keep 48.
+# The weight gradient (no filter transform) keeps 48.
 CPU_CONV_WINOGRAD_MIN_TILES_ONE_PASS_FILTER = 16
+# Intel's cores take it from this many of their vendor's (fewer take F(2x2) below, where its filter
+# fits): Intel Xeon VM (sapphirerapids as named), python benchmarks/table_ab.py (in one process, run
+# interleaved with PyTorch), ratio to PyTorch, K-blocked im2col GEMM -> F(4x4): 3x3 8x512x7x7->512 (32
+# tiles) 0.75 -> 0.89 (a run of AMD's rules on that host) ...; 1x256x14x14->256 (16 tiles) lost to
+# F(2x2) there (0.76 -> 0.64).
+CPU_CONV_WINOGRAD_MIN_TILES_ONE_PASS_FILTER_BY_VENDOR = {"intel": 32}
 CPU_CONV_WINOGRAD_ONE_PASS_FILTER_KINDS = ("conv_fprop", "conv_dgrad")
 # Those few tiles (fewer than CPU_CONV_WINOGRAD_MIN_TILES) take F(2x2, 3x3) on AMD's AVX2 cores where
 # its transformed filter (16*C*K f32) is at most CPU_CONV_WINOGRAD_F2_MAX_FILTER_BYTES: ResNet-50's
@@ -651,8 +657,8 @@ def winograd_output_tile(p: Problem, t: Target) -> int | None:
     if winograd_tiles(p) >= CPU_CONV_WINOGRAD_MIN_TILES:
         return 4
     vendor = cpu_vendor(t.cpu)
-    one_pass_filter = vendor != "intel" and p.kind in CPU_CONV_WINOGRAD_ONE_PASS_FILTER_KINDS
-    if one_pass_filter and winograd_tiles(p) >= CPU_CONV_WINOGRAD_MIN_TILES_ONE_PASS_FILTER:
+    one_pass_filter = p.kind in CPU_CONV_WINOGRAD_ONE_PASS_FILTER_KINDS
+    if one_pass_filter and winograd_tiles(p) >= winograd_one_pass_min_tiles(vendor):
         if (isa, vendor) in CPU_CONV_WINOGRAD_F2_FEW_TILES and p.element == DataType.FLOAT and _f2_filter_fits(p):
             return 2
         return 4
@@ -662,6 +668,14 @@ def winograd_output_tile(p: Problem, t: Target) -> int | None:
         if _f2_filter_fits(p):
             return 2
     return None
+
+
+def winograd_one_pass_min_tiles(vendor: str | None) -> int:
+    """The fewest 4x4 tiles a forward or data-gradient conv takes Winograd F(4x4) (its filter
+    transformed in one pass) from on a CPU of ``vendor``, below CPU_CONV_WINOGRAD_MIN_TILES."""
+    return CPU_CONV_WINOGRAD_MIN_TILES_ONE_PASS_FILTER_BY_VENDOR.get(
+        vendor or "", CPU_CONV_WINOGRAD_MIN_TILES_ONE_PASS_FILTER
+    )
 
 
 # F(2x2, 3x3) only while its transformed filter (16*C*K f32) fits in the 2 cores' L2 (2 x 2 MiB):
@@ -920,8 +934,8 @@ def CPU_CONV_WINOGRAD(p: Problem, t: Target) -> str | None:
         )
     on = f"{isa}, Intel" if m == 2 else isa
     if m == 4 and tiles < limit:
-        limit = CPU_CONV_WINOGRAD_MIN_TILES_ONE_PASS_FILTER
-        on += ", not Intel"
+        limit = winograd_one_pass_min_tiles(vendor)
+        on += ", its filter transformed in one pass"
     depth = int(p.fact("channels", 0))
     core_tile = _core_winograd_tile_text(t, tiles, depth) if p.kind == "conv_fprop" else ""
     panels = _winograd_panel_text(t, conv_out_channels(p), tiles, depth)
@@ -985,25 +999,45 @@ class PolyphaseCoreLimits:
 # Where it lost, hence the limit: 16 tiles (1x256x14x14->256 0.91 -> 0.55, 1x128x14x14->256
 # 0.84 -> 0.50; 1x512x14x14->512 1.41, 1.20 with the few-positions GEMM -> 0.55, 0.49).
 # Measured from 64 input channels (1x64x28x28->128 ran even), hence the core's limits only from there.
-CPU_CONV_POLYPHASE_CORE_LIMITS = {"znver1": PolyphaseCoreLimits(min_tiles=49, min_channels=64, any_filter=True)}
+# Intel's cores (an entry for the vendor: excluded above, it takes the forward rule within its entry)
+# repay it only from many tiles. Intel Xeon VM (sapphirerapids as named), python
+# benchmarks/conv_lowerings.py --lowering auto (the im2col GEMM) --lowering polyphase2, ratio to PyTorch
+# in one process: 3x3 s2 8x128x56x56->128 (1568 tiles) 0.74 -> 0.85 (0.73 -> 0.93 in a run of AMD's
+# rules there); 8x256x28x28->256 (392) 0.71 -> 0.90 (0.68 -> 0.90); 8x128x28x28->256 (392) even,
+# 0.82 / 0.82. Fewer tiles lost or ran even: 1x128x56x56->128 (196) 0.64 -> 0.65, 4x128x28x28->256
+# (196, + bias + relu) 0.83 -> 0.79, 2x128x28x28->256 (98) 0.79 -> 0.69, 1x256x28x28->256 (49) 0.56
+# -> 0.59, 8x512x14x14->512 (128) 0.68 -> 0.45; so did 64 channels (2x64x56x56->128, 392 tiles: 0.75
+# -> 0.73).
+CPU_CONV_POLYPHASE_CORE_LIMITS = {
+    "znver1": PolyphaseCoreLimits(min_tiles=49, min_channels=64, any_filter=True),
+    "intel": PolyphaseCoreLimits(min_tiles=392, min_channels=128, any_filter=False),
+}
 
 
 def _core_polyphase_limits(
     table: dict[str, PolyphaseCoreLimits], t: Target, channels: int
 ) -> PolyphaseCoreLimits | None:
-    """``t``'s core's entry of a polyphase rule's ``table`` where it covers ``channels``, else None."""
-    limits = table.get(cpu_core(t.cpu) or "")
+    """``t``'s core's entry of a polyphase rule's ``table`` (else its vendor's) where it covers
+    ``channels``, else None."""
+    limits = table.get(cpu_core(t.cpu) or "") or table.get(cpu_vendor(t.cpu) or "")
     return limits if limits is not None and channels >= limits.min_channels else None
 
 
-def _polyphase_applies(p: Problem, t: Target) -> bool:
+def _polyphase_applies(p: Problem, t: Target, limits_table: dict[str, PolyphaseCoreLimits] | None = None) -> bool:
     """What the three polyphase rules (forward, dgrad, wgrad) share: an ungrouped channels-last f32
-    3x3 stride-2 conv of dilation 1, on a tuned vector ISA of a vendor they were measured on."""
+    3x3 stride-2 conv of dilation 1, on a tuned vector ISA of a vendor they were measured on (an
+    excluded vendor where the rule's ``limits_table`` has an entry of its own covering the channels)."""
     if p.fact("kernel") != (3, 3) or p.fact("stride") != (2, 2) or p.fact("dilation") != (1, 1):
         return False
     if p.fact("groups") != 1 or not p.fact("channels_last") or p.element != DataType.FLOAT:
         return False
-    return vector_isa(t) != "generic" and cpu_vendor(t.cpu) not in CPU_CONV_POLYPHASE_EXCLUDED_VENDORS
+    if vector_isa(t) == "generic":
+        return False
+    vendor = cpu_vendor(t.cpu)
+    if vendor not in CPU_CONV_POLYPHASE_EXCLUDED_VENDORS:
+        return True
+    own = limits_table is not None and (vendor or "") in limits_table
+    return own and _core_polyphase_limits(limits_table or {}, t, int(p.fact("channels", 0))) is not None
 
 
 def polyphase_min_tiles(t: Target, channels: int) -> int:
@@ -1014,7 +1048,7 @@ def polyphase_min_tiles(t: Target, channels: int) -> int:
 
 def polyphase_output_tile(p: Problem, t: Target) -> int | None:
     """m of the polyphase Winograd F(m, 2) cpu-conv-winograd-strided computes this conv with, or None."""
-    if not _polyphase_applies(p, t):
+    if not _polyphase_applies(p, t, CPU_CONV_POLYPHASE_CORE_LIMITS):
         return None
     tiles, channels = winograd_tiles(p, 2), int(p.fact("channels", 0))
     if channels <= 0:
@@ -1049,7 +1083,8 @@ def polyphase_output_tile(p: Problem, t: Target) -> int | None:
         "0.82-0.89 -> 0.93-0.97, 1x128x56x56->256 0.87 -> 0.97, 1x128x56x56->128 0.83-0.88 -> 0.85-1.00, "
         "1x64x56x56->128 0.83-0.89 -> 0.84-0.88; EPYC Zen 1 (znver1), from 49 tiles and of any filter, ahead in 5 "
         "of 6 runs: 1x256x28x28->256 0.56-0.88 -> 0.70-0.99, 8x512x14x14->512 0.53-0.66 -> 0.56-0.71; "
-        "2x256x28x28->256 0.79-0.83 -> 1.08-1.21, 1x256x28x28->512 0.54 -> 0.72"
+        "2x256x28x28->256 0.79-0.83 -> 1.08-1.21, 1x256x28x28->512 0.54 -> 0.72; Intel Xeon (sapphirerapids), from 392 "
+        "tiles of >= 128 channels: 8x128x56x56->128 0.74-0.77 -> 0.85-0.95, 8x256x28x28->256 0.66-0.71 -> 0.88-0.90"
     ),
 )
 def CPU_CONV_WINOGRAD_STRIDED(p: Problem, t: Target) -> str | None:
@@ -1057,7 +1092,8 @@ def CPU_CONV_WINOGRAD_STRIDED(p: Problem, t: Target) -> str | None:
     if m is None:
         return None
     tiles, isa, vendor = winograd_tiles(p, m), vector_isa(t), cpu_vendor(t.cpu)
-    on, channels = (f"{isa}, AMD" if vendor == "amd" else isa), int(p.fact("channels", 0))
+    on = f"{isa}, AMD" if vendor == "amd" else f"{isa}, Intel" if vendor == "intel" else isa
+    channels = int(p.fact("channels", 0))
     return (
         f"F({m}x{m}, 2x2) over the input's 4 phases, 3x3 stride 2, {tiles} {m}x{m} tiles >= "
         f"{polyphase_min_tiles(t, channels)}, transformed data <= {CPU_CONV_POLYPHASE_MAX_TRANSFORMED_BYTES >> 20} "
@@ -1255,6 +1291,15 @@ CPU_CONV_GEMM_MAX_CHANNELS_1X1_PADDED = 2048
 # (0.90 -> 0.85); 1x1024x7x7->256 (49) 0.89, 0.89 -> 1.07, 0.89 (0.86 -> 0.90); 2x1024x14x14->256
 # (392) 1.26, 1.01 -> 1.39, 1.00 (0.77 -> 0.84).
 CPU_CONV_GEMM_1X1_FEW_ROWS_TARGETS = {("avx512", "amd")}
+# ... and on Intel's AVX-512 cores a stride-1 1x1 forward conv of at most this many output channels
+# (with Intel's own tile: gemm_config.CONV_GEMM_TILES_BY_VENDOR). Intel Xeon VM (sapphirerapids as
+# named), python benchmarks/table_ab.py (this table with and without its entry, in one process, run
+# interleaved with PyTorch), ratio to PyTorch, two runs: 1x1 1x512x28x28->128 (784 rows, halves of 392
+# on the split executor, which data tiling had kept whole) 0.70 -> 1.06, 0.92 -> 1.03 (the second a
+# run of AMD's rules there); 1x512x28x28->256 0.79 -> 0.97, 0.73 -> 0.99; 1x1024x14x14->256 (196 rows)
+# 0.65 -> 0.87, 0.70 -> 0.90; 1x1024x14x14->512 0.64 -> 0.73, 0.64 -> 0.70. Wider ones lost:
+# 1x256x14x14->1024 0.74 -> 0.64 (0.54 split in rows), hence the limit.
+CPU_CONV_GEMM_1X1_FEW_ROWS_MAX_OUT_CHANNELS = {("avx512", "intel"): 512}
 CPU_CONV_GEMM_1X1_FEW_ROWS_CORES = {("avx2", "znver3")}
 # ... and on cores whose deep conv GEMMs take a register tile of their own (gemm_config.DEEP_VECTOR_BY_CORE:
 # Zen 1's 2x32 from 1024 deep) a stride-1 1x1 conv that deep from CPU_CONV_GEMM_MIN_ROWS_1X1_PADDED
@@ -1495,6 +1540,10 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
             min_rows, max_channels = CPU_CONV_GEMM_MIN_ROWS_1X1_PADDED, CPU_CONV_GEMM_MAX_CHANNELS_1X1_PADDED
         elif p.fact("stride") == (1, 1) and (
             (isa, vendor or "") in CPU_CONV_GEMM_1X1_FEW_ROWS_TARGETS
+            or (
+                p.kind == "conv_fprop"
+                and out_channels <= CPU_CONV_GEMM_1X1_FEW_ROWS_MAX_OUT_CHANNELS.get((isa, vendor or ""), 0)
+            )
             or (isa, cpu_core(t.cpu) or "") in CPU_CONV_GEMM_1X1_FEW_ROWS_CORES
             or gemm_config.deep_vector(isa, cpu_core(t.cpu), channels) is not None
         ):

@@ -571,7 +571,12 @@ ROW_SPLIT_MAX_WRITE_RATIO = 1.0
 # 0.263, 0.266 -> 0.232 (+ bias + relu 0.277 -> 0.255, 0.270 -> 0.235), 1x128x28x28->512 0.288 ->
 # 0.258, 0.286 -> 0.257, 1x256x14x14->1024 0.352 -> 0.298, 0.378 -> 0.354. x86-64-v3 code there
 # gained in 5 of 6 (1x128x28x28->512 0.650 -> 0.708 in one), after losing on the Zen 4 VM above.
-ROW_SPLIT_MAX_WRITE_RATIO_BY_TARGET = {("avx512", "amd"): 4.0}
+# Intel's AVX-512 cores gain as well: Intel Xeon VM (sapphirerapids as named), python
+# benchmarks/table_ab.py (this table with and without the Intel entry, in one process, run interleaved
+# with PyTorch), ratio to PyTorch: 1x1 1x64x56x56->256 0.95 -> 1.07 (0.87 -> 1.06 in a run of AMD's
+# rules on that host); 1x128x28x28->512 (once its 392-row halves keep the GEMM:
+# rules.CPU_CONV_GEMM_1X1_FEW_ROWS_MAX_OUT_CHANNELS) 0.86 -> 0.97.
+ROW_SPLIT_MAX_WRITE_RATIO_BY_TARGET = {("avx512", "amd"): 4.0, ("avx512", "intel"): 4.0}
 # Per core: a row split only while the tensors both halves read whole (the filter, transposed by each
 # half) hold at most this fraction of the bytes split. 2-core EPYC Zen 3 VM (znver3), ResNet-50's
 # batch-1 rows that auto split by rows, in one process, ratio to PyTorch, three runs, split / pool

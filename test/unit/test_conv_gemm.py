@@ -763,6 +763,30 @@ def test_intel_avx512_strided_rows(shape, kernel, expected):
 
 
 @pytest.mark.parametrize(
+    "shape, expected",
+    [
+        # stride-1 1x1 forward convs below 512 rows up to 512 output channels
+        # (rules.CPU_CONV_GEMM_1X1_FEW_ROWS_MAX_OUT_CHANNELS), up to Intel's 1024 channels
+        ((1, 512, 28, 28, 128), True),  # 784 rows: its row split's halves of 392 keep the GEMM
+        ((1, 1024, 14, 14, 256), True),  # 196 rows
+        ((1, 1024, 14, 14, 512), True),
+        ((1, 512, 7, 7, 512), True),  # 49 rows
+        ((1, 256, 14, 14, 1024), False),  # 1024 output channels: measured slower
+        ((1, 2048, 7, 7, 512), False),  # 2048 channels
+        ((1, 512, 6, 6, 256), False),  # 36 rows
+    ],
+)
+def test_intel_avx512_1x1_few_rows(shape, expected):
+    problem = _problem(shape, (1, 1), (1, 1), (0, 0))
+    assert conv_layout.im2col_gemm("auto", problem, Target.resolve("cpu", "sapphirerapids")) is expected
+    # Forward convs only: a 1x1 dgrad of as few rows keeps its lowering on Intel AVX-512.
+    dgrad = rules.Problem("conv_dgrad", problem.element, problem.flops, problem.facts)
+    assert conv_layout.im2col_gemm("auto", dgrad, Target.resolve("cpu", "sapphirerapids")) is (
+        expected and shape[2] * shape[3] >= 512
+    )
+
+
+@pytest.mark.parametrize(
     "shape, kernel, znver4, avx2",
     [
         ((1, 512, 14, 14, 512), (3, 3), True, True),  # 49 rows, 4608 deep

@@ -120,8 +120,8 @@ def test_padding_a_transposed_filter_adds_no_dispatch(monkeypatch, x_dim, kernel
 def test_1x1_convs_with_padded_filter_rows_take_the_gemm_from_49_rows(arch):
     """rules.CPU_CONV_GEMM_MIN_ROWS_1X1_PADDED / _MAX_CHANNELS_1X1_PADDED: where the filter's rows are
     written apart, 1x1 convs of 49 rows and up to 2048 channels take the GEMM on AMD and AVX2 code;
-    other widths keep the 512-row limit (stride-1 ones on AMD AVX-512 take it from 49 rows too),
-    Intel (not measured) its own."""
+    other widths keep the 512-row limit (stride-1 ones on AMD AVX-512 take it from 49 rows too, and
+    on Intel AVX-512 up to 512 output channels), Intel (not measured) its own channel limit."""
 
     def takes_gemm(x_dim, k) -> bool:
         g = channels_last_conv_graph(x_dim, k, (1, 1), (1, 1), (0, 0), name="b_rows_reach")
@@ -133,7 +133,8 @@ def test_1x1_convs_with_padded_filter_rows_take_the_gemm_from_49_rows(arch):
     assert takes_gemm([8, 1024, 7, 7], 1024) == amd_or_avx2
     assert not takes_gemm([1, 4096, 7, 7], 512)  # deeper than measured
     assert not takes_gemm([1, 512, 6, 6], 2048)  # 36 rows
-    # 1 KiB rows: the 512-row limit, but on AMD AVX-512 (rules.CPU_CONV_GEMM_1X1_FEW_ROWS_TARGETS) and
-    # Zen 3 (rules.CPU_CONV_GEMM_1X1_FEW_ROWS_CORES)
-    assert takes_gemm([1, 512, 7, 7], 256) == (arch in ("znver4", "znver5", "znver3"))
+    # 1 KiB rows: the 512-row limit, but on AMD AVX-512 (rules.CPU_CONV_GEMM_1X1_FEW_ROWS_TARGETS),
+    # Zen 3 (rules.CPU_CONV_GEMM_1X1_FEW_ROWS_CORES) and Intel AVX-512 up to 512 output channels
+    # (rules.CPU_CONV_GEMM_1X1_FEW_ROWS_MAX_OUT_CHANNELS)
+    assert takes_gemm([1, 512, 7, 7], 256) == (arch in ("znver4", "znver5", "znver3", "sapphirerapids"))
     assert takes_gemm([2, 256, 16, 16], 256)  # 512 rows

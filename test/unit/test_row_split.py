@@ -272,9 +272,13 @@ def test_auto_keeps_a_row_split_that_writes_more_than_it_reads_on_the_pool(auto_
     g = channels_last_conv_graph([1, 64, 56, 56], 256, (1, 1), (1, 1), (0, 0), name="rows_wide")
     execution = runtime.cpu_execution(g, "x86-64-v3")
     assert execution.executor == "local-task" and "would write 3211264 bytes, > 1.0 x" in execution.why
-    # AMD's AVX-512 cores split rows that write up to 4x what they read (this one: 4x).
-    for arch in ("znver4", "znver5"):
+    # AMD's and Intel's AVX-512 cores split rows that write up to 4x what they read (this one: 4x).
+    for arch in ("znver4", "znver5", "sapphirerapids", "icelake-server"):
         assert runtime.cpu_execution(g, arch).executor == "split"
+    # ... Intel's as far as the halves keep the whole's lowering: 1x128x28x28->512's 392-row halves
+    # keep the GEMM there (rules.CPU_CONV_GEMM_1X1_FEW_ROWS_MAX_OUT_CHANNELS).
+    expansion = channels_last_conv_graph([1, 128, 28, 28], 512, (1, 1), (1, 1), (0, 0), name="rows_expand")
+    assert runtime.cpu_execution(expansion, "sapphirerapids").executor == "split"
     # ... not more: a 1x1 conv that widens 32 channels to 256 writes 8x.
     wider = channels_last_conv_graph([1, 32, 56, 56], 256, (1, 1), (1, 1), (0, 0), name="rows_wider")
     execution = runtime.cpu_execution(wider, "znver5")

@@ -112,7 +112,7 @@ def _problem(shape, stride, dilation, kernel, channels_last=True, element=F32):
         ((1, 8, 8, 8, 16), [1, 1], [1, 1], (3, 3), None),  # too small to pay
         ((8, 128, 14, 14, 128), [1, 1], [1, 1], (3, 3), 4),  # 128 tiles
         ((1, 512, 7, 7, 512), [1, 1], [1, 1], (3, 3), None),  # heavy, but 4 tiles
-        ((8, 512, 7, 7, 512), [1, 1], [1, 1], (3, 3), 4),  # 32 tiles: one-pass filter transform, not Intel
+        ((8, 512, 7, 7, 512), [1, 1], [1, 1], (3, 3), 4),  # 32 tiles: one-pass filter transform
         ((2, 512, 7, 7, 512), [1, 1], [1, 1], (3, 3), None),  # 8 tiles
         ((1, 256, 14, 14, 256), [1, 1], [1, 1], (3, 3), 4),  # 16 tiles
         ((4, 128, 28, 28, 256), [2, 2], [1, 1], (3, 3), None),
@@ -120,11 +120,13 @@ def _problem(shape, stride, dilation, kernel, channels_last=True, element=F32):
         ((4, 256, 28, 28, 128), [1, 1], [1, 1], (1, 1), None),
     ],
 )
-@pytest.mark.parametrize("arch", ["x86-64-v3", "znver4", "znver1"])
+@pytest.mark.parametrize("arch", ["x86-64-v3", "znver4", "znver1", "sapphirerapids"])
 def test_auto_choice(shape, stride, dilation, kernel, expected, arch):
     target = Target.resolve("cpu", arch)
-    if arch == "znver1" and shape == (1, 256, 14, 14, 256):
-        expected = 2  # AMD AVX2: F(2x2) for few 4x4 tiles, its filter 4 MiB (CPU_CONV_WINOGRAD_F2_FEW_TILES)
+    if arch in ("znver1", "sapphirerapids") and shape == (1, 256, 14, 14, 256):
+        # AMD AVX2: F(2x2) for few 4x4 tiles, its filter 4 MiB (CPU_CONV_WINOGRAD_F2_FEW_TILES); Intel
+        # AVX-512: F(4x4)'s one-pass filter only from 32 tiles, F(2x2) from 48 2x2 ones below that
+        expected = 2
     assert conv_layout.winograd_tile("auto", _problem(shape, stride, dilation, kernel), target) == expected
 
 
@@ -417,7 +419,13 @@ def test_polyphase_forcing_leaves_other_convs_to_the_rules(cpu, lowering):
         ((4, 128, 28, 28, 256), "znver4", 2),  # the suite's row: 196 2x2 tiles, 7.5 MB transformed
         ((4, 128, 28, 28, 256), "x86-64-v3", 2),
         ((1, 128, 56, 56, 128), "znver5", 2),
-        ((4, 128, 28, 28, 256), "sapphirerapids", None),  # Intel cores: not measured
+        # Intel's cores from 392 tiles of >= 128 channels (rules.CPU_CONV_POLYPHASE_CORE_LIMITS["intel"])
+        ((4, 128, 28, 28, 256), "sapphirerapids", None),  # 196 tiles
+        ((8, 128, 56, 56, 128), "sapphirerapids", 2),  # 1568 tiles
+        ((8, 256, 28, 28, 256), "icelake-server", 2),  # 392 tiles
+        ((8, 64, 56, 56, 128), "sapphirerapids", None),  # 784 tiles, 64 channels
+        ((8, 512, 14, 14, 512), "sapphirerapids", None),  # 128 tiles
+        ((16, 128, 56, 56, 128), "sapphirerapids", None),  # 76.6 MiB transformed, as on AMD
         ((4, 128, 28, 28, 256), "haswell", None),
         ((4, 128, 28, 28, 256), "x86-64-v4", 2),
         ((4, 128, 28, 28, 256), "x86-64", None),  # no tuned ISA

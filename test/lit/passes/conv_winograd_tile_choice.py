@@ -18,9 +18,9 @@ from lit_helpers import explained_and_optimized, run
 import fusilli as fs
 
 
-def build(name, hw, c):
+def build(name, hw, c, n=1):
     g = fs.Graph(name=name)
-    x = g.tensor(name="x", dim=[1, c, hw, hw], stride=fs.strides([1, c, hw, hw], "NHWC"))
+    x = g.tensor(name="x", dim=[n, c, hw, hw], stride=fs.strides([n, c, hw, hw], "NHWC"))
     w = g.tensor(name="w", dim=[c, c, 3, 3], stride=fs.strides([c, c, 3, 3], "NHWC"))
     g.conv_fprop(x, w, padding=[1, 1], stride=[1, 1], dilation=[1, 1], name="conv").set_output(True)
     return g.validate()
@@ -36,10 +36,10 @@ def small_image_many_channels():
 # INTEL: cpu-conv-winograd (F(2x2, 3x3), 3x3 stride 1, {{.*}} 49 2x2 tiles >= 48, GEMM tuned for avx512, Intel)
 # INTEL: linalg.batch_matmul {{.*}}ins(%{{.*}}, %{{.*}} : tensor<16x49x256xf32>, tensor<16x256x256xf32>)
 # INTEL-NOT: linalg.conv_2d_nhwc_hwcf
-# TILED: cpu-conv-winograd (F(4x4, 3x3), 3x3 stride 1, {{.*}} 16 4x4 tiles >= 16, GEMM tuned for avx2, not Intel)
+# TILED: cpu-conv-winograd (F(4x4, 3x3), 3x3 stride 1, {{.*}} 16 4x4 tiles >= 16, GEMM tuned for avx2, its filter transformed in one pass)
 # TILED: linalg.batch_matmul {{.*}}ins(%{{.*}}, %{{.*}} : tensor<36x16x256xf32>, tensor<36x256x256xf32>)
 # TILED-NOT: linalg.conv_2d_nhwc_hwcf
-# AMD: cpu-conv-winograd (F(4x4, 3x3), 3x3 stride 1, {{.*}} 16 4x4 tiles >= 16, GEMM tuned for avx512, not Intel)
+# AMD: cpu-conv-winograd (F(4x4, 3x3), 3x3 stride 1, {{.*}} 16 4x4 tiles >= 16, GEMM tuned for avx512, its filter transformed in one pass)
 # AMD: linalg.batch_matmul {{.*}}ins(%{{.*}}, %{{.*}} : tensor<36x16x256xf32>, tensor<36x256x256xf32>)
 # AMD-NOT: linalg.matmul
 # ZEN: cpu-conv-winograd (F(2x2, 3x3), 3x3 stride 1, {{.*}} 16 4x4 tiles in [16, 48), F(2x2)'s transformed filter <= 4 MiB, GEMM tuned for avx2, AMD)
@@ -57,3 +57,25 @@ def larger_image():
 # CHECK-LABEL: TEST: larger_image
 # CHECK: cpu-conv-winograd (F(4x4, 3x3), 3x3 stride 1, {{.*}} 49 4x4 tiles >= 48
 # CHECK: linalg.batch_matmul {{.*}}ins(%{{.*}}, %{{.*}} : tensor<36x49x128xf32>, tensor<36x128x128xf32>)
+
+
+# ResNet-50's 3x3 8x512x7x7->512: 32 4x4 tiles. Intel's cores take F(4x4) with the one-pass filter
+# transform from 32 tiles (rules.CPU_CONV_WINOGRAD_MIN_TILES_ONE_PASS_FILTER_BY_VENDOR), the others
+# from 16; F(2x2)'s transformed filter (16 MiB) would not fit Intel's limit anyway.
+@run
+def deep_layer_batch8():
+    g = build("winograd_deep_batch8", 7, 512, n=8)
+    print(explained_and_optimized(g))
+
+
+# CHECK-LABEL: TEST: deep_layer_batch8
+# INTEL: cpu-conv-winograd (F(4x4, 3x3), 3x3 stride 1, {{.*}} 32 4x4 tiles >= 32, GEMM tuned for avx512, its filter transformed in one pass
+# AMD: cpu-conv-winograd (F(4x4, 3x3), 3x3 stride 1, {{.*}} 32 4x4 tiles >= 16, GEMM tuned for avx512, its filter transformed in one pass
+# TILED: cpu-conv-winograd (F(4x4, 3x3), 3x3 stride 1, {{.*}} 32 4x4 tiles >= 16, GEMM tuned for avx2, its filter transformed in one pass
+# ZEN: cpu-conv-winograd (F(4x4, 3x3), 3x3 stride 1, {{.*}} 32 4x4 tiles >= 16, GEMM tuned for avx2, its filter transformed in one pass
+# INTEL: linalg.batch_matmul {{.*}}ins(%{{.*}}, %{{.*}} : tensor<36x32x512xf32>, tensor<36x512x512xf32>)
+# AMD: linalg.batch_matmul {{.*}}ins(%{{.*}}, %{{.*}} : tensor<36x32x512xf32>, tensor<36x512x512xf32>)
+# (AVX2 code reads the transformed filter as 64-column panels: gemm_config.winograd_b_panel.)
+# TILED: linalg.generic {{.*}}"reduction"]} ins(%{{.*}}, %{{.*}} : tensor<36x32x512xf32>, tensor<36x8x512x64xf32>)
+# ZEN: linalg.generic {{.*}}"reduction"]} ins(%{{.*}}, %{{.*}} : tensor<36x32x512xf32>, tensor<36x8x512x64xf32>)
+# CHECK-NOT: linalg.conv_2d_nhwc_hwcf

@@ -88,7 +88,7 @@ if len(sys.argv) > 1 and sys.argv[1] == "explain":
     # EXPLAIN: znver1 dgrad 3x3 s2 8x512x14x14 {{.*}}cpu-conv-dgrad-winograd-strided (F(2x2, 2x2){{.*}}, the transformed filter in 64-column panels (rows of 512 would alias in L1))
     # EXPLAIN: znver1 3x3 8x256x14x14->256 {{.*}}cpu-conv-winograd (F(4x4, 3x3){{.*}} GEMM tuned for avx2)']
     # EXPLAIN: x86-64-v3 3x3 8x512x7x7->512 {{.*}}cpu-conv-winograd (F(4x4, 3x3){{.*}}, the transformed filter in 64-column panels
-    # EXPLAIN: znver4 3x3 8x512x7x7->512 {{.*}}cpu-conv-winograd (F(4x4, 3x3){{.*}} GEMM tuned for avx512, not Intel)']
+    # EXPLAIN: znver4 3x3 8x512x7x7->512 {{.*}}cpu-conv-winograd (F(4x4, 3x3){{.*}} GEMM tuned for avx512, its filter transformed in one pass)']
     # EXPLAIN: znver3 3x3 8x512x7x7->512 {{.*}}cpu-conv-winograd (F(4x4, 3x3){{.*}}, the transformed filter in 16-column panels (rows of 512 would alias in L1))
     # EXPLAIN: znver3 3x3 8x256x14x14->256 {{.*}}cpu-conv-winograd (F(4x4, 3x3){{.*}}, the transformed filter in 16-column panels (rows of 256 would alias in L1))
     sys.exit(0)

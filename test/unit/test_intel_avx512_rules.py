@@ -1,0 +1,72 @@
+"""Numerics of the lowerings Intel's AVX-512 cores take by their own rules (compiled for
+``sapphirerapids``; skipped on a CPU that cannot run that code), each checked against the
+reference, with the rule ``g.explain`` names:
+
+* stride-1 1x1 forward convs of few rows as the explicit-config GEMM
+  (rules.CPU_CONV_GEMM_1X1_FEW_ROWS_MAX_OUT_CHANNELS),
+* Winograd F(4x4) with the one-pass filter transform from 32 4x4 tiles
+  (rules.CPU_CONV_WINOGRAD_MIN_TILES_ONE_PASS_FILTER_BY_VENDOR), forward and data gradient,
+* 3x3 stride-2 convs of many tiles as Winograd over the input's phases
+  (rules.CPU_CONV_POLYPHASE_CORE_LIMITS["intel"]), with bias + relu.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import arch_running_here, channels_last_conv_graph, random_array, run_and_check
+
+import fusilli as fs
+
+INTEL = "sapphirerapids"
+
+
+@pytest.fixture(scope="module")
+def intel() -> fs.Handle:
+    return fs.Handle(fs.Backend.CPU, arch=arch_running_here(INTEL))
+
+
+def _check(g: fs.Graph, handle: fs.Handle, want: str, rng: np.random.Generator) -> None:
+    conv_line = next(line for line in g.explain(fs.Backend.CPU, INTEL).splitlines() if "[conv_" in line)
+    assert want in conv_line, conv_line
+    inputs = {t: random_array(t, rng) for t in g.input_tensors()}
+    run_and_check(g, handle, inputs, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "x_dim, k",
+    [
+        ([1, 512, 14, 14], 256),  # 196 rows
+        ([1, 256, 7, 7], 256),  # 49 rows
+        ([1, 192, 13, 11], 96),  # 143 rows: partial register tiles and workgroups
+    ],
+)
+def test_1x1_few_rows_gemm(intel, rng, x_dim, k):
+    g = channels_last_conv_graph(x_dim, k, (1, 1), (1, 1), (0, 0), epilogue=True, name=f"intel_1x1_{x_dim[1]}_{k}")
+    _check(g, intel, "cpu-conv-im2col-gemm (1x1, ", rng)
+
+
+def test_winograd_one_pass_filter_from_32_tiles(intel, rng):
+    # 8x64x7x7: 32 4x4 tiles (8 images of 2x2)
+    g = channels_last_conv_graph([8, 64, 7, 7], 64, (3, 3), (1, 1), (1, 1), epilogue=True, name="intel_wino32")
+    _check(g, intel, "cpu-conv-winograd (F(4x4, 3x3), 3x3 stride 1, 28.9 MFLOP >= 16.8 MFLOP, 32 4x4 tiles >= 32", rng)
+
+
+def test_winograd_one_pass_filter_dgrad_from_32_tiles(intel, rng):
+    n, k, c, h = 8, 64, 64, 7
+    g = fs.Graph(name="intel_wino32_dgrad")
+    dy = g.tensor(name="dy", dim=[n, k, h, h], stride=fs.strides([n, k, h, h], "NHWC"))
+    w = g.tensor(name="w", dim=[k, c, 3, 3], stride=fs.strides([k, c, 3, 3], "NHWC"))
+    dx = g.conv_dgrad(dy, w, padding=[1, 1], stride=[1, 1], dilation=[1, 1], name="dgrad")
+    dx.set_dim([n, c, h, h]).set_stride(fs.strides([n, c, h, h], "NHWC")).set_output(True)
+    g.validate()
+    _check(g, intel, "32 4x4 tiles >= 32", rng)
+
+
+def test_polyphase_from_392_tiles(intel, rng):
+    # 8x128x28x28 -> 14x14 outputs: 8 * 7 * 7 = 392 2x2 tiles, 128 channels
+    g = channels_last_conv_graph([8, 128, 28, 28], 128, (3, 3), (2, 2), (1, 1), epilogue=True, name="intel_poly")
+    _check(g, intel, "cpu-conv-winograd-strided (F(2x2, 2x2) over the input's 4 phases", rng)
+    # One image fewer (343 tiles) keeps the im2col GEMM.
+    fewer = channels_last_conv_graph([7, 128, 28, 28], 128, (3, 3), (2, 2), (1, 1), name="intel_poly_fewer")
+    assert "cpu-conv-im2col-gemm (3x3 stride 2" in fewer.explain(fs.Backend.CPU, INTEL)
