@@ -970,8 +970,18 @@ CPU_CONV_POLYPHASE_MAX_FILTER_BYTES = 4 << 20
 # 15.7 / 23.7 -> 21.6.
 CPU_CONV_POLYPHASE_MAX_FILTER_BYTES_PER_TILE = 40 << 10
 # Measured on AMD cores (AVX-512, and AVX2 as x86-64-v3 code, whose Winograd GEMM tiles are the
-# vendor-free ones); not on Intel's, whose strided GEMMs have tiles of their own.
-CPU_CONV_POLYPHASE_EXCLUDED_VENDORS = ("intel",)
+# vendor-free ones); per conv kind, the vendors a rule leaves out: the data gradient was not measured
+# on Intel's cores, the forward conv takes it there within their own limits only (below), the weight
+# gradient as on AMD's: Intel Xeon VM (sapphirerapids as named), python benchmarks/table_ab.py (the
+# wgrad GEMM against this rule, in one process, run interleaved with PyTorch), ratio to PyTorch: 3x3
+# s2 8x128x56x56->128 (392 4x4 DY tiles: F(4x4)) 0.61 -> 0.96, 1x128x56x56->128 (196 2x2: F(2x2))
+# 0.66 -> 0.77 (a run of AMD's rules on that host); a second run, against the GEMM with Intel's own
+# tile: 8x128x56x56 0.54 -> 0.82, 8x256x28x28->256 0.76 -> 1.02, 1x128x56x56 even (0.76 / 0.76).
+CPU_CONV_POLYPHASE_EXCLUDED_VENDORS: dict[str, tuple[str, ...]] = {
+    "conv_fprop": ("intel",),
+    "conv_dgrad": ("intel",),
+    "conv_wgrad": (),
+}
 
 
 @dataclass(frozen=True)
@@ -1034,7 +1044,7 @@ def _polyphase_applies(p: Problem, t: Target, limits_table: dict[str, PolyphaseC
     if vector_isa(t) == "generic":
         return False
     vendor = cpu_vendor(t.cpu)
-    if vendor not in CPU_CONV_POLYPHASE_EXCLUDED_VENDORS:
+    if vendor not in CPU_CONV_POLYPHASE_EXCLUDED_VENDORS[p.kind]:
         return True
     own = limits_table is not None and (vendor or "") in limits_table
     return own and _core_polyphase_limits(limits_table or {}, t, int(p.fact("channels", 0))) is not None
@@ -1636,7 +1646,16 @@ CPU_CONV_GEMM_RULES = (CPU_CONV_GEMM_FEW_POSITIONS, CPU_CONV_IM2COL_GEMM, CPU_CO
 # Weight gradients Winograd leaves are one GEMM DW[K, R*S*C] = DY^T x patches over the N*Ho*Wo
 # output positions (fusilli-conv-layout), which IREE compiles with its default tiles: there the
 # conv GEMM's tile (gemm_config.wgrad_matmul_compilation_info) and its K blocks run it faster.
-CPU_CONV_WGRAD_GEMM_VENDORS = {"avx2": None, "avx512": ("amd",)}  # None: every vendor
+# Intel's AVX-512 cores too, where IREE's own conv ran at a fraction of PyTorch: Intel Xeon VM
+# (sapphirerapids as named), python benchmarks/table_ab.py (in one process, run interleaved with
+# PyTorch), ratio to PyTorch, IREE's conv -> this GEMM with Intel's conv GEMM tile: 1x1
+# 8x1024x14x14->256 0.30 -> 0.77, 8x256x56x56->64 0.18 -> 0.60, 8x512x28x28->128 0.20 -> 0.86,
+# 8x128x28x28->512 0.21 -> 0.90, s2 8x256x56x56->512 0.18 -> 0.77, 1x64x56x56->256 0.51 -> 1.16,
+# 1x256x56x56->64 0.38 -> 0.76, 1x512x28x28->128 0.60 -> 1.04, 1x128x28x28->512 0.67 -> 1.18,
+# 1x256x14x14->1024 0.74 -> 1.43, s2 1x256x56x56->512 0.53 -> 0.87, 1x512x7x7->2048 1.46 -> 2.28;
+# 3x3 8x512x7x7 0.85 -> 0.92, 1x256x14x14 0.91 -> 0.95; the 7x7 s2 stems 0.09-0.12 -> 0.50-0.62
+# (cpu-conv-wgrad-row-blocks takes them further).
+CPU_CONV_WGRAD_GEMM_VENDORS = {"avx2": None, "avx512": ("amd", "intel")}  # None: every vendor
 
 
 # cpu-conv-wgrad-winograd-strided: 3x3 stride-2 weight gradients as Winograd over X's phases
@@ -1692,7 +1711,7 @@ def CPU_CONV_WGRAD_WINOGRAD_STRIDED(p: Problem, t: Target) -> str | None:
     if m is None:
         return None
     tiles, isa, vendor = winograd_tiles(p, m), vector_isa(t), cpu_vendor(t.cpu)
-    on = f"{isa}, AMD" if vendor == "amd" else isa
+    on = f"{isa}, AMD" if vendor == "amd" else f"{isa}, Intel" if vendor == "intel" else isa
     limit = CPU_CONV_WGRAD_POLYPHASE_F4_MIN_TILES if m == 4 else CPU_CONV_WGRAD_POLYPHASE_F2_MIN_TILES
     return f"F({m}x{m}, 2x2) over X's 4 phases, 3x3 stride 2, {tiles} {m}x{m} DY tiles >= {limit}, GEMM tuned for {on}"
 
@@ -1705,7 +1724,11 @@ def CPU_CONV_WGRAD_WINOGRAD_STRIDED(p: Problem, t: Target) -> str | None:
 # GEMM reads them at an offset. 3x3 and 5x5 filters with C = 3 ran even with the one GEMM.
 CPU_CONV_WGRAD_ROW_BLOCKS_MAX_CHANNELS = 4
 CPU_CONV_WGRAD_ROW_BLOCKS_MIN_ROWS = 7
-CPU_CONV_WGRAD_ROW_BLOCKS_TARGETS = {("avx512", "amd"), ("avx2", "amd"), ("avx2", "")}
+# Intel's AVX-512 cores as AMD's: Intel Xeon VM (sapphirerapids as named), python benchmarks/table_ab.py
+# (the one GEMM against the row blocks, in one process, run interleaved with PyTorch), ratio to
+# PyTorch, two runs: stem 1x3x224x224->64 0.62 -> 0.67 (AMD's rules there), 0.59 -> 0.64;
+# 8x3x224x224->64 0.50 -> 0.60, 0.51 -> 0.64.
+CPU_CONV_WGRAD_ROW_BLOCKS_TARGETS = {("avx512", "amd"), ("avx512", "intel"), ("avx2", "amd"), ("avx2", "")}
 
 
 @rule(

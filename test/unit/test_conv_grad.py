@@ -311,8 +311,8 @@ def test_dgrad_avx2_deep_gemm_rows(rng, hw, block):
 )
 def test_wgrad_gemm_tile(rng, arch, kernel, stride, tuned):
     """cpu-conv-wgrad-gemm: a weight gradient Winograd leaves is one GEMM over the output positions
-    with the conv GEMM's lowering config on AVX2 code and AMD AVX-512 (not Intel AVX-512, where
-    it was not measured). 2x72x20x20 -> 40: 800 output positions (K blocks of 256 and a
+    with the conv GEMM's lowering config on AVX2 code and AVX-512 of AMD and Intel (not the
+    vendor-free AVX-512 level, where it was not measured). 2x72x20x20 -> 40: 800 output positions (K blocks of 256 and a
     remainder of 32), 40 output channels (a partial workgroup and register tile); numerics of
     the tuned GEMM against the reference as x86-64-v3 code and as this host's own."""
     arch = arch_running_here(arch)
@@ -806,8 +806,8 @@ def test_wgrad_of_three_channels_leaves_winograd(arch):
 
 
 def test_wgrad_gemm_rule_targets():
-    """cpu-conv-wgrad-gemm holds on AVX2 code of any vendor and on AMD AVX-512, not on Intel
-    AVX-512 or a CPU without AVX2, and AMD's AVX2 cores take cpu-conv-wgrad-data-tiling before it
+    """cpu-conv-wgrad-gemm holds on AVX2 code of any vendor and on AMD's and Intel's AVX-512 cores,
+    not on the vendor-free AVX-512 level or a CPU without AVX2, and AMD's AVX2 cores take cpu-conv-wgrad-data-tiling before it
     where it holds; Winograd's weight gradients keep Winograd."""
     attrs = dict(padding=[0, 0], stride=[1, 1], dilation=[1, 1])
     g, _, _ = _wgrad_graph("wgrad_rule_targets", [8, 256, 14, 14], [8, 1024, 14, 14], [256, 1024, 1, 1], attrs, True)
@@ -818,7 +818,9 @@ def test_wgrad_gemm_rule_targets():
         ("znver1", "cpu-conv-wgrad-data-tiling"),
         ("haswell", "cpu-conv-wgrad-gemm"),
         ("znver4", "cpu-conv-wgrad-gemm"),
-        ("sapphirerapids", None),
+        ("sapphirerapids", "cpu-conv-wgrad-gemm"),
+        ("icelake-server", "cpu-conv-wgrad-gemm"),
+        ("x86-64-v4", None),
         ("x86-64", None),
     ):
         explained = g.explain(arch=arch)
@@ -1040,7 +1042,7 @@ def test_strided_polyphase_grads_of_256_channels(monkeypatch, cpu, rng):
 
 def test_strided_wgrad_polyphase_rule_targets():
     """cpu-conv-wgrad-winograd-strided takes 3x3 stride-2 f32 weight gradients of >= 128 input channels
-    on AVX2 code and AMD AVX-512: F(4x4) from 392 4x4 DY tiles, else F(2x2) from 128 2x2 ones, while
+    on AVX2 code and AMD's and Intel's AVX-512: F(4x4) from 392 4x4 DY tiles, else F(2x2) from 128 2x2 ones, while
     the GEMM's products (t*t*K*C f32) stay within 8 MiB; others keep the wgrad GEMM."""
     attrs = dict(padding=[1, 1], stride=[2, 2], dilation=[1, 1])
 
@@ -1049,7 +1051,7 @@ def test_strided_wgrad_polyphase_rule_targets():
         g.validate()
         return [line for line in g.explain(arch=arch).splitlines() if "[conv_wgrad]" in line][0]
 
-    for arch in ("x86-64-v3", "znver4"):
+    for arch in ("x86-64-v3", "znver4", "sapphirerapids"):
         assert "cpu-conv-wgrad-winograd-strided (F(2x2, 2x2)" in explained("pw_b1", 1, 128, 56, 128, arch)
         assert "cpu-conv-wgrad-winograd-strided (F(4x4, 2x2)" in explained("pw_b8", 8, 128, 56, 128, arch)
         # 8x256x28x28: 128 4x4 tiles (F(2x2) then, 392 2x2 ones).
@@ -1057,7 +1059,7 @@ def test_strided_wgrad_polyphase_rule_targets():
         for name, n, c, h, k in (("pw_few", 1, 256, 28, 256), ("pw_big", 8, 512, 14, 512), ("pw_c64", 4, 64, 56, 128)):
             line = explained(name, n, c, h, k, arch)
             assert "cpu-conv-wgrad-gemm" in line and "winograd" not in line, (name, arch, line)
-    assert "winograd" not in explained("pw_intel", 1, 128, 56, 128, "sapphirerapids")
+    assert "winograd" not in explained("pw_generic", 1, 128, 56, 128, "x86-64")  # no tuned vector ISA
 
 
 def test_strided_wgrad_polyphase_auto(cpu, rng):

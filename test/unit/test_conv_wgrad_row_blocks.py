@@ -90,7 +90,8 @@ def test_row_block_gemms_read_offsets_of_one_gather():
         ("znver3", 8, 3, 7, 2, True),
         ("znver5", 1, 8, 7, 2, False),  # more channels: the im2col patches are no larger than DY
         ("znver5", 1, 3, 5, 2, False),  # 3x3 and 5x5 ran even with the one GEMM
-        ("sapphirerapids", 1, 3, 7, 2, False),  # not measured
+        ("sapphirerapids", 1, 3, 7, 2, True),
+        ("x86-64-v4", 1, 3, 7, 2, False),  # the vendor-free AVX-512 level: not measured
     ],
 )
 def test_row_block_rule_reach(arch, batch, channels, kernel, stride, applies):

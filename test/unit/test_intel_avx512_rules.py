@@ -7,7 +7,10 @@ reference, with the rule ``g.explain`` names:
 * Winograd F(4x4) with the one-pass filter transform from 32 4x4 tiles
   (rules.CPU_CONV_WINOGRAD_MIN_TILES_ONE_PASS_FILTER_BY_VENDOR), forward and data gradient,
 * 3x3 stride-2 convs of many tiles as Winograd over the input's phases
-  (rules.CPU_CONV_POLYPHASE_CORE_LIMITS["intel"]), with bias + relu.
+  (rules.CPU_CONV_POLYPHASE_CORE_LIMITS["intel"]), with bias + relu,
+* weight gradients as the tuned GEMM (rules.CPU_CONV_WGRAD_GEMM_VENDORS), in chunks of positions,
+  over blocks of filter rows (rules.CPU_CONV_WGRAD_ROW_BLOCKS_TARGETS) and over X's phases
+  (rules.CPU_CONV_POLYPHASE_EXCLUDED_VENDORS).
 """
 
 from __future__ import annotations
@@ -70,3 +73,29 @@ def test_polyphase_from_392_tiles(intel, rng):
     # One image fewer (343 tiles) keeps the im2col GEMM.
     fewer = channels_last_conv_graph([7, 128, 28, 28], 128, (3, 3), (2, 2), (1, 1), name="intel_poly_fewer")
     assert "cpu-conv-im2col-gemm (3x3 stride 2" in fewer.explain(fs.Backend.CPU, INTEL)
+
+
+def _wgrad(name: str, n: int, c: int, hw: int, k: int, kernel: int, stride: int, padding: int) -> fs.Graph:
+    oh = (hw + 2 * padding - kernel) // stride + 1
+    g = fs.Graph(name=name)
+    dy = g.tensor(name="dy", dim=[n, k, oh, oh], stride=fs.strides([n, k, oh, oh], "NHWC"))
+    x = g.tensor(name="x", dim=[n, c, hw, hw], stride=fs.strides([n, c, hw, hw], "NHWC"))
+    dw = g.conv_wgrad(dy, x, padding=[padding] * 2, stride=[stride] * 2, dilation=[1, 1], name="wgrad")
+    dw.set_dim([k, c, kernel, kernel]).set_stride(fs.strides([k, c, kernel, kernel], "NHWC")).set_output(True)
+    return g.validate()
+
+
+@pytest.mark.parametrize(
+    "n, c, hw, k, kernel, stride, padding, want",
+    [
+        (1, 96, 20, 80, 1, 1, 0, "cpu-conv-wgrad-gemm (one GEMM over 400 output positions"),
+        (2, 64, 27, 40, 3, 2, 1, "cpu-conv-wgrad-gemm (one GEMM over 392 output positions"),  # patches read padded
+        (8, 128, 28, 512, 1, 1, 0, "cpu-conv-wgrad-gemm (one batched GEMM over 28 chunks of 224 output positions"),
+        (1, 3, 64, 64, 7, 2, 3, "cpu-conv-wgrad-row-blocks (4 GEMMs"),
+        (2, 128, 32, 16, 3, 2, 1, "cpu-conv-wgrad-winograd-strided (F(2x2, 2x2) over X's 4 phases"),
+    ],
+    ids=["1x1", "3x3-s2", "chunked", "row-blocks", "polyphase"],
+)
+def test_weight_gradients(intel, rng, n, c, hw, k, kernel, stride, padding, want):
+    g = _wgrad(f"intel_wgrad_{n}_{c}_{hw}_{k}_{kernel}", n, c, hw, k, kernel, stride, padding)
+    _check(g, intel, want, rng)

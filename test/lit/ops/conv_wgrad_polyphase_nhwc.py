@@ -40,8 +40,8 @@ if len(sys.argv) > 1 and sys.argv[1] == "stats":
 
 if len(sys.argv) > 1 and sys.argv[1] == "explain":
     # Chosen by the rules (cpu-conv-wgrad-winograd-strided) for ResNet-50's 3x3 s2 weight gradient:
-    # F(2x2) at batch 1 (196 2x2 DY tiles), F(4x4) at batch 8 (392 4x4 ones), on AVX2 and AMD
-    # AVX-512; Intel AVX-512 (not measured there) keeps the GEMM, as do 64 input channels.
+    # F(2x2) at batch 1 (196 2x2 DY tiles), F(4x4) at batch 8 (392 4x4 ones), on AVX2 and AMD's and
+    # Intel's AVX-512; 64 input channels keep the GEMM.
     @run
     def explain_resnet_shapes():
         for arch, args in (
@@ -61,7 +61,7 @@ if len(sys.argv) > 1 and sys.argv[1] == "explain":
     # EXPLAIN: x86-64-v3 {{.*}}cpu-conv-wgrad-winograd-strided (F(2x2, 2x2) over X's 4 phases, 3x3 stride 2, 196 2x2 DY tiles >= 128
     # EXPLAIN: znver4 {{.*}}cpu-conv-wgrad-winograd-strided (F(2x2, 2x2) {{.*}} GEMM tuned for avx512, AMD)
     # EXPLAIN: znver4 {{.*}}cpu-conv-wgrad-winograd-strided (F(4x4, 2x2) over X's 4 phases, 3x3 stride 2, 392 4x4 DY tiles >= 392
-    # EXPLAIN: sapphirerapids {{.*}}cpu-conv-channels-last-linalg
+    # EXPLAIN: sapphirerapids {{.*}}cpu-conv-wgrad-winograd-strided (F(2x2, 2x2) {{.*}} GEMM tuned for avx512, Intel)
     # EXPLAIN: znver4 {{.*}}cpu-conv-wgrad-gemm
     sys.exit(0)
 

@@ -1,15 +1,15 @@
 # RUN: env FUSILLI_LIT_TARGET=cpu:x86-64-v3 %python %s | filecheck %s --check-prefixes=CHECK,TUNED,AVX2
 # RUN: env FUSILLI_LIT_TARGET=cpu:znver4 %python %s | filecheck %s --check-prefixes=CHECK,TUNED,AMD
-# RUN: env FUSILLI_LIT_TARGET=cpu:sapphirerapids %python %s | filecheck %s --check-prefixes=CHECK,INTEL
+# RUN: env FUSILLI_LIT_TARGET=cpu:sapphirerapids %python %s | filecheck %s --check-prefixes=CHECK,TUNED,INTEL
 # RUN: env FUSILLI_LIT_TARGET=cpu:znver1 %python %s | filecheck %s --check-prefixes=CHECK,ZEN
 # RUN: env FUSILLI_LIT_TARGET=cpu:znver3 %python %s | filecheck %s --check-prefixes=CHECK,ZEN3
 
 # A channels-last weight gradient Winograd does not take is one GEMM over the output positions,
 # DW[K, R*S*C] = DY^T x patches (fusilli-conv-layout). Where cpu-conv-wgrad-gemm holds (AVX2
-# code; AMD AVX-512) it carries the conv GEMM's lowering config (gemm_config.
+# code; AMD and Intel AVX-512) it carries the conv GEMM's lowering config (gemm_config.
 # wgrad_matmul_compilation_info): 1x1 8x1024x14x14 -> 256 is 1568 deep, in K blocks of 256;
 # 3x3 stride 2 1x64x29x29 -> 64 is a patch gather (read through the padding) and 225 deep,
-# whole K. Intel AVX-512 keeps IREE's default tiles. AVX2 takes a GEMM with at most 128 output
+# whole K. Intel AVX-512 takes its own tile (6x64 in 60x64 workgroups). AVX2 takes a GEMM with at most 128 output
 # channels and more filter columns transposed, DW^T[R*S*C, K] (gemm_config.wgrad_gemm_transposed).
 # AMD's AVX2 cores (znver1) leave a stride-1 GEMM of >= 96 positions with >= 128 output channels
 # and filter columns plain, for IREE's data tiling (rules.CPU_CONV_WGRAD_DATA_TILING; its flags).
@@ -27,12 +27,10 @@ def wgrad_1x1_deep():
 
 # CHECK-LABEL: TEST: wgrad_1x1_deep
 # TUNED: wgrad [conv_wgrad]: {{.*}}cpu-conv-wgrad-gemm (one GEMM over 1568 output positions
-# INTEL-NOT: cpu-conv-wgrad-gemm
 # AVX2: #iree_cpu.lowering_config<{{.*}}cache_reduction = [0, 0, 256], distribution = [48, 64, 0], vector_common_parallel = [6, 16, 0]
 # AMD: #iree_cpu.lowering_config<{{.*}}cache_reduction = [0, 0, 256], distribution = [64, 64, 0], vector_common_parallel = [8, 32, 0]
-# INTEL-NOT: compilation_info
+# INTEL: #iree_cpu.lowering_config<{{.*}}cache_reduction = [0, 0, 256], distribution = [60, 64, 0], vector_common_parallel = [6, 64, 0]
 # TUNED: linalg.matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1568x256xf32>, tensor<1568x1024xf32>) outs(%{{.*}} : tensor<256x1024xf32>)
-# INTEL: linalg.matmul {{.*}}ins(%{{.*}}, %{{.*}} : tensor<1568x256xf32>, tensor<1568x1024xf32>) outs(%{{.*}} : tensor<256x1024xf32>)
 # ZEN: cpu-conv-wgrad-data-tiling (one GEMM DW[256, 1024] over 1568 output positions, data-tiled for avx2, AMD
 # ZEN-NOT: compilation_info
 # ZEN: linalg.matmul indexing_maps = [{{.*}}] ins(%{{.*}}, %{{.*}} : tensor<1568x256xf32>, tensor<1568x1024xf32>) outs(%{{.*}} : tensor<256x1024xf32>)
@@ -54,14 +52,14 @@ def wgrad_3x3_strided():
 # Stride 2 ran even data-tiled on Zen 1: the tile.
 # ZEN: cpu-conv-wgrad-gemm (one GEMM over 225 output positions as DW^T[R*S*C = 576, K]
 # AMD-NOT: DW^T
-# INTEL-NOT: compilation_info
+# INTEL-NOT: DW^T
 # CHECK-NOT: tensor.pad
 # CHECK: outs(%{{.*}} : tensor<1x15x15x3x3x64xf32>)
 # CHECK: tensor.extract %{{.*}} : tensor<1x29x29x64xf32>
 # CHECK: arith.select
 # AVX2: linalg.matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<225x576xf32>, tensor<225x64xf32>) outs(%{{.*}} : tensor<576x64xf32>)
 # AMD: linalg.matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<225x64xf32>, tensor<225x576xf32>) outs(%{{.*}} : tensor<64x576xf32>)
-# INTEL: linalg.matmul {{.*}}ins(%{{.*}}, %{{.*}} : tensor<225x64xf32>, tensor<225x576xf32>)
+# INTEL: linalg.matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<225x64xf32>, tensor<225x576xf32>) outs(%{{.*}} : tensor<64x576xf32>)
 # ZEN: linalg.matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<225x576xf32>, tensor<225x64xf32>) outs(%{{.*}} : tensor<576x64xf32>)
 
 
@@ -96,15 +94,14 @@ def wgrad_1x1_chunked():
 # tile, a chunk per row of workgroups, then their sum over the chunks.
 # CHECK-LABEL: TEST: wgrad_1x1_chunked
 # TUNED: cpu-conv-wgrad-gemm (one batched GEMM over 28 chunks of 224 output positions, summed
-# INTEL-NOT: chunks
 # AVX2: #iree_cpu.lowering_config<{{.*}}distribution = [1, 48, 64, 0], vector_common_parallel = [1, 6, 16, 0], vector_reduction = [0, 0, 0, 8]>
 # AMD: #iree_cpu.lowering_config<{{.*}}distribution = [1, 64, 64, 0], vector_common_parallel = [1, 8, 32, 0], vector_reduction = [0, 0, 0, 8]>
+# INTEL: #iree_cpu.lowering_config<{{.*}}distribution = [1, 60, 64, 0], vector_common_parallel = [1, 6, 64, 0], vector_reduction = [0, 0, 0, 8]>
 # TUNED: tensor.expand_shape {{.*}} : tensor<6272x512xf32> into tensor<28x224x512xf32>
 # TUNED: tensor.expand_shape {{.*}} : tensor<6272x128xf32> into tensor<28x224x128xf32>
 # TUNED: linalg.batch_matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<28x224x512xf32>, tensor<28x224x128xf32>) outs(%{{.*}} : tensor<28x512x128xf32>)
 # TUNED: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]{{.*}} ins(%{{.*}} : tensor<28x512x128xf32>) outs(%{{.*}} : tensor<512x128xf32>)
 # TUNED: arith.addf
-# INTEL: linalg.matmul {{.*}}ins(%{{.*}}, %{{.*}} : tensor<6272x512xf32>, tensor<6272x128xf32>) outs(%{{.*}} : tensor<512x128xf32>)
 # AMD's AVX2 cores (znver1) halve the chunk: 256 positions of DY and X rows are 640 KB, more than
 # their 512 KB L2 (gemm_config.WGRAD_CHUNK_L2_BYTES).
 # ZEN: cpu-conv-wgrad-gemm (one batched GEMM over 49 chunks of 128 output positions, summed
@@ -146,17 +143,17 @@ def wgrad_few_channels():
 # A 5x5 stride-2 filter over 3 input channels leaves R*S*C = 75 filter columns, no multiple of
 # the register tile's: the GEMM is DW^T[75, K] = patches^T x DY (gemm_config.wgrad_gemm_transposed),
 # its rows in two blocks of 40 on AMD AVX-512 and AVX2's 48-row workgroups; one permute gives the
-# KRSC filter (IREE fuses it into the GEMM's dispatch). Intel AVX-512 keeps DW[K, 75]. (The 7x7
+# KRSC filter (IREE fuses it into the GEMM's dispatch); Intel AVX-512's 6x64 tile takes them in two
+# blocks of 42. (The 7x7
 # stem takes GEMMs over blocks of filter rows: conv_wgrad_row_blocks.py.)
 # CHECK-LABEL: TEST: wgrad_few_channels
 # TUNED: cpu-conv-wgrad-gemm (one GEMM over 1024 output positions as DW^T[R*S*C = 75, K], conv GEMM tile
 # AVX2: #iree_cpu.lowering_config<{{.*}}distribution = [48, 64, 0], vector_common_parallel = [6, 16, 0]
 # AMD: #iree_cpu.lowering_config<{{.*}}distribution = [40, 64, 0], vector_common_parallel = [8, 32, 0]
+# INTEL: #iree_cpu.lowering_config<{{.*}}distribution = [42, 64, 0], vector_common_parallel = [6, 64, 0]
 # TUNED: linalg.matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1024x75xf32>, tensor<1024x64xf32>) outs(%{{.*}} : tensor<75x64xf32>)
 # TUNED: tensor.expand_shape {{.*}} : tensor<75x64xf32> into tensor<5x5x3x64xf32>
 # TUNED: torch.aten.permute {{.*}} : !torch.vtensor<[5,5,3,64],f32>, !torch.list<int> -> !torch.vtensor<[64,5,5,3],f32>
-# INTEL-NOT: DW^T
-# INTEL: linalg.matmul {{.*}}ins(%{{.*}}, %{{.*}} : tensor<1024x64xf32>, tensor<1024x75xf32>) outs(%{{.*}} : tensor<64x75xf32>)
 
 
 @run
@@ -177,7 +174,7 @@ def wgrad_1x1_many_positions():
 # Zen 3 data-tiles it (wgrad_1x1_strided_data_tiling below).
 # ZEN3: cpu-conv-wgrad-data-tiling (one GEMM DW[512, 256] over 784 output positions
 # ZEN3-NOT: compilation_info
-# INTEL-NOT: compilation_info
+# INTEL: #iree_cpu.lowering_config<{{.*}}distribution = [60, 64, 0], vector_common_parallel = [6, 64, 0]
 # CHECK: linalg.matmul {{.*}}ins(%{{.*}}, %{{.*}} : tensor<784x512xf32>, tensor<784x256xf32>) outs(%{{.*}} : tensor<512x256xf32>)
 
 
@@ -195,6 +192,7 @@ def wgrad_few_channels_chunked():
 # AVX2: cpu-conv-wgrad-gemm (one batched GEMM over 49 chunks of 256 output positions, summed as DW^T[R*S*C = 75, K], conv GEMM tile for avx2)
 # ZEN: cpu-conv-wgrad-gemm (one batched GEMM over 49 chunks of 256 output positions, summed as DW^T[R*S*C = 75, K], a 3x16 register tile over its 75 rows for avx2, AMD)
 # AMD: cpu-conv-wgrad-gemm (one GEMM over 12544 output positions as DW^T[R*S*C = 75, K]
+# INTEL: cpu-conv-wgrad-gemm (one GEMM over 12544 output positions as DW^T[R*S*C = 75, K]
 # AVX2: #iree_cpu.lowering_config<distribution = [1, 48, 64, 0], vector_common_parallel = [1, 6, 16, 0]
 # ZEN: #iree_cpu.lowering_config<cache_parallel = [1, 75, 64, 0], distribution = [1, 75, 64, 0], vector_common_parallel = [1, 3, 16, 0]
 # AVX2: linalg.batch_matmul {{.*}} ins(%{{.*}}, %{{.*}} : tensor<49x256x75xf32>, tensor<49x256x64xf32>) outs(%{{.*}} : tensor<49x75x64xf32>)
