@@ -1260,8 +1260,8 @@ CPU_CONV_GEMM_MAX_CHANNELS_1X1 = 512
 # s2 8x256x56x56->512 0.70 -> 0.88. Below CPU_CONV_GEMM_MIN_ROWS_1X1 the GEMM lost and is not
 # taken: 1x1 1x1024x14x14->256 (196 rows) 0.79 -> 0.73, 1x1 s2 1x512x28x28->1024 (196) 0.73 ->
 # 0.59. (The first sessions' stride-2 loss, 1.16-1.18 -> 1.22-1.26 ms, was before AVX2's K blocks.)
-# 1x1 stride-1 dgrads take the GEMM from any rows and depth (not on Intel AVX-512, not measured
-# there): as IREE's GEMM (fusilli-conv-layout's plain matmul) they ran at half the explicit
+# 1x1 stride-1 dgrads take the GEMM from any rows and depth (on Intel AVX-512 with the limit
+# below): as IREE's GEMM (fusilli-conv-layout's plain matmul) they ran at half the explicit
 # config's rate where rows are few. Zen 4 VM, python benchmarks/conv_lowerings.py --lowering auto
 # --lowering gemm, ms in one process, AVX-512 / x86-64-v3 code: 1x1 dgrad 1x512x7x7->2048 (49 rows,
 # 2048 deep) 1.85-2.21 -> 0.73-0.91 / 1.55-1.88 -> 1.27-1.44 (one thread: 2.11 -> 0.97 ms),
@@ -1283,6 +1283,16 @@ CPU_CONV_GEMM_MAX_CHANNELS_1X1 = 512
 # 8x2048x7x7->512 0.98, 1.17 -> 1.23, 1.41 / 0.89 -> 1.01 / 0.90 -> 1.01; s2 8x1024x14x14->2048 1.15,
 # 1.16 -> 1.38, 1.35 / 0.88 -> 1.04 / 0.87 -> 1.00.
 CPU_CONV_GEMM_MIN_ROWS_1X1_PADDED = 49
+# On Intel's AVX-512 cores too, but for GEMMs at most this deep and at least this wide, which keep
+# the forward conv's limits (IREE's own GEMM below them). Intel Xeon VM (sapphirerapids as named),
+# python benchmarks/table_ab.py (in one process, run interleaved with PyTorch), ratio to PyTorch,
+# IREE's GEMM -> this one (dgrad 1x1 NxCxHxW->K: a GEMM K deep, C wide): 1x512x7x7->2048 (49 rows,
+# 2048 deep) 0.36 -> 1.37, 0.38 -> 1.41, 0.36 -> 1.41; 1x2048x7x7->512 0.62 -> 1.12, 0.61 -> 1.29;
+# 4x512x7x7->2048 0.33 -> 0.82; 1x256x14x14->1024 1.34 -> 3.30; 1x512x14x14->512 1.24 -> 1.51;
+# 1x256x7x7->256 0.58 -> 1.81; 1x1024x7x7->256 1.03 -> 1.14. Lost, hence the limit: 1x1024x14x14->256
+# (196 rows, 256 deep, 1024 wide) 1.14 -> 0.83, 1.17 -> 0.92, 1.17 -> 0.85; 2x1024x14x14->256 even
+# (2.36 / 2.27).
+CPU_CONV_GEMM_1X1_DGRAD_SHALLOW_WIDE_KEPT = {("avx512", "intel"): (256, 1024)}
 CPU_CONV_GEMM_MAX_CHANNELS_1X1_PADDED = 2048
 # ... and on AMD's AVX-512 cores a stride-1 1x1 conv (A is X itself) of any output channels from
 # CPU_CONV_GEMM_MIN_ROWS_1X1_PADDED rows, up to the K-blocked tiles' channels. Zen 5 VM (znver5),
@@ -1532,7 +1542,9 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
     out_channels = conv_out_channels(p)
     copied = p.kind == "conv_dgrad"
     padded_columns = _padded_filter_columns(t, out_channels, rows, copied)
-    if kernel == (1, 1) and p.kind == "conv_dgrad" and not (intel and isa == "avx512"):
+    shallow_wide = CPU_CONV_GEMM_1X1_DGRAD_SHALLOW_WIDE_KEPT.get((isa, vendor or ""))
+    kept = shallow_wide is not None and channels <= shallow_wide[0] and out_channels >= shallow_wide[1]
+    if kernel == (1, 1) and p.kind == "conv_dgrad" and not kept:
         # 1x1 dgrads take the GEMM at any rows and depth (see CPU_CONV_GEMM_MIN_ROWS_1X1).
         return (
             f"1x1 dgrad, {rows} GEMM rows: DY x the forward filter as it is, GEMM tuned for {on}"

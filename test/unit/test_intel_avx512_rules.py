@@ -3,7 +3,8 @@
 reference, with the rule ``g.explain`` names:
 
 * stride-1 1x1 forward convs of few rows as the explicit-config GEMM
-  (rules.CPU_CONV_GEMM_1X1_FEW_ROWS_MAX_OUT_CHANNELS),
+  (rules.CPU_CONV_GEMM_1X1_FEW_ROWS_MAX_OUT_CHANNELS), and 1x1 data gradients of any rows but the
+  shallow, wide ones (rules.CPU_CONV_GEMM_1X1_DGRAD_SHALLOW_WIDE_KEPT),
 * Winograd F(4x4) with the one-pass filter transform from 32 4x4 tiles
   (rules.CPU_CONV_WINOGRAD_MIN_TILES_ONE_PASS_FILTER_BY_VENDOR), forward and data gradient,
 * 3x3 stride-2 convs of many tiles as Winograd over the input's phases
@@ -99,3 +100,24 @@ def _wgrad(name: str, n: int, c: int, hw: int, k: int, kernel: int, stride: int,
 def test_weight_gradients(intel, rng, n, c, hw, k, kernel, stride, padding, want):
     g = _wgrad(f"intel_wgrad_{n}_{c}_{hw}_{k}_{kernel}", n, c, hw, k, kernel, stride, padding)
     _check(g, intel, want, rng)
+
+
+@pytest.mark.parametrize(
+    "n, c, hw, k, gemm",
+    [
+        (1, 512, 7, 2048, True),  # 49 rows, 2048 deep
+        (1, 2048, 7, 512, True),  # 512 deep, 2048 wide
+        (1, 256, 7, 256, True),
+        (1, 1024, 14, 256, False),  # 256 deep, 1024 wide: IREE's GEMM (measured faster)
+    ],
+)
+def test_1x1_dgrads(intel, rng, n, c, hw, k, gemm):
+    g = fs.Graph(name=f"intel_dgrad_1x1_{n}_{c}_{hw}_{k}")
+    dy = g.tensor(name="dy", dim=[n, k, hw, hw], stride=fs.strides([n, k, hw, hw], "NHWC"))
+    w = g.tensor(name="w", dim=[k, c, 1, 1], stride=fs.strides([k, c, 1, 1], "NHWC"))
+    dx = g.conv_dgrad(dy, w, padding=[0, 0], stride=[1, 1], dilation=[1, 1], name="dgrad")
+    dx.set_dim([n, c, hw, hw]).set_stride(fs.strides([n, c, hw, hw], "NHWC")).set_output(True)
+    g.validate()
+    line = next(line for line in g.explain(fs.Backend.CPU, INTEL).splitlines() if "[conv_dgrad]" in line)
+    assert ("cpu-conv-im2col-gemm (1x1 dgrad" in line) is gemm, line
+    run_and_check(g, intel, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
