@@ -1055,13 +1055,16 @@ def strided_rows_compilation_info(
 # tiling) 0.94 -> 1.94 / 2.06, 8x512x128x256 (data tiling) 1.05 -> 2.29 / 2.31. Also measured: 4x32
 # in 32x64 (K blocks of 64) 1.02-1.53 on the 2-D rows, 8x16 in 32x64 1.03-1.43; 64x128
 # workgroups failed to compile (a 32 KB vector.transfer_write of the accumulator's fill).
+# Intel's AVX-512 cores take AMD's (rules.CPU_MATMUL_GEMM_CONFIG_TARGETS has the measurements).
 USER_MATMUL_TILES = {
     ("avx2", "amd"): GemmTile((32, 64), (4, 16), 8, cache_reduction=64),
     ("avx512", "amd"): GemmTile((64, 64), (8, 32), 8, cache_reduction=256),
+    ("avx512", "intel"): GemmTile((64, 64), (8, 32), 8, cache_reduction=256),
 }
 USER_BATCH_MATMUL_TILES = {
     ("avx2", "amd"): GemmTile((64, 256), (4, 16), 8),
     ("avx512", "amd"): GemmTile((64, 256), (8, 32), 8),
+    ("avx512", "intel"): GemmTile((64, 256), (8, 32), 8),
 }
 
 

@@ -11,7 +11,9 @@ reference, with the rule ``g.explain`` names:
   (rules.CPU_CONV_POLYPHASE_CORE_LIMITS["intel"]), with bias + relu,
 * weight gradients as the tuned GEMM (rules.CPU_CONV_WGRAD_GEMM_VENDORS), in chunks of positions,
   over blocks of filter rows (rules.CPU_CONV_WGRAD_ROW_BLOCKS_TARGETS) and over X's phases
-  (rules.CPU_CONV_POLYPHASE_EXCLUDED_VENDORS).
+  (rules.CPU_CONV_POLYPHASE_EXCLUDED_VENDORS),
+* f32 matmuls below data tiling, batched ones and attention's products as GEMMs with AMD's
+  AVX-512 tile (rules.CPU_MATMUL_GEMM_CONFIG_TARGETS).
 """
 
 from __future__ import annotations
@@ -120,4 +122,22 @@ def test_1x1_dgrads(intel, rng, n, c, hw, k, gemm):
     g.validate()
     line = next(line for line in g.explain(fs.Backend.CPU, INTEL).splitlines() if "[conv_dgrad]" in line)
     assert ("cpu-conv-im2col-gemm (1x1 dgrad" in line) is gemm, line
+    run_and_check(g, intel, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "a_dim, b_dim",
+    [
+        ([200, 96], [96, 136]),  # partial workgroups and register tiles
+        ([12, 197, 64], [12, 64, 197]),  # attention's Q K^T shape
+    ],
+)
+def test_matmul_gemm_config(intel, rng, a_dim, b_dim):
+    g = fs.Graph(name=f"intel_mm_{len(a_dim)}_{a_dim[-2]}")
+    a = g.tensor(name="a", dim=a_dim)
+    b = g.tensor(name="b", dim=b_dim)
+    g.matmul(a, b, name="mm").set_output(True).set_name("y")
+    g.validate()
+    assert "cpu-matmul-gemm-config" in g.explain(fs.Backend.CPU, INTEL)
+    assert "compilation_info" in g.mlir("optimized", fs.Backend.CPU, INTEL)
     run_and_check(g, intel, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)

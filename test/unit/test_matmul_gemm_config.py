@@ -41,11 +41,11 @@ def _rule(g, arch):
         ([8, 128, 1024], [8, 1024, 128]),  # batched, 2^28 FLOP, B 128 wide
     ],
 )
-def test_taken_on_amd(a_dim, b_dim):
+def test_taken_on_amd_and_intel_avx512(a_dim, b_dim):
     g = _matmul_graph("mm_taken", a_dim, b_dim)
-    for arch in ("znver1", "znver3", "znver4", "znver5"):
+    for arch in ("znver1", "znver3", "znver4", "znver5", "sapphirerapids", "icelake-server"):
         assert _rule(g, arch) is rules.CPU_MATMUL_GEMM_CONFIG
-    for arch in ("haswell", "x86-64-v3", "sapphirerapids"):  # not measured: IREE's config
+    for arch in ("haswell", "x86-64-v3", "x86-64-v4"):  # not measured: IREE's config
         assert _rule(g, arch) is None
 
 

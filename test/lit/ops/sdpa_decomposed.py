@@ -1,12 +1,12 @@
-# RUN: env FUSILLI_LIT_TARGET=cpu:sapphirerapids %python %s | filecheck %s --check-prefixes=CHECK,CPU
+# RUN: env FUSILLI_LIT_TARGET=cpu:haswell %python %s | filecheck %s --check-prefixes=CHECK,CPU
 # RUN: env FUSILLI_LIT_TARGET=amdgpu:gfx942 %python %s | filecheck %s --check-prefixes=CHECK,AMDGPU
 # RUN: %python %s stats | filecheck %s --check-prefix=STATS
 
 # On CPU, above CPU_SDPA_DECOMPOSE_MIN_FLOPS, SDPA is emitted as matmul / softmax /
 # matmul in f32 (IREE's fused attention kernel is ~15x slower on CPU), the softmax as
 # linalg.generic row reductions in lanes (sdpa.SOFTMAX_LANES); on AMD GPUs it stays
-# IREE's fused attention. The CPU is an Intel one, whose products stay torch's matmuls
-# (AMD's cores make them configured GEMMs: test/lit/passes/matmul_gemm_config.py).
+# IREE's fused attention. The CPU is Intel's AVX2 one (haswell), whose products stay torch's matmuls
+# (AMD's cores and Intel's AVX-512 ones make them configured GEMMs: test/lit/passes/matmul_gemm_config.py).
 
 import sys
 

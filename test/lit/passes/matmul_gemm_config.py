@@ -1,14 +1,14 @@
 # RUN: %python %s > %t.json
-# RUN: %fusilli-opt %t.json --backend cpu --arch znver1 --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,ZEN,AVX2
-# RUN: %fusilli-opt %t.json --backend cpu --arch znver3 --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,ZEN,AVX2
-# RUN: %fusilli-opt %t.json --backend cpu --arch znver4 --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,ZEN,AVX512
-# RUN: %fusilli-opt %t.json --backend cpu --arch znver5 --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,ZEN,AVX512
+# RUN: %fusilli-opt %t.json --backend cpu --arch znver1 --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,TUNED,AVX2,ROWS128
+# RUN: %fusilli-opt %t.json --backend cpu --arch znver3 --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,TUNED,AVX2,ROWS128
+# RUN: %fusilli-opt %t.json --backend cpu --arch znver4 --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,TUNED,TILE512,AVX512
+# RUN: %fusilli-opt %t.json --backend cpu --arch znver5 --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,TUNED,TILE512,AVX512
 # RUN: %fusilli-opt %t.json --backend cpu --arch haswell --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,DEFAULT
 # RUN: %fusilli-opt %t.json --backend cpu --arch x86-64-v3 --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,DEFAULT
-# RUN: %fusilli-opt %t.json --backend cpu --arch sapphirerapids --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,DEFAULT
+# RUN: %fusilli-opt %t.json --backend cpu --arch sapphirerapids --pass-pipeline=default | filecheck %s --check-prefixes=CHECK,TUNED,TILE512,ROWS128
 # RUN: %python %s stats | filecheck %s --check-prefix=STATS
 
-# f32 matmuls below the data-tiling threshold on AMD's AVX2 and AVX-512 cores (rule
+# f32 matmuls below the data-tiling threshold on AMD's AVX2 and AVX-512 cores and Intel's AVX-512 ones (rule
 # cpu-matmul-gemm-config, gemm_config.user_matmul_compilation_info): a 2-D one is linalg.matmul
 # with a 4x16 register tile in 32x64 workgroups and K in blocks of 64 (AVX-512: 8x32 in 64x64, K
 # blocks of 256), its bias + relu after it (one generic, which IREE fuses into the GEMM's
@@ -17,7 +17,7 @@
 # A transposed B (a linear layer's W^T) is copied row-major behind a fusion barrier (a dispatch of
 # its own) first; a decomposed attention of >= 128 query rows runs its two products the same way
 # (K^T copied first, the heads collapsed into the batch). Below 2^21 FLOP (32x64x64), on Intel's
-# cores and code for no named CPU, the matmul stays torch.aten.matmul (IREE's own config).
+# AVX2 cores (haswell) and code for no named CPU, the matmul stays torch.aten.matmul (IREE's own config).
 
 import sys
 
@@ -110,29 +110,31 @@ print(g.to_json())
 
 # AVX2-DAG: #[[CONFIG2D:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [32, 64, 0], cache_reduction = [0, 0, 64], distribution = [32, 64, 0], vector_common_parallel = [4, 16, 0], vector_reduction = [0, 0, 8]>
 # AVX2-DAG: #[[CONFIGB:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [1, 64, 256, 0], distribution = [1, 64, 256, 0], vector_common_parallel = [1, 4, 16, 0], vector_reduction = [0, 0, 0, 8]>
-# AVX512-DAG: #[[CONFIG2D:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [64, 64, 0], cache_reduction = [0, 0, 256], distribution = [64, 64, 0], vector_common_parallel = [8, 32, 0], vector_reduction = [0, 0, 8]>
-# AVX512-DAG: #[[CONFIGB:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [1, 64, 256, 0], distribution = [1, 64, 256, 0], vector_common_parallel = [1, 8, 32, 0], vector_reduction = [0, 0, 0, 8]>
-# ZEN-DAG: #[[INFO2D:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[CONFIG2D]], translation_info = #{{.*}}>
-# ZEN-DAG: #[[INFOB:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[CONFIGB]], translation_info = #{{.*}}>
+# TILE512-DAG: #[[CONFIG2D:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [64, 64, 0], cache_reduction = [0, 0, 256], distribution = [64, 64, 0], vector_common_parallel = [8, 32, 0], vector_reduction = [0, 0, 8]>
+# TILE512-DAG: #[[CONFIGB:[a-z0-9]+]] = #iree_cpu.lowering_config<cache_parallel = [1, 64, 256, 0], distribution = [1, 64, 256, 0], vector_common_parallel = [1, 8, 32, 0], vector_reduction = [0, 0, 0, 8]>
+# TUNED-DAG: #[[INFO2D:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[CONFIG2D]], translation_info = #{{.*}}>
+# TUNED-DAG: #[[INFOB:[a-z0-9]+]] = #iree_codegen.compilation_info<lowering_config = #[[CONFIGB]], translation_info = #{{.*}}>
 # DEFAULT-NOT: compilation_info
 # CHECK-LABEL: func.func @main
-# ZEN: linalg.matmul {compilation_info = #[[INFO2D]]} ins(%{{.*}}, %{{.*}} : tensor<256x256xf32>, tensor<256x256xf32>)
-# ZEN: arith.maximumf
-# ZEN: linalg.batch_matmul {compilation_info = #[[INFOB]]} ins(%{{.*}}, %{{.*}} : tensor<8x256x64xf32>, tensor<8x64x256xf32>)
-# ZEN: linalg.batch_matmul {compilation_info = #[[INFOB]]} ins(%{{.*}}, %{{.*}} : tensor<8x512x64xf32>, tensor<8x64x512xf32>)
-# ZEN: torch.aten.matmul %{{.*}}, %{{.*}} : !torch.vtensor<[32,64],f32>, !torch.vtensor<[64,64],f32>
-# ZEN: %[[WT:.+]] = torch.aten.permute
-# ZEN: %[[B:.+]] = torch_c.to_builtin_tensor %[[WT]]
-# ZEN: %[[COPY:.+]] = iree_tensor_ext.compute_barrier.start %[[B]]
-# ZEN: linalg.matmul {compilation_info = #[[INFO2D]]} ins(%{{.*}}, %[[COPY]] : tensor<256x256xf32>, tensor<256x256xf32>)
-# ZEN: %[[KT:.+]] = tensor.collapse_shape %{{.*}} {{\[}}[0, 1], [2], [3]] : tensor<1x2x64x128xf32> into tensor<2x64x128xf32>
-# ZEN: %[[KTCOPY:.+]] = iree_tensor_ext.compute_barrier.start %[[KT]]
-# ZEN: linalg.batch_matmul {compilation_info = #{{.+}}} ins(%{{.*}}, %[[KTCOPY]] : tensor<2x128x64xf32>, tensor<2x64x128xf32>)
-# ZEN: math.exp
-# ZEN: linalg.batch_matmul {compilation_info = #{{.+}}} ins(%{{.*}}, %{{.*}} : tensor<2x128x128xf32>, tensor<2x128x64xf32>)
-# AVX2: torch.aten.matmul {{.*}} -> !torch.vtensor<[1,4,64,64],f32>
-# AVX2: math.exp
-# AVX2: torch.aten.matmul {{.*}} -> !torch.vtensor<[1,4,64,64],f32>
+# TUNED: linalg.matmul {compilation_info = #[[INFO2D]]} ins(%{{.*}}, %{{.*}} : tensor<256x256xf32>, tensor<256x256xf32>)
+# TUNED: arith.maximumf
+# TUNED: linalg.batch_matmul {compilation_info = #[[INFOB]]} ins(%{{.*}}, %{{.*}} : tensor<8x256x64xf32>, tensor<8x64x256xf32>)
+# TUNED: linalg.batch_matmul {compilation_info = #[[INFOB]]} ins(%{{.*}}, %{{.*}} : tensor<8x512x64xf32>, tensor<8x64x512xf32>)
+# TUNED: torch.aten.matmul %{{.*}}, %{{.*}} : !torch.vtensor<[32,64],f32>, !torch.vtensor<[64,64],f32>
+# TUNED: %[[WT:.+]] = torch.aten.permute
+# TUNED: %[[B:.+]] = torch_c.to_builtin_tensor %[[WT]]
+# TUNED: %[[COPY:.+]] = iree_tensor_ext.compute_barrier.start %[[B]]
+# TUNED: linalg.matmul {compilation_info = #[[INFO2D]]} ins(%{{.*}}, %[[COPY]] : tensor<256x256xf32>, tensor<256x256xf32>)
+# TUNED: %[[KT:.+]] = tensor.collapse_shape %{{.*}} {{\[}}[0, 1], [2], [3]] : tensor<1x2x64x128xf32> into tensor<2x64x128xf32>
+# TUNED: %[[KTCOPY:.+]] = iree_tensor_ext.compute_barrier.start %[[KT]]
+# TUNED: linalg.batch_matmul {compilation_info = #{{.+}}} ins(%{{.*}}, %[[KTCOPY]] : tensor<2x128x64xf32>, tensor<2x64x128xf32>)
+# TUNED: math.exp
+# TUNED: linalg.batch_matmul {compilation_info = #{{.+}}} ins(%{{.*}}, %{{.*}} : tensor<2x128x128xf32>, tensor<2x128x64xf32>)
+# (AMD's AVX2 cores and Intel's AVX-512 ones take the attention's GEMMs from 128 query rows, AMD's
+# AVX-512 cores from 64: rules.CPU_SDPA_GEMM_CONFIG_MIN_ROWS.)
+# ROWS128: torch.aten.matmul {{.*}} -> !torch.vtensor<[1,4,64,64],f32>
+# ROWS128: math.exp
+# ROWS128: torch.aten.matmul {{.*}} -> !torch.vtensor<[1,4,64,64],f32>
 # AVX512: linalg.batch_matmul {compilation_info = #{{.+}}} ins(%{{.*}}, %{{.*}} : tensor<4x64x64xf32>, tensor<4x64x64xf32>)
 # AVX512: math.exp
 # AVX512: linalg.batch_matmul {compilation_info = #{{.+}}} ins(%{{.*}}, %{{.*}} : tensor<4x64x64xf32>, tensor<4x64x64xf32>)
