@@ -605,7 +605,8 @@ CPU_CONV_WINOGRAD_MIN_TILES_ONE_PASS_FILTER = 16
 # fits): Intel Xeon VM (sapphirerapids as named), python benchmarks/table_ab.py (in one process, run
 # interleaved with PyTorch), ratio to PyTorch, K-blocked im2col GEMM -> F(4x4): 3x3 8x512x7x7->512 (32
 # tiles) 0.75 -> 0.89 (a run of AMD's rules on that host) ...; 1x256x14x14->256 (16 tiles) lost to
-# F(2x2) there (0.76 -> 0.64).
+# F(2x2) there (0.76 -> 0.64). Intel's AVX2 code (haswell as named, PyTorch held to AVX2) gains as
+# well: 8x512x7x7->512 0.66 -> 1.18, its dgrad 0.71 -> 1.39.
 CPU_CONV_WINOGRAD_MIN_TILES_ONE_PASS_FILTER_BY_VENDOR = {"intel": 32}
 CPU_CONV_WINOGRAD_ONE_PASS_FILTER_KINDS = ("conv_fprop", "conv_dgrad")
 # Those few tiles (fewer than CPU_CONV_WINOGRAD_MIN_TILES) take F(2x2, 3x3) on AMD's AVX2 cores where
@@ -976,7 +977,8 @@ CPU_CONV_POLYPHASE_MAX_FILTER_BYTES_PER_TILE = 40 << 10
 # wgrad GEMM against this rule, in one process, run interleaved with PyTorch), ratio to PyTorch: 3x3
 # s2 8x128x56x56->128 (392 4x4 DY tiles: F(4x4)) 0.61 -> 0.96, 1x128x56x56->128 (196 2x2: F(2x2))
 # 0.66 -> 0.77 (a run of AMD's rules on that host); a second run, against the GEMM with Intel's own
-# tile: 8x128x56x56 0.54 -> 0.82, 8x256x28x28->256 0.76 -> 1.02, 1x128x56x56 even (0.76 / 0.76).
+# tile: 8x128x56x56 0.54 -> 0.82, 8x256x28x28->256 0.76 -> 1.02, 1x128x56x56 even (0.76 / 0.76);
+# Intel's AVX2 code (haswell as named, PyTorch held to AVX2): 0.86 -> 1.14, 0.61 -> 1.02, 0.90 -> 0.95.
 CPU_CONV_POLYPHASE_EXCLUDED_VENDORS: dict[str, tuple[str, ...]] = {
     "conv_fprop": ("intel",),
     "conv_dgrad": ("intel",),
@@ -1017,7 +1019,8 @@ class PolyphaseCoreLimits:
 # 0.82 / 0.82. Fewer tiles lost or ran even: 1x128x56x56->128 (196) 0.64 -> 0.65, 4x128x28x28->256
 # (196, + bias + relu) 0.83 -> 0.79, 2x128x28x28->256 (98) 0.79 -> 0.69, 1x256x28x28->256 (49) 0.56
 # -> 0.59, 8x512x14x14->512 (128) 0.68 -> 0.45; so did 64 channels (2x64x56x56->128, 392 tiles: 0.75
-# -> 0.73).
+# -> 0.73). Intel's AVX2 code (haswell as named, PyTorch held to AVX2): 8x128x56x56->128 0.87 -> 1.14,
+# 8x256x28x28->256 0.75 -> 0.90.
 CPU_CONV_POLYPHASE_CORE_LIMITS = {
     "znver1": PolyphaseCoreLimits(min_tiles=49, min_channels=64, any_filter=True),
     "intel": PolyphaseCoreLimits(min_tiles=392, min_channels=128, any_filter=False),
