@@ -605,9 +605,11 @@ CPU_CONV_WINOGRAD_MIN_TILES_ONE_PASS_FILTER = 16
 # fits): Intel Xeon VM (sapphirerapids as named), python benchmarks/table_ab.py (in one process, run
 # interleaved with PyTorch), ratio to PyTorch, K-blocked im2col GEMM -> F(4x4): 3x3 8x512x7x7->512 (32
 # tiles) 0.75 -> 0.89 (a run of AMD's rules on that host) ...; 1x256x14x14->256 (16 tiles) lost to
-# F(2x2) there (0.76 -> 0.64). Intel's AVX2 code (haswell as named, PyTorch held to AVX2) gains as
-# well: 8x512x7x7->512 0.66 -> 1.18, its dgrad 0.71 -> 1.39.
-CPU_CONV_WINOGRAD_MIN_TILES_ONE_PASS_FILTER_BY_VENDOR = {"intel": 32}
+# F(2x2) there (0.76 -> 0.64). Intel's AVX2 code (haswell as named, PyTorch held to AVX2) takes it
+# from 16 as the others do: 8x512x7x7->512 0.66 -> 1.18, its dgrad 0.71 -> 1.39; 1x256x14x14->256 (16
+# tiles; data tiling before) 0.53 -> 0.86 (F(2x2) 0.78), its dgrad 0.69 -> 1.03 (python
+# benchmarks/conv_lowerings.py with --arch haswell rows, --lowering auto --lowering winograd4).
+CPU_CONV_WINOGRAD_MIN_TILES_ONE_PASS_FILTER_BY_TARGET = {("avx512", "intel"): 32}
 CPU_CONV_WINOGRAD_ONE_PASS_FILTER_KINDS = ("conv_fprop", "conv_dgrad")
 # Those few tiles (fewer than CPU_CONV_WINOGRAD_MIN_TILES) take F(2x2, 3x3) on AMD's AVX2 cores where
 # its transformed filter (16*C*K f32) is at most CPU_CONV_WINOGRAD_F2_MAX_FILTER_BYTES: ResNet-50's
@@ -659,7 +661,7 @@ def winograd_output_tile(p: Problem, t: Target) -> int | None:
         return 4
     vendor = cpu_vendor(t.cpu)
     one_pass_filter = p.kind in CPU_CONV_WINOGRAD_ONE_PASS_FILTER_KINDS
-    if one_pass_filter and winograd_tiles(p) >= winograd_one_pass_min_tiles(vendor):
+    if one_pass_filter and winograd_tiles(p) >= winograd_one_pass_min_tiles(t):
         if (isa, vendor) in CPU_CONV_WINOGRAD_F2_FEW_TILES and p.element == DataType.FLOAT and _f2_filter_fits(p):
             return 2
         return 4
@@ -671,12 +673,11 @@ def winograd_output_tile(p: Problem, t: Target) -> int | None:
     return None
 
 
-def winograd_one_pass_min_tiles(vendor: str | None) -> int:
+def winograd_one_pass_min_tiles(t: Target) -> int:
     """The fewest 4x4 tiles a forward or data-gradient conv takes Winograd F(4x4) (its filter
-    transformed in one pass) from on a CPU of ``vendor``, below CPU_CONV_WINOGRAD_MIN_TILES."""
-    return CPU_CONV_WINOGRAD_MIN_TILES_ONE_PASS_FILTER_BY_VENDOR.get(
-        vendor or "", CPU_CONV_WINOGRAD_MIN_TILES_ONE_PASS_FILTER
-    )
+    transformed in one pass) from on ``t``, below CPU_CONV_WINOGRAD_MIN_TILES."""
+    key = (vector_isa(t), cpu_vendor(t.cpu) or "")
+    return CPU_CONV_WINOGRAD_MIN_TILES_ONE_PASS_FILTER_BY_TARGET.get(key, CPU_CONV_WINOGRAD_MIN_TILES_ONE_PASS_FILTER)
 
 
 # F(2x2, 3x3) only while its transformed filter (16*C*K f32) fits in the 2 cores' L2 (2 x 2 MiB):
@@ -935,7 +936,7 @@ def CPU_CONV_WINOGRAD(p: Problem, t: Target) -> str | None:
         )
     on = f"{isa}, Intel" if m == 2 else isa
     if m == 4 and tiles < limit:
-        limit = winograd_one_pass_min_tiles(vendor)
+        limit = winograd_one_pass_min_tiles(t)
         on += ", its filter transformed in one pass"
     depth = int(p.fact("channels", 0))
     core_tile = _core_winograd_tile_text(t, tiles, depth) if p.kind == "conv_fprop" else ""
@@ -1355,6 +1356,13 @@ CPU_CONV_GEMM_DEEP_STRIDED_MIN_DEPTH = 512
 # 1x256x28x28->256 (2304 deep) 0.64 -> 0.75, 2x256x28x28 0.66 -> 0.50, 1x512x14x14 (4608) 0.83 ->
 # 0.15, 1x512x7x7 1.07 -> 0.82.
 CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED_FEW = 16
+# ... on these targets (ISA, CPU vendor; "" for code for no named CPU), Intel's AVX2 code among them:
+# Intel Xeon VM, haswell code (PyTorch held to AVX2), python benchmarks/conv_lowerings.py --lowering
+# auto (data tiling) --lowering gemm, ratio to PyTorch in one process, two runs: 3x3 s2
+# 1x256x28x28->256 (196 rows) 0.53 -> 0.59, 0.52 -> 0.58; s2 1x512x14x14->512 (49) 0.77 -> 0.86,
+# 0.77 -> 0.87; s2 8x512x14x14->512 0.70 -> 0.76, 0.70 -> 0.76; s2 2x128x28x28->256 0.61 -> 0.73.
+# (Its deep stride-1 ones did not gain: 3x3 2x512x7x7 0.77 -> 0.59; 1x512x7x7 0.73 -> 0.79, 0.75 -> 0.80.)
+CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED_FEW_TARGETS = {("avx512", "amd"), ("avx2", "amd"), ("avx2", ""), ("avx2", "intel")}
 # That depth limit (1152) is gone: those losses were measured while the GEMM's filter had a strided
 # copy besides its transposition (the pad of its rows for 512 output channels, conv_layout._im2col_gemm)
 # and before 49-row GEMMs took one row block (gemm_config.ONE_BLOCK_SHORT_REMAINDER_ISAS). AVX2 code
@@ -1600,8 +1608,7 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
     else:
         min_rows = CPU_CONV_GEMM_MIN_ROWS_STRIDED_INTEL if intel else CPU_CONV_GEMM_MIN_ROWS_STRIDED
         if k_blocked and depth >= CPU_CONV_GEMM_DEEP_STRIDED_MIN_DEPTH:
-            amd_avx512 = avx512_k_blocked and vendor == "amd"
-            few_rows = amd_avx512 or avx2_not_intel
+            few_rows = (isa, vendor or "") in CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED_FEW_TARGETS
             min_rows = CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED_FEW if few_rows else CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED
     if p.fact("stride") == (2, 2) and rows >= min_rows:
         patch_rows = _gemm_rows_text(t, out_channels, rows, depth, strided_patches=True, materialized=True)

@@ -796,12 +796,14 @@ def test_intel_avx512_1x1_few_rows(shape, expected):
 )
 def test_deep_strided_rows_few(shape, kernel, znver4, avx2):
     """cpu-conv-im2col-gemm takes stride-2 convs >= 512 deep from 16 GEMM rows on AMD AVX-512 and
-    AVX2 (K-blocked GEMMs, measured ahead of data tiling there; up to 1152 deep on AVX2 until its
-    filter lost a strided copy); Intel AVX2 keeps 512 rows."""
+    AVX2, Intel's AVX2 code too (K-blocked GEMMs, measured ahead of data tiling there; up to 1152
+    deep on AVX2 until its filter lost a strided copy: rules.CPU_CONV_GEMM_MIN_ROWS_DEEP_STRIDED_FEW_TARGETS)."""
     problem = _problem(shape, kernel, (2, 2), (1, 1) if kernel == (3, 3) else (0, 0))
     assert conv_layout.im2col_gemm("auto", problem, Target.resolve("cpu", "znver4")) is znver4
-    assert conv_layout.im2col_gemm("auto", problem, Target.resolve("cpu", "haswell")) is False
+    assert conv_layout.im2col_gemm("auto", problem, Target.resolve("cpu", "haswell")) is avx2
     assert conv_layout.im2col_gemm("auto", problem, Target.resolve("cpu", "x86-64-v3")) is avx2
+    # The vendor-free AVX-512 level keeps its 4096-row limit.
+    assert conv_layout.im2col_gemm("auto", problem, Target.resolve("cpu", "x86-64-v4")) is False
 
 
 @pytest.mark.parametrize(

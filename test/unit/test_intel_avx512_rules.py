@@ -6,7 +6,7 @@ reference, with the rule ``g.explain`` names:
   (rules.CPU_CONV_GEMM_1X1_FEW_ROWS_MAX_OUT_CHANNELS), and 1x1 data gradients of any rows but the
   shallow, wide ones (rules.CPU_CONV_GEMM_1X1_DGRAD_SHALLOW_WIDE_KEPT),
 * Winograd F(4x4) with the one-pass filter transform from 32 4x4 tiles
-  (rules.CPU_CONV_WINOGRAD_MIN_TILES_ONE_PASS_FILTER_BY_VENDOR), forward and data gradient,
+  (rules.CPU_CONV_WINOGRAD_MIN_TILES_ONE_PASS_FILTER_BY_TARGET), forward and data gradient,
 * 3x3 stride-2 convs of many tiles as Winograd over the input's phases
   (rules.CPU_CONV_POLYPHASE_CORE_LIMITS["intel"]), with bias + relu,
 * weight gradients as the tuned GEMM (rules.CPU_CONV_WGRAD_GEMM_VENDORS), in chunks of positions,

@@ -352,10 +352,10 @@ def test_cpu_core_names_only_named_x86_cpus():
 def test_strided_conv_gemm_threshold_is_per_vendor():
     """cpu-conv-im2col-gemm: the GEMM rows of a 3x3 stride-2 conv against the vendor-free AVX-512
     threshold (4096: data tiling below) and the others (explicit GEMM): 512 rows on Intel and,
-    for GEMMs >= 512 deep, on AVX2 (16 up to 1152 deep, and on AMD AVX-512 cores; their tiles
-    have K blocks); 192 on
-    Intel AVX-512 for convs with >= 128 output channels (their GEMM's wide workgroups). Where
-    cpu-conv-winograd-strided takes the conv (not on Intel cores) it goes first."""
+    for GEMMs >= 512 deep, 16 on AVX2 (Intel's too) and on AMD AVX-512 cores (their tiles have K
+    blocks); 192 on Intel AVX-512 for convs with >= 128 output channels (their GEMM's wide
+    workgroups). Where cpu-conv-winograd-strided takes the conv (on Intel cores from 392 tiles) it
+    goes first."""
 
     def conv(n):
         g = fs.Graph(f"strided_vendor_{n}", io_data_type=fs.DataType.FLOAT)
@@ -368,11 +368,11 @@ def test_strided_conv_gemm_threshold_is_per_vendor():
     intel = g.explain("cpu", "sapphirerapids")
     assert "cpu-conv-im2col-gemm (3x3 stride 2, 784 GEMM rows >= 192" in intel and "Intel" in intel
     intel_avx2 = g.explain("cpu", "haswell")
-    assert "cpu-conv-im2col-gemm (3x3 stride 2, 784 GEMM rows >= 512" in intel_avx2 and "Intel" in intel_avx2
+    assert "cpu-conv-im2col-gemm (3x3 stride 2, 784 GEMM rows >= 16" in intel_avx2 and "Intel" in intel_avx2
     for arch in ("znver4", "x86-64-v3", "x86-64-v4"):
         assert "cpu-conv-winograd-strided (F(2x2, 2x2)" in g.explain("cpu", arch)
     g = conv(8)  # 1568 rows, 392 tiles, 15 MB transformed: the phases' Winograd takes it too
-    for arch in ("znver4", "x86-64-v3", "x86-64-v4"):
+    for arch in ("znver4", "x86-64-v3", "x86-64-v4", "sapphirerapids", "haswell"):
         assert "cpu-conv-winograd-strided (F(2x2, 2x2)" in g.explain("cpu", arch)
     # 4704 rows (45 MB transformed: the phases' Winograd declines). K-blocked GEMM tiles take
     # GEMMs this deep (1152) from 16 rows on AMD AVX-512 and AVX2 (there up to 1152 deep, else

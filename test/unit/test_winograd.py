@@ -120,12 +120,13 @@ def _problem(shape, stride, dilation, kernel, channels_last=True, element=F32):
         ((4, 256, 28, 28, 128), [1, 1], [1, 1], (1, 1), None),
     ],
 )
-@pytest.mark.parametrize("arch", ["x86-64-v3", "znver4", "znver1", "sapphirerapids"])
+@pytest.mark.parametrize("arch", ["x86-64-v3", "znver4", "znver1", "sapphirerapids", "haswell"])
 def test_auto_choice(shape, stride, dilation, kernel, expected, arch):
     target = Target.resolve("cpu", arch)
     if arch in ("znver1", "sapphirerapids") and shape == (1, 256, 14, 14, 256):
         # AMD AVX2: F(2x2) for few 4x4 tiles, its filter 4 MiB (CPU_CONV_WINOGRAD_F2_FEW_TILES); Intel
-        # AVX-512: F(4x4)'s one-pass filter only from 32 tiles, F(2x2) from 48 2x2 ones below that
+        # AVX-512: F(4x4)'s one-pass filter only from 32 tiles, F(2x2) from 48 2x2 ones below that (Intel's
+        # AVX2 code, haswell, takes F(4x4) from 16 as the others do)
         expected = 2
     assert conv_layout.winograd_tile("auto", _problem(shape, stride, dilation, kernel), target) == expected
 

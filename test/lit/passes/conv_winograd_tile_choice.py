@@ -59,9 +59,9 @@ def larger_image():
 # CHECK: linalg.batch_matmul {{.*}}ins(%{{.*}}, %{{.*}} : tensor<36x49x128xf32>, tensor<36x128x128xf32>)
 
 
-# ResNet-50's 3x3 8x512x7x7->512: 32 4x4 tiles. Intel's cores take F(4x4) with the one-pass filter
-# transform from 32 tiles (rules.CPU_CONV_WINOGRAD_MIN_TILES_ONE_PASS_FILTER_BY_VENDOR), the others
-# from 16; F(2x2)'s transformed filter (16 MiB) would not fit Intel's limit anyway.
+# ResNet-50's 3x3 8x512x7x7->512: 32 4x4 tiles. Intel's AVX-512 cores take F(4x4) with the one-pass
+# filter transform from 32 tiles (rules.CPU_CONV_WINOGRAD_MIN_TILES_ONE_PASS_FILTER_BY_TARGET), the
+# others from 16; F(2x2)'s transformed filter (16 MiB) would not fit Intel's limit anyway.
 @run
 def deep_layer_batch8():
     g = build("winograd_deep_batch8", 7, 512, n=8)
