@@ -601,11 +601,11 @@ CPU_CONV_WINOGRAD_MIN_TILES = 48
 # (8 tiles) 0.74 -> 0.46 / 0.63 and 0.81 -> 0.61 / 0.85, 1x512x7x7 (4) 1.02 -> 0.33 / 0.70.
 # The weight gradient (no filter transform) keeps 48.
 CPU_CONV_WINOGRAD_MIN_TILES_ONE_PASS_FILTER = 16
-# Intel's cores take it from this many of their vendor's (fewer take F(2x2) below, where its filter
-# fits): Intel Xeon VM (sapphirerapids as named), python benchmarks/table_ab.py (in one process, run
+# Intel's AVX-512 cores take it from this many (fewer take F(2x2) below, where its filter fits):
+# Intel Xeon VM (sapphirerapids as named), python benchmarks/table_ab.py (in one process, run
 # interleaved with PyTorch), ratio to PyTorch, K-blocked im2col GEMM -> F(4x4): 3x3 8x512x7x7->512 (32
-# tiles) 0.75 -> 0.89 (a run of AMD's rules on that host) ...; 1x256x14x14->256 (16 tiles) lost to
-# F(2x2) there (0.76 -> 0.64). Intel's AVX2 code (haswell as named, PyTorch held to AVX2) takes it
+# tiles) 0.75 -> 0.89 (a run of AMD's rules on that host), its dgrad 0.77 -> 1.05, 0.78 -> 1.10;
+# 1x256x14x14->256 (16 tiles) lost to F(2x2) there (0.76 -> 0.64). Intel's AVX2 code (haswell as named, PyTorch held to AVX2) takes it
 # from 16 as the others do: 8x512x7x7->512 0.66 -> 1.18, its dgrad 0.71 -> 1.39; 1x256x14x14->256 (16
 # tiles; data tiling before) 0.53 -> 0.86 (F(2x2) 0.78), its dgrad 0.69 -> 1.03 (python
 # benchmarks/conv_lowerings.py with --arch haswell rows, --lowering auto --lowering winograd4).
@@ -1274,6 +1274,16 @@ CPU_CONV_GEMM_MAX_CHANNELS_1X1 = 512
 # 0.58-0.60 -> 0.57-0.58 / 0.71-0.72 -> 0.68-0.74. The forward convs of these GEMM shapes stay
 # data-tiled below 512 rows: 1x1 1x256x14x14->1024 0.66 -> 0.77 / 1.08 -> 1.25, 1x2048x7x7->512
 # 0.97 -> 0.88 / 1.23 -> 2.12.
+# Intel's AVX-512 cores take 1x1 dgrads so too, but for GEMMs at most this deep and at least this
+# wide, which keep the forward conv's limits (IREE's own GEMM below them). Intel Xeon VM (sapphirerapids as named),
+# python benchmarks/table_ab.py (in one process, run interleaved with PyTorch), ratio to PyTorch,
+# IREE's GEMM -> this one (dgrad 1x1 NxCxHxW->K: a GEMM K deep, C wide): 1x512x7x7->2048 (49 rows,
+# 2048 deep) 0.36 -> 1.37, 0.38 -> 1.41, 0.36 -> 1.41; 1x2048x7x7->512 0.62 -> 1.12, 0.61 -> 1.29;
+# 4x512x7x7->2048 0.33 -> 0.82; 1x256x14x14->1024 1.34 -> 3.30; 1x512x14x14->512 1.24 -> 1.51;
+# 1x256x7x7->256 0.58 -> 1.81; 1x1024x7x7->256 1.03 -> 1.14. Lost, hence the limit: 1x1024x14x14->256
+# (196 rows, 256 deep, 1024 wide) 1.14 -> 0.83, 1.17 -> 0.92, 1.17 -> 0.85; 2x1024x14x14->256 even
+# (2.36 / 2.27).
+CPU_CONV_GEMM_1X1_DGRAD_SHALLOW_WIDE_KEPT = {("avx512", "intel"): (256, 1024)}
 # ... or, where the filter's rows are written apart (gemm_config.padded_b_columns: 512, 1024, 2048
 # output channels) and the GEMM has K blocks, from this many rows and up to this many channels (the
 # fewest and most measured; not on Intel, not measured there). Zen 5 VM, python
@@ -1287,16 +1297,6 @@ CPU_CONV_GEMM_MAX_CHANNELS_1X1 = 512
 # 8x2048x7x7->512 0.98, 1.17 -> 1.23, 1.41 / 0.89 -> 1.01 / 0.90 -> 1.01; s2 8x1024x14x14->2048 1.15,
 # 1.16 -> 1.38, 1.35 / 0.88 -> 1.04 / 0.87 -> 1.00.
 CPU_CONV_GEMM_MIN_ROWS_1X1_PADDED = 49
-# On Intel's AVX-512 cores too, but for GEMMs at most this deep and at least this wide, which keep
-# the forward conv's limits (IREE's own GEMM below them). Intel Xeon VM (sapphirerapids as named),
-# python benchmarks/table_ab.py (in one process, run interleaved with PyTorch), ratio to PyTorch,
-# IREE's GEMM -> this one (dgrad 1x1 NxCxHxW->K: a GEMM K deep, C wide): 1x512x7x7->2048 (49 rows,
-# 2048 deep) 0.36 -> 1.37, 0.38 -> 1.41, 0.36 -> 1.41; 1x2048x7x7->512 0.62 -> 1.12, 0.61 -> 1.29;
-# 4x512x7x7->2048 0.33 -> 0.82; 1x256x14x14->1024 1.34 -> 3.30; 1x512x14x14->512 1.24 -> 1.51;
-# 1x256x7x7->256 0.58 -> 1.81; 1x1024x7x7->256 1.03 -> 1.14. Lost, hence the limit: 1x1024x14x14->256
-# (196 rows, 256 deep, 1024 wide) 1.14 -> 0.83, 1.17 -> 0.92, 1.17 -> 0.85; 2x1024x14x14->256 even
-# (2.36 / 2.27).
-CPU_CONV_GEMM_1X1_DGRAD_SHALLOW_WIDE_KEPT = {("avx512", "intel"): (256, 1024)}
 CPU_CONV_GEMM_MAX_CHANNELS_1X1_PADDED = 2048
 # ... and on AMD's AVX-512 cores a stride-1 1x1 conv (A is X itself) of any output channels from
 # CPU_CONV_GEMM_MIN_ROWS_1X1_PADDED rows, up to the K-blocked tiles' channels. Zen 5 VM (znver5),
