@@ -1099,6 +1099,20 @@ def user_matmul_compilation_info(
 # 1x2048x7x7->512 1.76-1.96 -> 1.86-1.94, 3x3 1x512x7x7 even. Other CPUs were not measured.
 WGRAD_MANY_POSITIONS_TILES = {("avx2", "amd"): GemmTile((32, 64), (4, 16), 8, cache_reduction=64)}
 WGRAD_MANY_POSITIONS_MIN = 784
+# ... and, where the CPU has an entry here, such a GEMM with fewer rows (K) than columns (R*S*C) takes
+# this tile: on Intel's AVX-512 cores AMD's AVX-512 conv GEMM tile, 8x32 in 64x64 workgroups, in place
+# of their own 6x64 in 60x64. Intel Xeon VM (sapphirerapids as named), python benchmarks/table_ab.py
+# (in one process, run interleaved with PyTorch), ratio to PyTorch, 6x64 -> 8x32: 1x1 8x256x56x56->64
+# (DW[64, 256]) 0.60 -> 0.77; 1x256x56x56->64 0.72 -> 0.86; 8x1024x14x14->256 (DW[256, 1024]) 0.77 ->
+# 0.83; 1x512x28x28->128 0.96 -> 1.01; two more runs of those four: 0.61 -> 0.81, 0.66 -> 0.86; 0.81 ->
+# 0.94, 0.72 -> 0.86; 0.79 -> 0.83, 0.75 -> 0.82; 0.99 -> 1.00, 1.01 -> 1.04. With as many rows as
+# columns or more it lost: 1x64x56x56->256
+# (DW[256, 64]) 1.05 -> 0.99, 1x128x28x28->512 1.02 -> 0.96, s2 1x256x56x56->512 0.85 -> 0.82.
+WGRAD_FEW_ROWS_TILES = {
+    ("avx512", "intel"): GemmTile(
+        (64, 64), (8, 32), 8, cache_reduction=256, cache_reduction_min_depth=512, k_blocks_divide=True
+    )
+}
 
 
 def wgrad_tile(
@@ -1106,13 +1120,17 @@ def wgrad_tile(
 ) -> GemmTile | None:
     """The tile of a weight gradient's f32 GEMM ``DW[m = K, n = R*S*C]`` over ``k`` output positions
     (one GEMM, not transposed) on ``isa`` and the CPU ``vendor``: ``WGRAD_MANY_POSITIONS_TILES``'
-    from ``WGRAD_MANY_POSITIONS_MIN`` positions, else the conv GEMM's for ``n`` columns and its
+    from ``WGRAD_MANY_POSITIONS_MIN`` positions (``WGRAD_FEW_ROWS_TILES``' there where ``m`` < ``n``),
+    else the conv GEMM's for ``n`` columns and its
     K blocks, without the deep stride-1 convs' row blocks (measured on forward GEMMs); the
     ``core``'s K step of WGRAD_VECTOR_REDUCTION_BY_CORE (below; ``m`` 0, rows unknown: without the
     step's limit on K blocks)."""
     many = WGRAD_MANY_POSITIONS_TILES.get((isa, vendor or ""))
     if many is not None and k >= WGRAD_MANY_POSITIONS_MIN:
         return wgrad_core_step(many, isa, core, m, n, k)
+    few_rows = WGRAD_FEW_ROWS_TILES.get((isa, vendor or ""))
+    if few_rows is not None and k >= WGRAD_MANY_POSITIONS_MIN and 0 < m < n:
+        return wgrad_core_step(few_rows, isa, core, m, n, k)
     return wgrad_core_step(conv_gemm_tile(isa, n, vendor), isa, core, m, n, k)
 
 

@@ -92,12 +92,14 @@ def _wgrad(name: str, n: int, c: int, hw: int, k: int, kernel: int, stride: int,
     "n, c, hw, k, kernel, stride, padding, want",
     [
         (1, 96, 20, 80, 1, 1, 0, "cpu-conv-wgrad-gemm (one GEMM over 400 output positions"),
+        # DW[64, 256] over 784 positions: fewer rows than columns, AMD's 8x32 (gemm_config.WGRAD_FEW_ROWS_TILES)
+        (1, 256, 28, 64, 1, 1, 0, "784 output positions, a 8x32 register tile in 64x64 workgroups for avx512, Intel"),
         (2, 64, 27, 40, 3, 2, 1, "cpu-conv-wgrad-gemm (one GEMM over 392 output positions"),  # patches read padded
         (8, 128, 28, 512, 1, 1, 0, "cpu-conv-wgrad-gemm (one batched GEMM over 28 chunks of 224 output positions"),
         (1, 3, 64, 64, 7, 2, 3, "cpu-conv-wgrad-row-blocks (4 GEMMs"),
         (2, 128, 32, 16, 3, 2, 1, "cpu-conv-wgrad-winograd-strided (F(2x2, 2x2) over X's 4 phases"),
     ],
-    ids=["1x1", "3x3-s2", "chunked", "row-blocks", "polyphase"],
+    ids=["1x1", "1x1-few-rows", "3x3-s2", "chunked", "row-blocks", "polyphase"],
 )
 def test_weight_gradients(intel, rng, n, c, hw, k, kernel, stride, padding, want):
     g = _wgrad(f"intel_wgrad_{n}_{c}_{hw}_{k}_{kernel}", n, c, hw, k, kernel, stride, padding)

@@ -9,7 +9,8 @@
 # code; AMD and Intel AVX-512) it carries the conv GEMM's lowering config (gemm_config.
 # wgrad_matmul_compilation_info): 1x1 8x1024x14x14 -> 256 is 1568 deep, in K blocks of 256;
 # 3x3 stride 2 1x64x29x29 -> 64 is a patch gather (read through the padding) and 225 deep,
-# whole K. Intel AVX-512 takes its own tile (6x64 in 60x64 workgroups). AVX2 takes a GEMM with at most 128 output
+# whole K. Intel AVX-512 takes its own tile (6x64 in 60x64 workgroups; AMD's 8x32 in 64x64 for a DW of
+# fewer rows than columns from 784 positions). AVX2 takes a GEMM with at most 128 output
 # channels and more filter columns transposed, DW^T[R*S*C, K] (gemm_config.wgrad_gemm_transposed).
 # AMD's AVX2 cores (znver1) leave a stride-1 GEMM of >= 96 positions with >= 128 output channels
 # and filter columns plain, for IREE's data tiling (rules.CPU_CONV_WGRAD_DATA_TILING; its flags).
@@ -29,7 +30,8 @@ def wgrad_1x1_deep():
 # TUNED: wgrad [conv_wgrad]: {{.*}}cpu-conv-wgrad-gemm (one GEMM over 1568 output positions
 # AVX2: #iree_cpu.lowering_config<{{.*}}cache_reduction = [0, 0, 256], distribution = [48, 64, 0], vector_common_parallel = [6, 16, 0]
 # AMD: #iree_cpu.lowering_config<{{.*}}cache_reduction = [0, 0, 256], distribution = [64, 64, 0], vector_common_parallel = [8, 32, 0]
-# INTEL: #iree_cpu.lowering_config<{{.*}}cache_reduction = [0, 0, 256], distribution = [60, 64, 0], vector_common_parallel = [6, 64, 0]
+# (Intel: DW[256, 1024] has fewer rows than columns, AMD's 8x32: gemm_config.WGRAD_FEW_ROWS_TILES.)
+# INTEL: #iree_cpu.lowering_config<{{.*}}cache_reduction = [0, 0, 256], distribution = [64, 64, 0], vector_common_parallel = [8, 32, 0]
 # TUNED: linalg.matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1568x256xf32>, tensor<1568x1024xf32>) outs(%{{.*}} : tensor<256x1024xf32>)
 # ZEN: cpu-conv-wgrad-data-tiling (one GEMM DW[256, 1024] over 1568 output positions, data-tiled for avx2, AMD
 # ZEN-NOT: compilation_info
@@ -78,6 +80,10 @@ def wgrad_1x1_few_out_channels():
 # AVX2: linalg.matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<3136x256xf32>, tensor<3136x64xf32>) outs(%{{.*}} : tensor<256x64xf32>)
 # AMD-NOT: DW^T
 # AMD: linalg.matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<3136x64xf32>, tensor<3136x256xf32>) outs(%{{.*}} : tensor<64x256xf32>)
+# Intel AVX-512 takes AMD's 8x32 for a DW of fewer rows than columns (gemm_config.WGRAD_FEW_ROWS_TILES).
+# INTEL: cpu-conv-wgrad-gemm (one GEMM over 3136 output positions, a 8x32 register tile in 64x64 workgroups for avx512, Intel)
+# INTEL: #iree_cpu.lowering_config<{{.*}}distribution = [64, 64, 0], vector_common_parallel = [8, 32, 0]
+# INTEL: linalg.matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<3136x64xf32>, tensor<3136x256xf32>) outs(%{{.*}} : tensor<64x256xf32>)
 # 64 output channels ran even or behind data-tiled on Zen 1: the tile.
 # ZEN: cpu-conv-wgrad-gemm (one GEMM over 3136 output positions as DW^T[R*S*C = 256, K]
 # ZEN: linalg.matmul indexing_maps = {{.*}} {compilation_info = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<3136x256xf32>, tensor<3136x64xf32>) outs(%{{.*}} : tensor<256x64xf32>)
