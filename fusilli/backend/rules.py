@@ -639,7 +639,8 @@ def winograd_output_tile(p: Problem, t: Target) -> int | None:
     """m of the Winograd F(m x m, 3x3) cpu-conv-winograd computes this conv with, or None.
 
     F(4x4) from CPU_CONV_WINOGRAD_MIN_TILES 4x4 tiles. On Intel AVX-512 cores a forward
-    conv with fewer 4x4 tiles but that many 2x2 ones takes F(2x2, 3x3): its filter
+    (or data-gradient: CPU_CONV_WINOGRAD_F2_INTEL_KINDS) conv with fewer 4x4 tiles but that
+    many 2x2 ones takes F(2x2, 3x3): its filter
     transform is 16*C*K per call (F(4x4): 36*C*K), which the smaller images repay (f32
     convs: low-precision ones keep their native-dot-product rules).
     ResNet-50 3x3 1x256x14x14->256 (16 4x4 tiles, 49 2x2), Intel Xeon, median ms, data
@@ -666,8 +667,8 @@ def winograd_output_tile(p: Problem, t: Target) -> int | None:
             return 2
         return 4
     intel_avx512 = isa == "avx512" and vendor == "intel"
-    f32_fprop = p.kind == "conv_fprop" and p.element == DataType.FLOAT  # as measured
-    if f32_fprop and intel_avx512 and winograd_tiles(p, 2) >= CPU_CONV_WINOGRAD_MIN_TILES:
+    f32 = p.kind in CPU_CONV_WINOGRAD_F2_INTEL_KINDS and p.element == DataType.FLOAT  # as measured
+    if f32 and intel_avx512 and winograd_tiles(p, 2) >= CPU_CONV_WINOGRAD_MIN_TILES:
         if _f2_filter_fits(p):
             return 2
     return None
@@ -678,6 +679,14 @@ def winograd_one_pass_min_tiles(t: Target) -> int:
     transformed in one pass) from on ``t``, below CPU_CONV_WINOGRAD_MIN_TILES."""
     key = (vector_isa(t), cpu_vendor(t.cpu) or "")
     return CPU_CONV_WINOGRAD_MIN_TILES_ONE_PASS_FILTER_BY_TARGET.get(key, CPU_CONV_WINOGRAD_MIN_TILES_ONE_PASS_FILTER)
+
+
+# The conv kinds that take F(2x2, 3x3) on Intel's AVX-512 cores (winograd_output_tile): the data gradient
+# too, Intel Xeon VM (sapphirerapids as named), python benchmarks/conv_lowerings.py --lowering auto (the
+# K-blocked im2col GEMM) --lowering winograd2, ratio to PyTorch in one process: dgrad 3x3 1x256x14x14
+# (49 2x2 tiles, a 4 MiB filter) 0.70 -> 1.02, 0.65 -> 0.98; 1x128x14x14 0.65 -> 0.93 (1x512x14x14, a 16
+# MiB filter past the limit below, 0.64 -> 1.01: the limit is the forward conv's, kept).
+CPU_CONV_WINOGRAD_F2_INTEL_KINDS = ("conv_fprop", "conv_dgrad")
 
 
 # F(2x2, 3x3) only while its transformed filter (16*C*K f32) fits in the 2 cores' L2 (2 x 2 MiB):

@@ -6,7 +6,8 @@ reference, with the rule ``g.explain`` names:
   (rules.CPU_CONV_GEMM_1X1_FEW_ROWS_MAX_OUT_CHANNELS), and 1x1 data gradients of any rows but the
   shallow, wide ones (rules.CPU_CONV_GEMM_1X1_DGRAD_SHALLOW_WIDE_KEPT),
 * Winograd F(4x4) with the one-pass filter transform from 32 4x4 tiles
-  (rules.CPU_CONV_WINOGRAD_MIN_TILES_ONE_PASS_FILTER_BY_TARGET), forward and data gradient,
+  (rules.CPU_CONV_WINOGRAD_MIN_TILES_ONE_PASS_FILTER_BY_TARGET), forward and data gradient, and
+  F(2x2) below that for data gradients as for forward convs (rules.CPU_CONV_WINOGRAD_F2_INTEL_KINDS),
 * 3x3 stride-2 convs of many tiles as Winograd over the input's phases
   (rules.CPU_CONV_POLYPHASE_CORE_LIMITS["intel"]), with bias + relu,
 * weight gradients as the tuned GEMM (rules.CPU_CONV_WGRAD_GEMM_VENDORS), in chunks of positions,
@@ -143,3 +144,16 @@ def test_matmul_gemm_config(intel, rng, a_dim, b_dim):
     assert "cpu-matmul-gemm-config" in g.explain(fs.Backend.CPU, INTEL)
     assert "compilation_info" in g.mlir("optimized", fs.Backend.CPU, INTEL)
     run_and_check(g, intel, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
+
+
+def test_winograd_f2_dgrad(intel, rng):
+    # 1x128x14x14: 16 4x4 tiles (below the one-pass filter's 32 on Intel AVX-512), 49 2x2 ones and a
+    # 1 MiB F(2x2) filter: F(2x2, 3x3) (rules.CPU_CONV_WINOGRAD_F2_INTEL_KINDS), as the forward conv.
+    n, k, c, h = 1, 128, 128, 14
+    g = fs.Graph(name="intel_wino_f2_dgrad")
+    dy = g.tensor(name="dy", dim=[n, k, h, h], stride=fs.strides([n, k, h, h], "NHWC"))
+    w = g.tensor(name="w", dim=[k, c, 3, 3], stride=fs.strides([k, c, 3, 3], "NHWC"))
+    dx = g.conv_dgrad(dy, w, padding=[1, 1], stride=[1, 1], dilation=[1, 1], name="dgrad")
+    dx.set_dim([n, c, h, h]).set_stride(fs.strides([n, c, h, h], "NHWC")).set_output(True)
+    g.validate()
+    _check(g, intel, "cpu-conv-winograd (F(2x2, 3x3), 3x3 stride 1", rng)
