@@ -981,9 +981,13 @@ CPU_CONV_POLYPHASE_MAX_FILTER_BYTES = 4 << 20
 # 15.7 / 23.7 -> 21.6.
 CPU_CONV_POLYPHASE_MAX_FILTER_BYTES_PER_TILE = 40 << 10
 # Measured on AMD cores (AVX-512, and AVX2 as x86-64-v3 code, whose Winograd GEMM tiles are the
-# vendor-free ones); per conv kind, the vendors a rule leaves out: the data gradient was not measured
-# on Intel's cores, the forward conv takes it there within their own limits only (below), the weight
-# gradient as on AMD's: Intel Xeon VM (sapphirerapids as named), python benchmarks/table_ab.py (the
+# vendor-free ones); per conv kind, the vendors a rule leaves out: the forward conv takes it on Intel's
+# cores within their own limits only (below), the data and weight gradients as on AMD's. Data
+# gradients, Intel Xeon VM (sapphirerapids as named), python benchmarks/conv_lowerings.py --lowering
+# auto (the col2im GEMM) --lowering polyphase2 --lowering polyphase4, ratio to PyTorch in one process:
+# 3x3 s2 1x128x56x56->128 0.78 -> F(2x2) 0.87 (F(4x4) 0.68); 8x128x56x56 0.80 -> 1.04 / 1.05;
+# 8x256x28x28->256 0.80 -> 1.08 / 0.90; a second run, the rule against the col2im GEMM, fusilli's ms:
+# 1.20 -> 1.10, 7.83 -> 6.78, 7.67 -> 5.58 (python benchmarks/table_ab.py). Weight gradients: Intel Xeon VM (sapphirerapids as named), python benchmarks/table_ab.py (the
 # wgrad GEMM against this rule, in one process, run interleaved with PyTorch), ratio to PyTorch: 3x3
 # s2 8x128x56x56->128 (392 4x4 DY tiles: F(4x4)) 0.61 -> 0.96, 1x128x56x56->128 (196 2x2: F(2x2))
 # 0.66 -> 0.77 (a run of AMD's rules on that host); a second run, against the GEMM with Intel's own
@@ -991,7 +995,7 @@ CPU_CONV_POLYPHASE_MAX_FILTER_BYTES_PER_TILE = 40 << 10
 # Intel's AVX2 code (haswell as named, PyTorch held to AVX2): 0.86 -> 1.14, 0.61 -> 1.02, 0.90 -> 0.95.
 CPU_CONV_POLYPHASE_EXCLUDED_VENDORS: dict[str, tuple[str, ...]] = {
     "conv_fprop": ("intel",),
-    "conv_dgrad": ("intel",),
+    "conv_dgrad": (),
     "conv_wgrad": (),
 }
 

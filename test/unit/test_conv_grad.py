@@ -1078,14 +1078,14 @@ def test_strided_wgrad_polyphase_auto(cpu, rng):
 
 def test_strided_dgrad_polyphase_rule_targets():
     """cpu-conv-dgrad-winograd-strided takes 3x3 stride-2 f32 dgrads from 128 4x4 DX tiles (F(2x2)), from
-    392 8x8 ones F(4x4), on AVX2 code and AMD AVX-512 (measured there; not Intel's), while the
+    392 8x8 ones F(4x4), on AVX2 code and AMD's and Intel's AVX-512, while the
     transformed filter stays within 8 MiB and the padding's parity agrees along H and W; the others
     keep cpu-conv-dgrad-col2im-gemm."""
     attrs = dict(padding=[1, 1], stride=[2, 2], dilation=[1, 1])
     # ResNet-50's 3x3 s2 dgrad at batch 1: 196 tiles, a 1.6 MB transformed filter.
     g, _, _ = _dgrad_graph("dgrad_poly_rule", [1, 128, 28, 28], [128, 128, 3, 3], [1, 128, 56, 56], attrs, True)
     g.validate()
-    for arch, holds in (("x86-64-v3", True), ("znver4", True), ("sapphirerapids", False), ("x86-64", False)):
+    for arch, holds in (("x86-64-v3", True), ("znver4", True), ("sapphirerapids", True), ("x86-64", False)):
         explained = g.explain(arch=arch)
         assert ("cpu-conv-dgrad-winograd-strided" in explained) is holds, (arch, explained)
     assert "F(2x2, 2x2) per DX phase" in g.explain(arch="znver4")

@@ -10,6 +10,7 @@ reference, with the rule ``g.explain`` names:
   F(2x2) below that for data gradients as for forward convs (rules.CPU_CONV_WINOGRAD_F2_INTEL_KINDS),
 * 3x3 stride-2 convs of many tiles as Winograd over the input's phases
   (rules.CPU_CONV_POLYPHASE_CORE_LIMITS["intel"]), with bias + relu,
+* 3x3 stride-2 data gradients by Winograd per DX phase (rules.CPU_CONV_POLYPHASE_EXCLUDED_VENDORS),
 * weight gradients as the tuned GEMM (rules.CPU_CONV_WGRAD_GEMM_VENDORS), in chunks of positions,
   over blocks of filter rows (rules.CPU_CONV_WGRAD_ROW_BLOCKS_TARGETS) and over X's phases
   (rules.CPU_CONV_POLYPHASE_EXCLUDED_VENDORS),
@@ -157,3 +158,15 @@ def test_winograd_f2_dgrad(intel, rng):
     dx.set_dim([n, c, h, h]).set_stride(fs.strides([n, c, h, h], "NHWC")).set_output(True)
     g.validate()
     _check(g, intel, "cpu-conv-winograd (F(2x2, 3x3), 3x3 stride 1", rng)
+
+
+def test_polyphase_dgrad(intel, rng):
+    # 2x128x16x16 DY -> 2x128x32x32 DX: 2 x 8 x 8 = 128 4x4 DX tiles, F(2x2, 2x2) per DX phase.
+    n, k, c = 2, 128, 128
+    g = fs.Graph(name="intel_poly_dgrad")
+    dy = g.tensor(name="dy", dim=[n, k, 16, 16], stride=fs.strides([n, k, 16, 16], "NHWC"))
+    w = g.tensor(name="w", dim=[k, c, 3, 3], stride=fs.strides([k, c, 3, 3], "NHWC"))
+    dx = g.conv_dgrad(dy, w, padding=[1, 1], stride=[2, 2], dilation=[1, 1], name="dgrad")
+    dx.set_dim([n, c, 32, 32]).set_stride(fs.strides([n, c, 32, 32], "NHWC")).set_output(True)
+    g.validate()
+    _check(g, intel, "cpu-conv-dgrad-winograd-strided (F(2x2, 2x2) per DX phase", rng)

@@ -39,9 +39,8 @@ if len(sys.argv) > 1 and sys.argv[1] == "stats":
 
 if len(sys.argv) > 1 and sys.argv[1] == "explain":
     # Chosen by the rules (cpu-conv-dgrad-winograd-strided) for ResNet-50's 3x3 s2 dgrad at batch 1
-    # (196 4x4 DX tiles) on AVX2 and AMD AVX-512; Intel AVX-512 (not measured there) keeps the
-    # col2im GEMM, as do 49 tiles (1x256x28x28) but on Zen 1, which takes F(2x2, 2x2) from 49 tiles
-    # (rules.CPU_CONV_DGRAD_POLYPHASE_CORE_LIMITS).
+    # (196 4x4 DX tiles) on AVX2 and AMD's and Intel's AVX-512; 49 tiles (1x256x28x28) keep the col2im
+    # GEMM but on Zen 1, which takes F(2x2, 2x2) from 49 tiles (rules.CPU_CONV_DGRAD_POLYPHASE_CORE_LIMITS).
     @run
     def explain_resnet_shapes():
         for arch, args in (
@@ -60,7 +59,7 @@ if len(sys.argv) > 1 and sys.argv[1] == "explain":
     # EXPLAIN-LABEL: TEST: explain_resnet_shapes
     # EXPLAIN: x86-64-v3 {{.*}}cpu-conv-dgrad-winograd-strided (F(2x2, 2x2) per DX phase, 3x3 stride 2, 196 4x4 DX tiles >= 128
     # EXPLAIN: znver4 {{.*}}cpu-conv-dgrad-winograd-strided (F(2x2, 2x2) {{.*}} GEMM tuned for avx512, AMD)
-    # EXPLAIN: sapphirerapids {{.*}}cpu-conv-dgrad-col2im-gemm (3x3 stride 2x2
+    # EXPLAIN: sapphirerapids {{.*}}cpu-conv-dgrad-winograd-strided (F(2x2, 2x2) per DX phase, 3x3 stride 2, 196 4x4 DX tiles >= 128
     # EXPLAIN: znver4 {{.*}}cpu-conv-dgrad-col2im-gemm (3x3 stride 2x2
     # EXPLAIN: znver1 {{.*}}cpu-conv-dgrad-winograd-strided (F(2x2, 2x2) per DX phase, 3x3 stride 2, 49 4x4 DX tiles >= 49,
     sys.exit(0)
