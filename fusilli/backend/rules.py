@@ -987,7 +987,8 @@ CPU_CONV_POLYPHASE_MAX_FILTER_BYTES_PER_TILE = 40 << 10
 # auto (the col2im GEMM) --lowering polyphase2 --lowering polyphase4, ratio to PyTorch in one process:
 # 3x3 s2 1x128x56x56->128 0.78 -> F(2x2) 0.87 (F(4x4) 0.68); 8x128x56x56 0.80 -> 1.04 / 1.05;
 # 8x256x28x28->256 0.80 -> 1.08 / 0.90; a second run, the rule against the col2im GEMM, fusilli's ms:
-# 1.20 -> 1.10, 7.83 -> 6.78, 7.67 -> 5.58 (python benchmarks/table_ab.py). Weight gradients: Intel Xeon VM (sapphirerapids as named), python benchmarks/table_ab.py (the
+# 1.20 -> 1.10, 7.83 -> 6.78, 7.67 -> 5.58 (python benchmarks/table_ab.py); Intel's AVX2 code (haswell
+# as named, PyTorch held to AVX2) 1.49 / 1.52 (even), 10.04 -> 8.20, 11.27 -> 8.23. Weight gradients: Intel Xeon VM (sapphirerapids as named), python benchmarks/table_ab.py (the
 # wgrad GEMM against this rule, in one process, run interleaved with PyTorch), ratio to PyTorch: 3x3
 # s2 8x128x56x56->128 (392 4x4 DY tiles: F(4x4)) 0.61 -> 0.96, 1x128x56x56->128 (196 2x2: F(2x2))
 # 0.66 -> 0.77 (a run of AMD's rules on that host); a second run, against the GEMM with Intel's own
