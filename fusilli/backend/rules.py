@@ -484,6 +484,12 @@ def _lacks_native_dot(p: Problem, t: Target) -> str | None:
     return f"{p.element.mlir_name}, {t.arch} has no {'/'.join(_native_dot_features(t, p.element)) or 'native dot'}"
 
 
+def _isa_of(isa: str, vendor: str | None) -> str:
+    """The ISA a rule's GEMM is tuned for, in explain's words: ``"avx512, Intel"``, ``"avx2, AMD"``,
+    or the ISA alone for code for no named CPU."""
+    return f"{isa}, {'AMD' if vendor == 'amd' else 'Intel'}" if vendor in ("amd", "intel") else isa
+
+
 def _mflop(flops: int) -> str:
     """``flops`` for people: 2.15 GFLOP, 268 MFLOP."""
     return f"{flops / 1e9:.3g} GFLOP" if flops >= 1e9 else f"{flops / 1e6:.3g} MFLOP"
@@ -1064,8 +1070,7 @@ def _polyphase_applies(p: Problem, t: Target, limits_table: dict[str, PolyphaseC
     vendor = cpu_vendor(t.cpu)
     if vendor not in CPU_CONV_POLYPHASE_EXCLUDED_VENDORS[p.kind]:
         return True
-    own = limits_table is not None and (vendor or "") in limits_table
-    return own and _core_polyphase_limits(limits_table or {}, t, int(p.fact("channels", 0))) is not None
+    return limits_table is not None and _core_polyphase_limits(limits_table, t, int(p.fact("channels", 0))) is not None
 
 
 def polyphase_min_tiles(t: Target, channels: int) -> int:
@@ -1120,7 +1125,7 @@ def CPU_CONV_WINOGRAD_STRIDED(p: Problem, t: Target) -> str | None:
     if m is None:
         return None
     tiles, isa, vendor = winograd_tiles(p, m), vector_isa(t), cpu_vendor(t.cpu)
-    on = f"{isa}, AMD" if vendor == "amd" else f"{isa}, Intel" if vendor == "intel" else isa
+    on = _isa_of(isa, vendor)
     channels = int(p.fact("channels", 0))
     return (
         f"F({m}x{m}, 2x2) over the input's 4 phases, 3x3 stride 2, {tiles} {m}x{m} tiles >= "
@@ -1562,7 +1567,7 @@ def CPU_CONV_IM2COL_GEMM(p: Problem, t: Target) -> str | None:
     avx512_k_blocked = isa == "avx512" and vendor in CPU_CONV_GEMM_DEEP_VENDORS
     k_blocked = isa == "avx2" or avx512_k_blocked
     avx2_not_intel = isa == "avx2" and not intel  # AVX2's deep GEMMs (measured on AMD and generic AVX2 code)
-    on = f"{isa}, Intel" if intel else f"{isa}, AMD" if vendor == "amd" else isa
+    on = _isa_of(isa, vendor)
     # The GEMM's B: a dgrad's filter as it is (padding it a copy), a forward conv's transposed.
     out_channels = conv_out_channels(p)
     copied = p.kind == "conv_dgrad"
@@ -1747,7 +1752,7 @@ def CPU_CONV_WGRAD_WINOGRAD_STRIDED(p: Problem, t: Target) -> str | None:
     if m is None:
         return None
     tiles, isa, vendor = winograd_tiles(p, m), vector_isa(t), cpu_vendor(t.cpu)
-    on = f"{isa}, AMD" if vendor == "amd" else f"{isa}, Intel" if vendor == "intel" else isa
+    on = _isa_of(isa, vendor)
     limit = CPU_CONV_WGRAD_POLYPHASE_F4_MIN_TILES if m == 4 else CPU_CONV_WGRAD_POLYPHASE_F2_MIN_TILES
     return f"F({m}x{m}, 2x2) over X's 4 phases, 3x3 stride 2, {tiles} {m}x{m} DY tiles >= {limit}, GEMM tuned for {on}"
 
@@ -1982,7 +1987,7 @@ def CPU_CONV_WGRAD_GEMM(p: Problem, t: Target) -> str | None:
     vendors = CPU_CONV_WGRAD_GEMM_VENDORS[isa]
     if vendors is not None and vendor not in vendors:
         return None
-    on = f"{isa}, AMD" if vendor == "amd" else f"{isa}, Intel" if vendor == "intel" else isa
+    on = _isa_of(isa, vendor)
     from fusilli.passes import gemm_config  # the tile table (it imports this module)
 
     columns, core = conv_gemm_depth(p), cpu_core(t.cpu)

@@ -91,6 +91,22 @@ def channels_last_wgrad_graph(
     return g
 
 
+def channels_last_dgrad_graph(
+    name: str, n: int = 4, c: int = 8, k: int = 8, hw: int = 6, kernel: int = 3, stride: int = 1, **kw
+):
+    """A channels-last data gradient DX[n, c, hw, hw] of DY and the KRSC filter W[k, c, kernel, kernel],
+    padded as ``channels_last_wgrad_graph`` (``kw``: Graph's)."""
+    g = fs.Graph(name=name, **kw)
+    ho = (hw + 2 * (kernel // 2) - kernel) // stride + 1
+    dy = g.tensor(name="dy", dim=[n, k, ho, ho], stride=fs.strides([n, k, ho, ho], "NHWC"))
+    w = g.tensor(name="w", dim=[k, c, kernel, kernel], stride=fs.strides([k, c, kernel, kernel], "NHWC"))
+    pad = [kernel // 2] * 2
+    dx = g.conv_dgrad(dy, w, padding=pad, stride=[stride] * 2, dilation=[1, 1], name="dgrad")
+    dims = [n, c, hw, hw]
+    dx.set_dim(dims).set_stride(fs.strides(dims, "NHWC")).set_output(True).set_name("dx")
+    return g
+
+
 def with_bias_gradient(g: fs.Graph) -> fs.Graph:
     """``g`` plus DY's sum over N, H and W (a bias gradient, another sum over the batch)."""
     (dy,) = (t for t in g.input_tensors() if t.name == "dy")

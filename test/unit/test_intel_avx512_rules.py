@@ -22,7 +22,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import arch_running_here, channels_last_conv_graph, random_array, run_and_check
+from conftest import (
+    arch_running_here,
+    channels_last_conv_graph,
+    channels_last_dgrad_graph,
+    channels_last_wgrad_graph,
+    random_array,
+    run_and_check,
+)
 
 import fusilli as fs
 
@@ -61,13 +68,7 @@ def test_winograd_one_pass_filter_from_32_tiles(intel, rng):
 
 
 def test_winograd_one_pass_filter_dgrad_from_32_tiles(intel, rng):
-    n, k, c, h = 8, 64, 64, 7
-    g = fs.Graph(name="intel_wino32_dgrad")
-    dy = g.tensor(name="dy", dim=[n, k, h, h], stride=fs.strides([n, k, h, h], "NHWC"))
-    w = g.tensor(name="w", dim=[k, c, 3, 3], stride=fs.strides([k, c, 3, 3], "NHWC"))
-    dx = g.conv_dgrad(dy, w, padding=[1, 1], stride=[1, 1], dilation=[1, 1], name="dgrad")
-    dx.set_dim([n, c, h, h]).set_stride(fs.strides([n, c, h, h], "NHWC")).set_output(True)
-    g.validate()
+    g = channels_last_dgrad_graph("intel_wino32_dgrad", n=8, c=64, k=64, hw=7).validate()
     _check(g, intel, "32 4x4 tiles >= 32", rng)
 
 
@@ -80,31 +81,23 @@ def test_polyphase_from_392_tiles(intel, rng):
     assert "cpu-conv-im2col-gemm (3x3 stride 2" in fewer.explain(fs.Backend.CPU, INTEL)
 
 
-def _wgrad(name: str, n: int, c: int, hw: int, k: int, kernel: int, stride: int, padding: int) -> fs.Graph:
-    oh = (hw + 2 * padding - kernel) // stride + 1
-    g = fs.Graph(name=name)
-    dy = g.tensor(name="dy", dim=[n, k, oh, oh], stride=fs.strides([n, k, oh, oh], "NHWC"))
-    x = g.tensor(name="x", dim=[n, c, hw, hw], stride=fs.strides([n, c, hw, hw], "NHWC"))
-    dw = g.conv_wgrad(dy, x, padding=[padding] * 2, stride=[stride] * 2, dilation=[1, 1], name="wgrad")
-    dw.set_dim([k, c, kernel, kernel]).set_stride(fs.strides([k, c, kernel, kernel], "NHWC")).set_output(True)
-    return g.validate()
-
-
 @pytest.mark.parametrize(
-    "n, c, hw, k, kernel, stride, padding, want",
+    "n, c, hw, k, kernel, stride, want",
     [
-        (1, 96, 20, 80, 1, 1, 0, "cpu-conv-wgrad-gemm (one GEMM over 400 output positions"),
+        (1, 96, 20, 80, 1, 1, "cpu-conv-wgrad-gemm (one GEMM over 400 output positions"),
         # DW[64, 256] over 784 positions: fewer rows than columns, AMD's 8x32 (gemm_config.WGRAD_FEW_ROWS_TILES)
-        (1, 256, 28, 64, 1, 1, 0, "784 output positions, a 8x32 register tile in 64x64 workgroups for avx512, Intel"),
-        (2, 64, 27, 40, 3, 2, 1, "cpu-conv-wgrad-gemm (one GEMM over 392 output positions"),  # patches read padded
-        (8, 128, 28, 512, 1, 1, 0, "cpu-conv-wgrad-gemm (one batched GEMM over 28 chunks of 224 output positions"),
-        (1, 3, 64, 64, 7, 2, 3, "cpu-conv-wgrad-row-blocks (4 GEMMs"),
-        (2, 128, 32, 16, 3, 2, 1, "cpu-conv-wgrad-winograd-strided (F(2x2, 2x2) over X's 4 phases"),
+        (1, 256, 28, 64, 1, 1, "784 output positions, a 8x32 register tile in 64x64 workgroups for avx512, Intel"),
+        (2, 64, 27, 40, 3, 2, "cpu-conv-wgrad-gemm (one GEMM over 392 output positions"),  # patches read padded
+        (8, 128, 28, 512, 1, 1, "cpu-conv-wgrad-gemm (one batched GEMM over 28 chunks of 224 output positions"),
+        (1, 3, 64, 64, 7, 2, "cpu-conv-wgrad-row-blocks (4 GEMMs"),
+        (2, 128, 32, 16, 3, 2, "cpu-conv-wgrad-winograd-strided (F(2x2, 2x2) over X's 4 phases"),
     ],
     ids=["1x1", "1x1-few-rows", "3x3-s2", "chunked", "row-blocks", "polyphase"],
 )
-def test_weight_gradients(intel, rng, n, c, hw, k, kernel, stride, padding, want):
-    g = _wgrad(f"intel_wgrad_{n}_{c}_{hw}_{k}_{kernel}", n, c, hw, k, kernel, stride, padding)
+def test_weight_gradients(intel, rng, n, c, hw, k, kernel, stride, want):
+    # padded by kernel // 2 (channels_last_wgrad_graph)
+    name = f"intel_wgrad_{n}_{c}_{hw}_{k}_{kernel}"
+    g = channels_last_wgrad_graph(name, n=n, c=c, k=k, hw=hw, kernel=kernel, stride=stride).validate()
     _check(g, intel, want, rng)
 
 
@@ -118,12 +111,7 @@ def test_weight_gradients(intel, rng, n, c, hw, k, kernel, stride, padding, want
     ],
 )
 def test_1x1_dgrads(intel, rng, n, c, hw, k, gemm):
-    g = fs.Graph(name=f"intel_dgrad_1x1_{n}_{c}_{hw}_{k}")
-    dy = g.tensor(name="dy", dim=[n, k, hw, hw], stride=fs.strides([n, k, hw, hw], "NHWC"))
-    w = g.tensor(name="w", dim=[k, c, 1, 1], stride=fs.strides([k, c, 1, 1], "NHWC"))
-    dx = g.conv_dgrad(dy, w, padding=[0, 0], stride=[1, 1], dilation=[1, 1], name="dgrad")
-    dx.set_dim([n, c, hw, hw]).set_stride(fs.strides([n, c, hw, hw], "NHWC")).set_output(True)
-    g.validate()
+    g = channels_last_dgrad_graph(f"intel_dgrad_1x1_{n}_{c}_{hw}_{k}", n=n, c=c, k=k, hw=hw, kernel=1).validate()
     line = next(line for line in g.explain(fs.Backend.CPU, INTEL).splitlines() if "[conv_dgrad]" in line)
     assert ("cpu-conv-im2col-gemm (1x1 dgrad" in line) is gemm, line
     run_and_check(g, intel, {t: random_array(t, rng) for t in g.input_tensors()}, rtol=1e-4, atol=1e-4)
@@ -150,23 +138,11 @@ def test_matmul_gemm_config(intel, rng, a_dim, b_dim):
 def test_winograd_f2_dgrad(intel, rng):
     # 1x128x14x14: 16 4x4 tiles (below the one-pass filter's 32 on Intel AVX-512), 49 2x2 ones and a
     # 1 MiB F(2x2) filter: F(2x2, 3x3) (rules.CPU_CONV_WINOGRAD_F2_INTEL_KINDS), as the forward conv.
-    n, k, c, h = 1, 128, 128, 14
-    g = fs.Graph(name="intel_wino_f2_dgrad")
-    dy = g.tensor(name="dy", dim=[n, k, h, h], stride=fs.strides([n, k, h, h], "NHWC"))
-    w = g.tensor(name="w", dim=[k, c, 3, 3], stride=fs.strides([k, c, 3, 3], "NHWC"))
-    dx = g.conv_dgrad(dy, w, padding=[1, 1], stride=[1, 1], dilation=[1, 1], name="dgrad")
-    dx.set_dim([n, c, h, h]).set_stride(fs.strides([n, c, h, h], "NHWC")).set_output(True)
-    g.validate()
+    g = channels_last_dgrad_graph("intel_wino_f2_dgrad", n=1, c=128, k=128, hw=14).validate()
     _check(g, intel, "cpu-conv-winograd (F(2x2, 3x3), 3x3 stride 1", rng)
 
 
 def test_polyphase_dgrad(intel, rng):
     # 2x128x16x16 DY -> 2x128x32x32 DX: 2 x 8 x 8 = 128 4x4 DX tiles, F(2x2, 2x2) per DX phase.
-    n, k, c = 2, 128, 128
-    g = fs.Graph(name="intel_poly_dgrad")
-    dy = g.tensor(name="dy", dim=[n, k, 16, 16], stride=fs.strides([n, k, 16, 16], "NHWC"))
-    w = g.tensor(name="w", dim=[k, c, 3, 3], stride=fs.strides([k, c, 3, 3], "NHWC"))
-    dx = g.conv_dgrad(dy, w, padding=[1, 1], stride=[2, 2], dilation=[1, 1], name="dgrad")
-    dx.set_dim([n, c, 32, 32]).set_stride(fs.strides([n, c, 32, 32], "NHWC")).set_output(True)
-    g.validate()
+    g = channels_last_dgrad_graph("intel_poly_dgrad", n=2, c=128, k=128, hw=32, stride=2).validate()
     _check(g, intel, "cpu-conv-dgrad-winograd-strided (F(2x2, 2x2) per DX phase", rng)
